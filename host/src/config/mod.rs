@@ -1,0 +1,163 @@
+//! The `config.yaml` schema: parsed strictly (unknown fields are errors), then validated, so a
+//! mistake stops startup with a message naming the field and the form it expects.
+
+mod duration;
+mod error;
+mod node;
+mod pods;
+mod provider;
+mod quantity_field;
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+pub use duration::Seconds;
+pub use error::ConfigError;
+pub use node::{NodeConfig, TaintConfig, TaintEffect};
+pub use pods::PodsConfig;
+pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
+
+use crate::cli::LogFormat;
+
+/// orca's whole configuration. Every section and field has a default, so an empty file is a
+/// valid configuration for a local run on the simulated provider.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Config {
+    pub node: NodeConfig,
+    pub pods: PodsConfig,
+    pub provider: ProviderConfig,
+    pub logging: LoggingConfig,
+}
+
+/// Log level and format; the CLI flags override both.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct LoggingConfig {
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            level: "info".to_owned(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+impl Config {
+    /// Reads, parses and validates a configuration file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, the field and what would be accepted.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|error| error.in_file(path))
+    }
+
+    /// Parses and validates configuration text.
+    ///
+    /// # Errors
+    /// [`ConfigError::Malformed`] for YAML syntax errors (with the line) or schema errors (with
+    /// the field path),
+    /// [`ConfigError::Invalid`] for values that parse but are not acceptable.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        // YAML → JSON value first, so the typed pass can report the full path of a bad field
+        // (`node.taints[0].effect`), which a YAML deserializer alone does not.
+        let value: serde_json::Value = serde_saphyr::from_str(text).map_err(ConfigError::syntax)?;
+        let config: Config = if value.is_null() {
+            Config::default()
+        } else {
+            serde_path_to_error::deserialize(value).map_err(ConfigError::schema)?
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.node.validate()?;
+        self.pods.validate()?;
+        self.provider.validate()?;
+        if tracing_subscriber::EnvFilter::try_new(&self.logging.level).is_err() {
+            return Err(ConfigError::invalid(
+                "logging.level",
+                &self.logging.level,
+                "error, warn, info, debug, trace, or a tracing filter like orca=debug,kube=info",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_the_documented_defaults() {
+        let config = Config::parse("").unwrap();
+        assert_eq!(config.node.name, "orca-aws-node");
+        assert_eq!(config.node.taints[0].key, "orca.research/burst-node");
+        assert_eq!(config.node.lease_duration.get().as_secs(), 40);
+        assert_eq!(config.provider.kind, ProviderKind::Simulated);
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_with_its_path_and_the_accepted_names() {
+        let error = Config::parse("node:\n  cpus: \"4\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("node"), "{error}");
+        assert!(error.contains("unknown field `cpus`"), "{error}");
+        assert!(error.contains("cpu"), "{error}");
+    }
+
+    #[test]
+    fn schema_errors_carry_the_full_path() {
+        let yaml = "node:\n  taints:\n  - {key: a, value: b, effect: Sometimes}\n";
+        let error = Config::parse(yaml).unwrap_err().to_string();
+        assert!(error.starts_with("node.taints[0].effect: "), "{error}");
+    }
+
+    #[test]
+    fn unquoted_numbers_are_accepted_as_quantities() {
+        let config = Config::parse("node:\n  cpu: 64\n  gpu: 8\n").unwrap();
+        assert_eq!(
+            (config.node.cpu.as_str(), config.node.gpu.as_str()),
+            ("64", "8")
+        );
+    }
+
+    #[test]
+    fn yaml_syntax_errors_are_reported_as_such() {
+        let error = Config::parse("node: [unclosed\n").unwrap_err().to_string();
+        assert!(error.contains("not valid YAML"), "{error}");
+    }
+
+    #[test]
+    fn unknown_section_is_rejected() {
+        let error = Config::parse("nodes: {}\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `nodes`"), "{error}");
+    }
+
+    #[test]
+    fn bad_log_level_names_the_field() {
+        let error = Config::parse("logging:\n  level: \"[[\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("logging.level"), "{error}");
+    }
+
+    #[test]
+    fn shipped_config_yaml_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config.yaml");
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.node.name, "orca-aws-node");
+    }
+}

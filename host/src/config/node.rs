@@ -1,0 +1,299 @@
+//! The `node:` section: how the virtual node presents itself to Kubernetes.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use orca_plugin_sdk::Quantity;
+use serde::Deserialize;
+
+use super::{ConfigError, Seconds};
+
+/// The Node orca registers. Field names follow the ORCA design doc's `node:` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct NodeConfig {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub taints: Vec<TaintConfig>,
+    pub operating_system: String,
+    pub architecture: String,
+    #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    pub cpu: String,
+    #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    pub memory: String,
+    #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    pub pods: String,
+    #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    pub gpu: String,
+    #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    pub ephemeral_storage: String,
+    pub kubelet_version: String,
+    pub container_runtime_version: String,
+    pub os_image: String,
+    /// The address the apiserver uses to reach orca's kubelet API. Default: `$POD_IP` when set
+    /// (in-cluster), else 127.0.0.1.
+    #[serde(rename = "internalIP")]
+    pub internal_ip: Option<IpAddr>,
+    pub daemon_port: u16,
+    /// A Node YAML used as the base object; the fields above are applied over it.
+    pub skeleton: Option<PathBuf>,
+    pub lease_duration: Seconds,
+    pub lease_renew_interval: Seconds,
+    pub status_update_interval: Seconds,
+    /// How often the provider is pinged for the Ready condition.
+    pub ping_interval: Seconds,
+}
+
+/// A taint on the node; pods must tolerate it to be scheduled here.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintConfig {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+/// Kubernetes taint effects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        let version = env!("CARGO_PKG_VERSION");
+        NodeConfig {
+            name: "orca-aws-node".to_owned(),
+            labels: [
+                ("orca.research/provider", "aws"),
+                ("type", "virtual-kubelet"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+            annotations: BTreeMap::new(),
+            taints: vec![TaintConfig {
+                key: "orca.research/burst-node".to_owned(),
+                value: "true".to_owned(),
+                effect: TaintEffect::NoSchedule,
+            }],
+            operating_system: "Linux".to_owned(),
+            architecture: "amd64".to_owned(),
+            cpu: "1000".to_owned(),
+            memory: "4Ti".to_owned(),
+            pods: "1000".to_owned(),
+            gpu: "100".to_owned(),
+            ephemeral_storage: "10Ti".to_owned(),
+            kubelet_version: format!("v{version}-orca"),
+            container_runtime_version: format!("orca://{version}"),
+            os_image: "AWS EC2".to_owned(),
+            internal_ip: None,
+            daemon_port: 10250,
+            skeleton: None,
+            lease_duration: Seconds::from_secs(40),
+            lease_renew_interval: Seconds::from_secs(10),
+            status_update_interval: Seconds::from_secs(60),
+            ping_interval: Seconds::from_secs(10),
+        }
+    }
+}
+
+impl NodeConfig {
+    /// The capacity resources as (resource name, configured quantity, field name).
+    pub fn capacity(&self) -> [(&'static str, &str, &'static str); 5] {
+        [
+            ("cpu", &self.cpu, "node.cpu"),
+            ("memory", &self.memory, "node.memory"),
+            ("pods", &self.pods, "node.pods"),
+            ("nvidia.com/gpu", &self.gpu, "node.gpu"),
+            (
+                "ephemeral-storage",
+                &self.ephemeral_storage,
+                "node.ephemeralStorage",
+            ),
+        ]
+    }
+
+    /// The node's operating system as Kubernetes spells it (`linux`).
+    pub fn os(&self) -> String {
+        self.operating_system.to_ascii_lowercase()
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !is_dns_subdomain(&self.name) {
+            return Err(ConfigError::invalid(
+                "node.name",
+                &self.name,
+                "a DNS subdomain: lowercase letters, digits, '-' and '.', at most 253 characters",
+            ));
+        }
+        for (resource, value, field) in self.capacity() {
+            let parsed: Result<Quantity, _> = value.parse();
+            match parsed.map(|q| q.to_millis_ceil()) {
+                Ok(Ok(millis)) if millis >= 0 => {}
+                _ => {
+                    return Err(ConfigError::invalid(
+                        field,
+                        value,
+                        &format!(
+                            "a non-negative Kubernetes quantity for {resource}, like \"1000\", \"500m\" or \"4Ti\""
+                        ),
+                    ));
+                }
+            }
+        }
+        let os = self.os();
+        if os != "linux" && os != "windows" {
+            return Err(ConfigError::invalid(
+                "node.operatingSystem",
+                &self.operating_system,
+                "Linux or Windows",
+            ));
+        }
+        if !matches!(self.architecture.as_str(), "amd64" | "arm64") {
+            return Err(ConfigError::invalid(
+                "node.architecture",
+                &self.architecture,
+                "amd64 or arm64",
+            ));
+        }
+        for (index, taint) in self.taints.iter().enumerate() {
+            if !is_qualified_name(&taint.key) {
+                return Err(ConfigError::invalid(
+                    format!("node.taints[{index}].key"),
+                    &taint.key,
+                    "a qualified name like example.com/burst",
+                ));
+            }
+        }
+        for key in self.labels.keys() {
+            if !is_qualified_name(key) {
+                return Err(ConfigError::invalid(
+                    format!("node.labels[{key:?}]"),
+                    key,
+                    "a label key: an optional DNS prefix and '/', then up to 63 alphanumerics, '-', '_' or '.'",
+                ));
+            }
+        }
+        if self.daemon_port == 0 {
+            return Err(ConfigError::invalid(
+                "node.daemonPort",
+                0,
+                "a TCP port from 1 to 65535",
+            ));
+        }
+        if self.lease_renew_interval >= self.lease_duration
+            || self.lease_renew_interval.get().is_zero()
+        {
+            return Err(ConfigError::invalid(
+                "node.leaseRenewInterval",
+                self.lease_renew_interval,
+                &format!(
+                    "a duration above zero and shorter than node.leaseDuration ({})",
+                    self.lease_duration
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("node.statusUpdateInterval", self.status_update_interval),
+            ("node.pingInterval", self.ping_interval),
+        ] {
+            if value.get().is_zero() {
+                return Err(ConfigError::invalid(field, value, "a duration above zero"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// RFC 1123 subdomain, as Kubernetes requires for object names.
+pub(crate) fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// A Kubernetes qualified name (label and taint keys): `[prefix/]name`.
+pub(crate) fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    name_ok && prefix.is_none_or(is_dns_subdomain)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn bad_memory_quantity_names_the_field_and_an_example() {
+        let error = Config::parse("node:\n  memory: 4TB\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("node.memory"), "{error}");
+        assert!(
+            error.contains("\"4TB\"") && error.contains("4Ti"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn bad_taint_effect_lists_the_effects() {
+        let yaml = "node:\n  taints:\n  - {key: a, value: b, effect: Sometimes}\n";
+        let error = Config::parse(yaml).unwrap_err().to_string();
+        assert!(error.contains("NoSchedule"), "{error}");
+    }
+
+    #[test]
+    fn uppercase_node_name_is_rejected() {
+        let error = Config::parse("node:\n  name: Orca\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("node.name"), "{error}");
+    }
+
+    #[test]
+    fn renew_interval_must_be_shorter_than_the_lease() {
+        let yaml = "node:\n  leaseDuration: 10s\n  leaseRenewInterval: 10s\n";
+        let error = Config::parse(yaml).unwrap_err().to_string();
+        assert!(error.contains("node.leaseRenewInterval"), "{error}");
+    }
+
+    #[test]
+    fn qualified_names() {
+        assert!(super::is_qualified_name("orca.research/burst-node"));
+        assert!(super::is_qualified_name("type"));
+        assert!(!super::is_qualified_name("-bad"));
+        assert!(!super::is_qualified_name("Bad_Prefix/x"));
+    }
+}

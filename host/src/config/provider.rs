@@ -1,0 +1,81 @@
+//! The `provider:` section: which backend runs the pods, and its settings.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{ConfigError, Seconds};
+
+/// Which provider runs pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// In-process instances: demos, tests and scale runs without a cloud.
+    Simulated,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub simulated: SimulatedConfig,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        ProviderConfig {
+            kind: ProviderKind::Simulated,
+            simulated: SimulatedConfig::default(),
+        }
+    }
+}
+
+/// Defaults for simulated instances; a pod can override each with a
+/// `simulated.orca.research/…` annotation (see the provider's docs).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct SimulatedConfig {
+    /// Time from launch to `running`.
+    pub boot_delay: Seconds,
+    /// Time the workload runs before exiting; absent: it runs until the pod is deleted.
+    pub run_time: Option<Seconds>,
+    /// The workload's exit code when `run_time` elapses.
+    pub exit_code: i32,
+    /// Time an instance spends `shutting-down` after a terminate call.
+    pub shutdown_delay: Seconds,
+    /// How long terminated instances stay listed (EC2 keeps them about an hour).
+    pub terminated_retention: Seconds,
+    /// A journal file that makes instances outlive orca, as real instances do: with it, a
+    /// restarted orca finds (and adopts) what it launched before. Absent: in memory only.
+    pub state_file: Option<PathBuf>,
+    /// While this file exists the provider does not answer `ping` (an outage drill).
+    pub outage_file: Option<PathBuf>,
+}
+
+impl Default for SimulatedConfig {
+    fn default() -> Self {
+        SimulatedConfig {
+            boot_delay: Seconds::from_secs(2),
+            run_time: None,
+            exit_code: 0,
+            shutdown_delay: Seconds::from_secs(1),
+            terminated_retention: Seconds::from_secs(3600),
+            state_file: None,
+            outage_file: None,
+        }
+    }
+}
+
+impl ProviderConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let simulated = &self.simulated;
+        if !(0..=255).contains(&simulated.exit_code) {
+            return Err(ConfigError::invalid(
+                "provider.simulated.exitCode",
+                simulated.exit_code,
+                "an exit code from 0 to 255",
+            ));
+        }
+        Ok(())
+    }
+}

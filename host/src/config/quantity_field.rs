@@ -1,0 +1,21 @@
+//! Quantity fields accept what people write in YAML: `cpu: 1000` as well as `cpu: "1000"`.
+
+use serde::{Deserialize, Deserializer};
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrNumber {
+    String(String),
+    Integer(i64),
+    Float(f64),
+}
+
+pub(super) fn string_or_number<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<String, D::Error> {
+    Ok(match StringOrNumber::deserialize(deserializer)? {
+        StringOrNumber::String(text) => text,
+        StringOrNumber::Integer(number) => number.to_string(),
+        StringOrNumber::Float(number) => number.to_string(),
+    })
+}

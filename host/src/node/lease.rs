@@ -1,0 +1,68 @@
+//! The node's heartbeat: a Lease in `kube-node-lease`, owned by the Node so it is garbage
+//! collected with it, renewed on an interval well inside its duration.
+
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
+use kube::Api;
+use kube::api::{ObjectMeta, Patch, PatchParams};
+
+pub const LEASE_NAMESPACE: &str = "kube-node-lease";
+pub const FIELD_MANAGER: &str = "orca";
+
+/// Renews one node's Lease.
+pub struct LeaseKeeper {
+    api: Api<Lease>,
+    node_name: String,
+    duration_seconds: i32,
+}
+
+impl LeaseKeeper {
+    pub fn new(
+        client: kube::Client,
+        node_name: &str,
+        duration: std::time::Duration,
+    ) -> LeaseKeeper {
+        LeaseKeeper {
+            api: Api::namespaced(client, LEASE_NAMESPACE),
+            node_name: node_name.to_owned(),
+            duration_seconds: i32::try_from(duration.as_secs()).unwrap_or(i32::MAX),
+        }
+    }
+
+    /// Sets `renewTime` to now. Server-side apply creates the Lease when it is missing (first
+    /// start, or after the Node and with it the Lease were deleted) and needs no read first.
+    ///
+    /// # Errors
+    /// The apiserver's error; the caller retries on the next tick.
+    pub async fn renew(&self, node_uid: &str) -> Result<(), kube::Error> {
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.node_name.clone()),
+                namespace: Some(LEASE_NAMESPACE.to_owned()),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "v1".to_owned(),
+                    kind: "Node".to_owned(),
+                    name: self.node_name.clone(),
+                    uid: node_uid.to_owned(),
+                    ..OwnerReference::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.node_name.clone()),
+                lease_duration_seconds: Some(self.duration_seconds),
+                renew_time: Some(MicroTime(Timestamp::now())),
+                ..LeaseSpec::default()
+            }),
+        };
+        self.api
+            .patch(
+                &self.node_name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&lease),
+            )
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! Creating the Node, or bringing an existing one in line with config, and writing its status.
+
+use std::net::IpAddr;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, NodeStatus};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use super::conditions::ReadyTracker;
+use super::lease::FIELD_MANAGER;
+use super::object::{configured_taints, desired_node, merge_taints, static_status};
+use crate::config::NodeConfig;
+
+/// Why the Node could not be registered or updated.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    #[error("reading node skeleton {path}")]
+    SkeletonUnreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("node skeleton {path} is not a Node: {message}")]
+    SkeletonInvalid { path: String, message: String },
+    #[error("creating or updating Node {name}")]
+    NodeWriteFailed {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("writing status of Node {name}")]
+    StatusWriteFailed {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Writes the Node and its status.
+pub struct Registrar {
+    api: Api<Node>,
+    config: NodeConfig,
+    skeleton: Option<Node>,
+    address: IpAddr,
+}
+
+impl Registrar {
+    /// # Errors
+    /// [`RegistrationError::SkeletonUnreadable`] / [`RegistrationError::SkeletonInvalid`] for a
+    /// bad `node.skeleton` file.
+    pub fn new(
+        client: kube::Client,
+        config: NodeConfig,
+        address: IpAddr,
+    ) -> Result<Registrar, RegistrationError> {
+        let skeleton = match &config.skeleton {
+            Some(path) => {
+                let display = path.display().to_string();
+                let text = std::fs::read_to_string(path).map_err(|source| {
+                    RegistrationError::SkeletonUnreadable {
+                        path: display.clone(),
+                        source,
+                    }
+                })?;
+                let node: Node = serde_saphyr::from_str(&text).map_err(|error| {
+                    RegistrationError::SkeletonInvalid {
+                        path: display,
+                        message: error.to_string(),
+                    }
+                })?;
+                Some(node)
+            }
+            None => None,
+        };
+        Ok(Registrar {
+            api: Api::all(client),
+            config,
+            skeleton,
+            address,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Creates the Node if it is missing; otherwise applies config's labels and annotations and
+    /// adds config's taints, leaving taints other controllers set (like `not-ready`) in place.
+    /// Returns the Node's UID.
+    ///
+    /// # Errors
+    /// [`RegistrationError::NodeWriteFailed`].
+    pub async fn ensure_node(&self) -> Result<String, RegistrationError> {
+        let failed = |source| RegistrationError::NodeWriteFailed {
+            name: self.config.name.clone(),
+            source,
+        };
+        let desired = desired_node(&self.config, self.skeleton.clone());
+        let existing = match self.api.get_opt(&self.config.name).await.map_err(failed)? {
+            Some(existing) => existing,
+            None => {
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.to_owned()),
+                    ..PostParams::default()
+                };
+                match self.api.create(&params, &desired).await {
+                    Ok(created) => return Ok(created.metadata.uid.unwrap_or_default()),
+                    // Someone (an earlier orca, racing) created it meanwhile: update it below.
+                    Err(kube::Error::Api(status)) if status.code == 409 => {
+                        self.api.get(&self.config.name).await.map_err(failed)?
+                    }
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+        };
+        let metadata = json!({
+            "metadata": {
+                "labels": desired.metadata.labels,
+                "annotations": desired.metadata.annotations,
+            }
+        });
+        self.api
+            .patch(
+                &self.config.name,
+                &PatchParams::default(),
+                &Patch::Merge(&metadata),
+            )
+            .await
+            .map_err(failed)?;
+        let current = existing
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.taints.clone())
+            .unwrap_or_default();
+        let merged = merge_taints(current.clone(), &configured_taints(&self.config));
+        if merged != current {
+            // `spec.taints` is an atomic list: the resourceVersion precondition makes a concurrent
+            // change by the node lifecycle controller a 409 (retried by the caller), never lost.
+            let patch = json!({
+                "metadata": { "resourceVersion": existing.metadata.resource_version },
+                "spec": { "taints": merged },
+            });
+            self.api
+                .patch(
+                    &self.config.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map_err(failed)?;
+        }
+        Ok(existing.metadata.uid.unwrap_or_default())
+    }
+
+    /// Writes the full status: capacity, info, addresses, port, and conditions with a fresh
+    /// heartbeat. Server-side apply: conditions are a map keyed by type, so conditions other
+    /// controllers own are left alone.
+    ///
+    /// # Errors
+    /// [`RegistrationError::StatusWriteFailed`].
+    pub async fn write_status(&self, ready: &ReadyTracker) -> Result<(), RegistrationError> {
+        let status = NodeStatus {
+            conditions: Some(ready.conditions(Timestamp::now())),
+            ..static_status(&self.config, self.address)
+        };
+        let patch = json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": { "name": self.config.name },
+            "status": status,
+        });
+        self.api
+            .patch_status(
+                &self.config.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(|source| RegistrationError::StatusWriteFailed {
+                name: self.config.name.clone(),
+                source,
+            })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,37 @@
+//! The provider boundary: what runs pods. The pod reconciler drives it; it knows nothing of
+//! Kubernetes watches or WebAssembly, only pods in and instance statuses out.
+
+mod error;
+mod instance;
+mod logs;
+pub mod simulated;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+
+pub use error::{ErrorClass, ProviderError};
+pub use instance::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
+pub use logs::LogOptions;
+
+use crate::plan::LaunchPlan;
+
+/// A backend that runs each pod as one instance.
+///
+/// # Guarantees an implementation gives
+/// - `create` is idempotent per pod UID: calling it again (a retry, a restart) never makes a
+///   second instance for the same pod.
+/// - `delete` of an instance that is already gone succeeds.
+/// - `statuses` lists every instance of this node in one call, however many there are.
+#[async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// Launches the pod's instance according to `plan`.
+    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<(), ProviderError>;
+    /// Terminates the pod's instance; success when it is already gone.
+    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError>;
+    /// All instances this node owns, including recently terminated ones.
+    async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError>;
+    /// The workload's output.
+    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError>;
+    /// Whether the backend answers; drives the node's Ready condition.
+    async fn ping(&self) -> Result<(), ProviderError>;
+}

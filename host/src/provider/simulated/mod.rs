@@ -1,0 +1,217 @@
+//! The `simulated` provider: instances that live in orca's process (and optionally a journal
+//! file), with configurable boot delay, run time, exit code, and injected faults. It is the
+//! provider for demos, tests and scale runs, as SimKube uses a mock node.
+
+mod behaviour;
+mod instance;
+mod journal;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+pub use behaviour::ANNOTATION_PREFIX;
+use behaviour::{Behaviour, LaunchFault};
+use instance::{Phase, SimInstance};
+use journal::{Journal, JournalError, Record};
+
+use super::{ErrorClass, InstanceStatus, LogOptions, PodKey, Provider, ProviderError};
+use crate::config::SimulatedConfig;
+use crate::plan::LaunchPlan;
+
+/// In-process instances, one per pod UID.
+pub struct SimulatedProvider {
+    settings: SimulatedConfig,
+    state: Mutex<State>,
+}
+
+struct State {
+    instances: HashMap<String, SimInstance>,
+    launch_attempts: HashMap<String, u32>,
+    next_serial: u64,
+    journal: Option<Journal>,
+}
+
+impl SimulatedProvider {
+    /// A provider with the given defaults; with `state_file`, instances launched by an earlier
+    /// orca process are loaded from it.
+    ///
+    /// # Errors
+    /// [`JournalError`] when the state file cannot be read or written.
+    pub fn new(settings: SimulatedConfig) -> Result<SimulatedProvider, JournalError> {
+        let (journal, instances) = match &settings.state_file {
+            Some(path) => {
+                let (journal, instances) = Journal::open(path)?;
+                (Some(journal), instances)
+            }
+            None => (None, HashMap::new()),
+        };
+        let next_serial = instances
+            .values()
+            .filter_map(|instance| {
+                u64::from_str_radix(instance.instance_id.trim_start_matches("i-0sim"), 16).ok()
+            })
+            .max()
+            .map_or(1, |max| max + 1);
+        Ok(SimulatedProvider {
+            settings,
+            state: Mutex::new(State {
+                instances,
+                launch_attempts: HashMap::new(),
+                next_serial,
+                journal,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the map half-updated (every mutation is a
+        // single insert/remove), so a poisoned lock is safe to keep using.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn phase(&self, instance: &SimInstance, now: Timestamp) -> Phase {
+        instance.phase_at(
+            now,
+            self.settings.shutdown_delay.get(),
+            self.settings.terminated_retention.get(),
+        )
+    }
+}
+
+impl State {
+    fn record(&mut self, record: Record) -> Result<(), ProviderError> {
+        if let Some(journal) = &mut self.journal {
+            journal.append(&record).map_err(|error| {
+                ProviderError::transient("JournalWriteFailed", format!("{error:#}"))
+            })?;
+        }
+        journal::apply(&mut self.instances, record);
+        Ok(())
+    }
+}
+
+fn injected(fault: LaunchFault, attempt: u32) -> Option<ProviderError> {
+    if attempt > fault.times {
+        return None;
+    }
+    let detail = format!("injected by {ANNOTATION_PREFIX}launch-error (attempt {attempt})");
+    Some(match fault.class {
+        ErrorClass::Capacity => ProviderError::capacity(
+            "InsufficientInstanceCapacity",
+            format!(
+                "We currently do not have sufficient capacity in the requested Availability Zone; {detail}"
+            ),
+        ),
+        ErrorClass::Transient => ProviderError::transient(
+            "RequestLimitExceeded",
+            format!("Request limit exceeded; {detail}"),
+        ),
+        ErrorClass::Permanent => ProviderError::permanent(
+            "UnauthorizedOperation",
+            format!("You are not authorized to perform this operation; {detail}"),
+        ),
+    })
+}
+
+#[async_trait]
+impl Provider for SimulatedProvider {
+    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<(), ProviderError> {
+        let key = PodKey::of(pod)
+            .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
+        let annotations: BTreeMap<String, String> =
+            pod.metadata.annotations.clone().unwrap_or_default();
+        let (behaviour, fault) = Behaviour::resolve(&self.settings, &annotations)?;
+        let candidate = plan.candidates.first().ok_or_else(|| {
+            ProviderError::permanent("NoInstanceType", "the launch plan has no instance type")
+        })?;
+        let mut state = self.lock();
+        // Idempotent per pod UID, like EC2's ClientToken.
+        if state.instances.contains_key(&key.uid) {
+            return Ok(());
+        }
+        let attempt = {
+            let attempts = state.launch_attempts.entry(key.uid.clone()).or_insert(0);
+            *attempts += 1;
+            *attempts
+        };
+        if let Some(error) = fault.and_then(|fault| injected(fault, attempt)) {
+            return Err(error);
+        }
+        let serial = state.next_serial;
+        state.next_serial += 1;
+        let instance = SimInstance {
+            instance_id: format!("i-0sim{serial:012x}"),
+            instance_type: candidate.instance_type.clone(),
+            market: plan.market.market,
+            private_ip: Ipv4Addr::from(
+                u32::from(Ipv4Addr::new(10, 200, 0, 0)) + (serial as u32 & 0xffff),
+            ),
+            launched_at: Timestamp::now(),
+            behaviour,
+            terminate_requested_at: None,
+            pod: key.clone(),
+        };
+        state.launch_attempts.remove(&key.uid);
+        state.record(Record::Launch(Box::new(instance)))
+    }
+
+    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {
+        let mut state = self.lock();
+        match state.instances.get(&pod.uid) {
+            Some(instance) if instance.terminate_requested_at.is_none() => {
+                state.record(Record::Terminate {
+                    uid: pod.uid.clone(),
+                    at: Timestamp::now(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {
+        let now = Timestamp::now();
+        let mut state = self.lock();
+        let mut listed = Vec::with_capacity(state.instances.len());
+        let mut gone = Vec::new();
+        for (uid, instance) in &state.instances {
+            match self.phase(instance, now) {
+                Phase::Listed(status) => listed.push(*status),
+                Phase::Gone => gone.push(uid.clone()),
+            }
+        }
+        for uid in gone {
+            state.record(Record::Forget { uid })?;
+        }
+        Ok(listed)
+    }
+
+    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
+        let state = self.lock();
+        let instance = state.instances.get(&pod.uid).ok_or_else(|| {
+            ProviderError::permanent("InstanceNotFound", format!("no instance for pod {pod}"))
+        })?;
+        let container = options.container.as_deref().unwrap_or("main");
+        let lines = instance.log_lines(Timestamp::now(), container);
+        Ok(super::logs::render(&lines, options, Timestamp::now()))
+    }
+
+    async fn ping(&self) -> Result<(), ProviderError> {
+        match &self.settings.outage_file {
+            Some(path) if path.exists() => Err(ProviderError::transient(
+                "ProviderUnavailable",
+                format!("simulated outage: {} exists", path.display()),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

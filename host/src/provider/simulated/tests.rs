@@ -1,0 +1,184 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ObjectMeta;
+
+use super::*;
+use crate::config::Seconds;
+use crate::plan::{InstanceCandidate, Market, MarketDecision};
+use crate::provider::InstanceState;
+
+fn pod(uid: &str, annotations: &[(&str, &str)]) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(format!("pod-{uid}")),
+            uid: Some(uid.into()),
+            annotations: Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (format!("{ANNOTATION_PREFIX}{k}"), v.to_string()))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    }
+}
+
+fn plan() -> LaunchPlan {
+    LaunchPlan {
+        candidates: vec![InstanceCandidate {
+            instance_type: "m5.large".into(),
+            reason: "test".into(),
+        }],
+        market: MarketDecision {
+            market: Market::OnDemand,
+            max_price: None,
+            fallback_to_on_demand: false,
+            reason: "test".into(),
+        },
+        tags: BTreeMap::new(),
+    }
+}
+
+fn fast() -> SimulatedConfig {
+    SimulatedConfig {
+        boot_delay: Seconds::from_millis(0),
+        ..SimulatedConfig::default()
+    }
+}
+
+fn key(uid: &str) -> PodKey {
+    PodKey {
+        namespace: "ns".into(),
+        name: format!("pod-{uid}"),
+        uid: uid.into(),
+    }
+}
+
+#[tokio::test]
+async fn create_is_idempotent_per_pod_uid() {
+    let provider = SimulatedProvider::new(fast()).unwrap();
+    provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    provider.create(&pod("b", &[]), &plan()).await.unwrap();
+    let statuses = provider.statuses().await.unwrap();
+    assert_eq!(statuses.len(), 2);
+}
+
+#[tokio::test]
+async fn injected_transient_error_clears_after_n_attempts() {
+    let provider = SimulatedProvider::new(fast()).unwrap();
+    let flaky = pod("a", &[("launch-error", "transient:2")]);
+    for _ in 0..2 {
+        let error = provider.create(&flaky, &plan()).await.unwrap_err();
+        assert_eq!(error.class, ErrorClass::Transient);
+    }
+    provider.create(&flaky, &plan()).await.unwrap();
+    assert_eq!(provider.statuses().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn capacity_error_carries_the_aws_code() {
+    let provider = SimulatedProvider::new(fast()).unwrap();
+    let error = provider
+        .create(&pod("a", &[("launch-error", "capacity")]), &plan())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.class, error.code.as_str()),
+        (ErrorClass::Capacity, "InsufficientInstanceCapacity")
+    );
+}
+
+#[tokio::test]
+async fn delete_of_unknown_pod_succeeds_and_delete_terminates() {
+    let provider = SimulatedProvider::new(SimulatedConfig {
+        shutdown_delay: Seconds::from_millis(0),
+        ..fast()
+    })
+    .unwrap();
+    provider.delete(&key("nobody")).await.unwrap();
+    provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    provider.delete(&key("a")).await.unwrap();
+    let statuses = provider.statuses().await.unwrap();
+    assert_eq!(statuses[0].state, InstanceState::Terminated);
+}
+
+#[tokio::test]
+async fn ping_fails_while_the_outage_file_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let outage = dir.path().join("outage");
+    let provider = SimulatedProvider::new(SimulatedConfig {
+        outage_file: Some(outage.clone()),
+        ..fast()
+    })
+    .unwrap();
+    provider.ping().await.unwrap();
+    std::fs::write(&outage, "").unwrap();
+    assert_eq!(
+        provider.ping().await.unwrap_err().code,
+        "ProviderUnavailable"
+    );
+}
+
+#[tokio::test]
+async fn instances_outlive_the_provider_through_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = SimulatedConfig {
+        state_file: Some(dir.path().join("journal")),
+        ..fast()
+    };
+    let first = SimulatedProvider::new(settings.clone()).unwrap();
+    first.create(&pod("a", &[]), &plan()).await.unwrap();
+    first.create(&pod("b", &[]), &plan()).await.unwrap();
+    first.delete(&key("b")).await.unwrap();
+    let before = first.statuses().await.unwrap();
+    drop(first);
+
+    let second = SimulatedProvider::new(settings).unwrap();
+    let mut after = second.statuses().await.unwrap();
+    let mut before = before;
+    before.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    after.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    assert_eq!(
+        before.iter().map(|s| &s.instance_id).collect::<Vec<_>>(),
+        after.iter().map(|s| &s.instance_id).collect::<Vec<_>>()
+    );
+    // Re-creating an adopted pod does not duplicate it, and new ids do not collide.
+    second.create(&pod("a", &[]), &plan()).await.unwrap();
+    second.create(&pod("c", &[]), &plan()).await.unwrap();
+    let ids: std::collections::HashSet<String> = second
+        .statuses()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.instance_id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+}
+
+#[tokio::test]
+async fn logs_of_a_running_instance_follow_the_options() {
+    let provider = SimulatedProvider::new(fast()).unwrap();
+    provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let all = provider
+        .logs(&key("a"), &LogOptions::default())
+        .await
+        .unwrap();
+    assert!(all.contains("container main started"), "{all}");
+    let last = provider
+        .logs(
+            &key("a"),
+            &LogOptions {
+                tail_lines: Some(1),
+                ..LogOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(last.lines().count(), 1);
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the control plane from the Go module proxy, once per version:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (Kubernetes $K8S_VERSION)
+#   etcd ($ETCD_VERSION)
+# and installs moto's EC2 server into a venv. Each result is written to a temporary directory and
+# renamed into place only when complete, so an interrupted build never leaves a half cache behind.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+
+# k8s.io/kubernetes points its staging modules (k8s.io/api, k8s.io/client-go, ...) at ./staging
+# with `replace` directives, which Go ignores in a dependency. A wrapper module must pin each of
+# them to the published v0.X.Y that matches v1.X.Y; the list is read from kubernetes' own go.mod.
+write_kubernetes_wrapper() {
+  local dir=$1 staging_version="v0.${K8S_VERSION#v1.}"
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  {
+    echo "module orca.local/controlplane"
+    echo
+    echo "go $(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    sed -nE 's#^[[:space:]]*(k8s\.io/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\t\1 => \1 '"$staging_version"'#p' "$gomod"
+    echo ")"
+  } >"$dir/go.mod"
+  grep -q 'k8s.io/client-go => ' "$dir/go.mod" || die "no staging replaces found in $gomod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools records the commands this module builds, so go mod tidy keeps their deps."
+    echo "package tools"
+    echo
+    echo "import ("
+    for c in "${K8S_COMPONENTS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
+    echo ")"
+  } >"$dir/tools.go"
+}
+
+# Version ldflags so `kubectl version` and /version report the real release, not v0.0.0-master.
+kubernetes_ldflags() {
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  local flags="-s -w" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  echo "$flags"
+}
+
+build_kubernetes() {
+  if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then return; fi
+  log "building Kubernetes $K8S_VERSION from the Go module proxy (once; cached in $K8S_BIN)"
+  local src="$ORCA_CACHE/src/kubernetes-$K8S_VERSION" out="$K8S_BIN.tmp.$$"
+  mkdir -p "$src" "$out"
+  write_kubernetes_wrapper "$src"
+  (cd "$src" && go mod tidy >/dev/null)
+  local ldflags c; ldflags=$(kubernetes_ldflags)
+  for c in "${K8S_COMPONENTS[@]}"; do
+    log "  go build $c"
+    (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out/$c" "k8s.io/kubernetes/cmd/$c")
+  done
+  rm -rf "$K8S_BIN" && mv "$out" "$K8S_BIN"
+}
+
+# etcd's server module also uses local replaces, so it gets the same wrapper treatment.
+build_etcd() {
+  if [[ -x "$ETCD_BIN/etcd" ]]; then return; fi
+  log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_BIN)"
+  local src="$ORCA_CACHE/src/etcd-$ETCD_VERSION" out="$ETCD_BIN.tmp.$$"
+  mkdir -p "$src" "$out"
+  local gomod
+  gomod=$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  {
+    echo "module orca.local/etcd"
+    echo
+    echo "go $(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')"
+    echo
+    echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+    echo
+    echo "replace ("
+    sed -nE 's#^[[:space:]]*(go\.etcd\.io/etcd/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\.\./.*#\t\1 => \1 '"$ETCD_VERSION"'#p' "$gomod"
+    echo ")"
+  } >"$src/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$src/tools.go"
+  (cd "$src" && go mod tidy >/dev/null)
+  local pkg=go.etcd.io/etcd/api/v3/version
+  (cd "$src" && go build -trimpath -ldflags "-s -w -X $pkg.GitSHA=release-$ETCD_VERSION" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+  rm -rf "$ETCD_BIN" && mv "$out" "$ETCD_BIN"
+}
+
+install_moto() {
+  # The stamp is written last: a venv without it is a half install and is rebuilt.
+  if [[ -f "$MOTO_VENV/.complete" ]]; then return; fi
+  log "installing moto[server]==$MOTO_VERSION into $MOTO_VENV (once)"
+  rm -rf "$MOTO_VENV"
+  python3 -m venv "$MOTO_VENV"
+  "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
+    -c "$HARNESS_DIR/moto-constraints.txt" "moto[server]==$MOTO_VERSION"
+  touch "$MOTO_VENV/.complete"
+}
+
+build_all() {
+  command -v go >/dev/null || die "go is required to build the control plane"
+  mkdir -p "$ORCA_CACHE/controlplane"
+  install_moto
+  build_etcd
+  build_kubernetes
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then build_all "$@"; fi

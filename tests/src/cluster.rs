@@ -1,0 +1,143 @@
+//! The running harness cluster: its env file, and clients built from it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+use aws_config::BehaviorVersion;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The local control plane + moto EC2 endpoint started by `tests/cluster/up`.
+///
+/// # Guarantees
+/// One `up` per test binary at most: if `ORCA_CLUSTER_ENV` names an env file (as `tests/run`
+/// sets it) that file is used; otherwise `up` is run once, and it reuses a running cluster.
+pub struct TestCluster {
+    env: BTreeMap<String, String>,
+}
+
+impl TestCluster {
+    /// The cluster shared by every test in this binary.
+    ///
+    /// # Panics
+    /// When the harness cannot be started: every end-to-end test needs it, so failing loudly
+    /// with the harness's own message is the useful outcome.
+    pub fn shared() -> &'static TestCluster {
+        // kube and the AWS SDK both bring rustls; name the crypto backend once, as orca does.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+        CLUSTER.get_or_init(|| match Self::locate_or_start() {
+            Ok(cluster) => cluster,
+            Err(err) => panic!("local cluster harness unavailable: {err:#}"),
+        })
+    }
+
+    fn locate_or_start() -> Result<TestCluster> {
+        let env_file = match std::env::var_os("ORCA_CLUSTER_ENV") {
+            Some(path) => PathBuf::from(path),
+            None => run_up()?,
+        };
+        let text = std::fs::read_to_string(&env_file)
+            .with_context(|| format!("reading harness env file {}", env_file.display()))?;
+        Ok(TestCluster {
+            env: parse_env_file(&text),
+        })
+    }
+
+    /// A value from the harness env file, e.g. `KUBECONFIG` or `AWS_ENDPOINT_URL`.
+    pub fn var(&self, key: &str) -> &str {
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("harness env file has no {key}"))
+    }
+
+    /// Every `KEY=value` of the env file except `PATH`, ready for `Command::envs`.
+    pub fn env_vars(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.env
+            .iter()
+            .filter(|(key, _)| key.as_str() != "PATH")
+            .map(|(key, value)| (key.as_str(), value.as_str()))
+    }
+
+    /// A kube client authenticated as the harness's cluster admin.
+    pub async fn kube_client(&self) -> Result<kube::Client> {
+        let kubeconfig = Kubeconfig::read_from(self.var("KUBECONFIG"))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// An EC2 client pointed at moto, with the harness's dummy credentials.
+    pub async fn ec2_client(&self) -> aws_sdk_ec2::Client {
+        let sdk_config = aws_config::defaults(BehaviorVersion::latest())
+            .region(aws_config::Region::new(self.var("AWS_REGION").to_owned()))
+            .endpoint_url(self.var("AWS_ENDPOINT_URL"))
+            .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+                self.var("AWS_ACCESS_KEY_ID"),
+                self.var("AWS_SECRET_ACCESS_KEY"),
+                None,
+                None,
+                "orca-test-harness",
+            ))
+            .load()
+            .await;
+        aws_sdk_ec2::Client::new(&sdk_config)
+    }
+
+    /// The real `kubectl` built by the harness (same version as the apiserver), with the
+    /// harness kubeconfig.
+    pub fn kubectl(&self) -> Command {
+        let mut command = Command::new(self.var("KUBECTL"));
+        command.env("KUBECONFIG", self.var("KUBECONFIG"));
+        command
+    }
+}
+
+/// The repository root, found from this crate's manifest directory (`<root>/tests`).
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives one level below the repository root")
+}
+
+fn run_up() -> Result<PathBuf> {
+    let up = repo_root().join("tests/cluster/up");
+    let output = Command::new(&up)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", up.display()))?;
+    if !output.status.success() {
+        bail!("{} failed with {}", up.display(), output.status);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    match stdout.lines().last() {
+        Some(path) if !path.trim().is_empty() => Ok(PathBuf::from(path.trim())),
+        _ => bail!("{} printed no env file path", up.display()),
+    }
+}
+
+/// Parses `KEY=value` lines; blank lines and `#` comments are skipped.
+fn parse_env_file(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| (key.trim().to_owned(), value.trim().to_owned()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_env_file;
+
+    #[test]
+    fn env_file_lines_become_pairs_and_comments_are_skipped() {
+        let env = parse_env_file("# harness\nKUBECONFIG=/tmp/a=b\n\nAWS_REGION=us-west-2\n");
+        assert_eq!(env.len(), 2);
+        assert_eq!(env["KUBECONFIG"], "/tmp/a=b");
+        assert_eq!(env["AWS_REGION"], "us-west-2");
+    }
+}
