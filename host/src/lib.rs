@@ -1,10 +1,16 @@
 //! orca: a virtual Kubernetes node that runs each pod scheduled to it as an EC2 instance.
+//!
+//! Data flows one way: pod → [`policy`] → [`plan::LaunchPlan`] → [`provider`] → pod status.
+//! [`node`] keeps the Node registered and knows nothing of pods.
 
 pub mod cli;
 pub mod config;
 pub mod kube_connection;
 pub mod logging;
 pub mod node;
+pub mod orca;
 pub mod plan;
+pub mod pods;
+pub mod policy;
 pub mod provider;
 pub mod tls;

@@ -1,20 +1,41 @@
-use anyhow::Context;
+use std::process::ExitCode;
+
 use clap::Parser;
-use orca::cli::{Cli, LogFormat};
+use orca::cli::Cli;
+use orca::config::Config;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
     orca::tls::install_crypto_provider();
-    orca::logging::init(
-        cli.log_level.as_deref().unwrap_or("info"),
-        cli.log_format.unwrap_or(LogFormat::Text),
-    )?;
-    let (client, source) = orca::kube_connection::connect(cli.kubeconfig.as_deref()).await?;
-    let version = client
-        .apiserver_version()
-        .await
-        .context("asking the apiserver for its version")?;
-    tracing::info!(?source, server_version = %version.git_version, "connected to Kubernetes");
-    Ok(())
+    // Startup errors are printed plainly, one line each cause, and exit with status 2.
+    let fail = |error: &dyn std::error::Error| {
+        eprintln!("orca: {}", orca::node::error_chain(error));
+        ExitCode::from(2)
+    };
+    let config = match Config::load(&cli.config) {
+        Ok(config) => config,
+        Err(error) => return fail(&error),
+    };
+    let level = cli
+        .log_level
+        .clone()
+        .unwrap_or_else(|| config.logging.level.clone());
+    if let Err(error) = orca::logging::init(&level, cli.log_format.unwrap_or(config.logging.format))
+    {
+        return fail(&error);
+    }
+    let (client, source) = match orca::kube_connection::connect(cli.kubeconfig.as_deref()).await {
+        Ok(connection) => connection,
+        Err(error) => return fail(&error),
+    };
+    tracing::info!(?source, node = %config.node.name, provider = ?config.provider.kind, version = env!("CARGO_PKG_VERSION"), "starting orca");
+    let orca = match orca::orca::Orca::new(config, client) {
+        Ok(orca) => orca,
+        Err(error) => return fail(&error),
+    };
+    match orca.run(orca::orca::shutdown_on_signals()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error),
+    }
 }

@@ -1,9 +1,13 @@
 //! Test support for orca's end-to-end tests: the local cluster harness (`tests/cluster/up`) seen
-//! from Rust, and small helpers for waiting on real cluster state.
+//! from Rust, the orca binary as a child process, and helpers for waiting on real cluster state.
 
 pub mod cluster;
+pub mod journal;
 pub mod namespace;
+pub mod orca;
+pub mod pods;
 pub mod wait;
 
 pub use cluster::TestCluster;
 pub use namespace::TestNamespace;
+pub use orca::{OrcaProcess, test_config, unique_node_name};

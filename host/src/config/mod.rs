@@ -5,6 +5,7 @@ mod duration;
 mod error;
 mod node;
 mod pods;
+mod policy;
 mod provider;
 mod quantity_field;
 
@@ -16,6 +17,7 @@ pub use duration::Seconds;
 pub use error::ConfigError;
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use pods::PodsConfig;
+pub use policy::PolicyConfig;
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 
 use crate::cli::LogFormat;
@@ -27,6 +29,7 @@ use crate::cli::LogFormat;
 pub struct Config {
     pub node: NodeConfig,
     pub pods: PodsConfig,
+    pub policy: PolicyConfig,
     pub provider: ProviderConfig,
     pub logging: LoggingConfig,
 }
@@ -83,6 +86,7 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         self.node.validate()?;
         self.pods.validate()?;
+        self.policy.validate()?;
         self.provider.validate()?;
         if tracing_subscriber::EnvFilter::try_new(&self.logging.level).is_err() {
             return Err(ConfigError::invalid(

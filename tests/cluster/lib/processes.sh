@@ -10,9 +10,17 @@ start_process() {
   echo $! >"$STATE_DIR/pids/$name.pid"
 }
 
+# pid_running PID: true while PID runs. A zombie (exited, not yet reaped: this machine's init
+# reaps late) counts as stopped, which `kill -0` alone would not tell.
+pid_running() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ -n "$state" && "$state" != Z* ]]
+}
+
 process_alive() {
   local pidfile="$STATE_DIR/pids/$1.pid"
-  [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
+  [[ -f "$pidfile" ]] && pid_running "$(cat "$pidfile")"
 }
 
 # wait_until NAME SECONDS COMMAND...: polls COMMAND every 0.2 s; fails naming NAME's log on timeout
@@ -41,14 +49,17 @@ stop_process() {
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   local i
   for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    pid_running "$pid" || break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
+  if pid_running "$pid"; then
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.2
+    for ((i = 0; i < 20; i++)); do
+      pid_running "$pid" || break
+      sleep 0.1
+    done
   fi
-  if kill -0 "$pid" 2>/dev/null; then
+  if pid_running "$pid"; then
     echo "[cluster] error: $name (pid $pid) survived SIGKILL" >&2
     return 1
   fi

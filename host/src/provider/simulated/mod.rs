@@ -17,7 +17,8 @@ use k8s_openapi::api::core::v1::Pod;
 pub use behaviour::ANNOTATION_PREFIX;
 use behaviour::{Behaviour, LaunchFault};
 use instance::{Phase, SimInstance};
-use journal::{Journal, JournalError, Record};
+pub use journal::JournalError;
+use journal::{Journal, Record};
 
 use super::{ErrorClass, InstanceStatus, LogOptions, PodKey, Provider, ProviderError};
 use crate::config::SimulatedConfig;

@@ -1,0 +1,106 @@
+//! Pods bound to orca's node: watched with a field selector, reconciled one step at a time per
+//! pod and many pods in parallel, their status mirrored from the provider's instances.
+
+mod events;
+mod instances;
+mod reconcile;
+mod status;
+mod sync;
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
+use tokio_util::sync::CancellationToken;
+
+pub use status::{CONTAINER_ID_SCHEME, outcome};
+
+use crate::config::PodsConfig;
+use crate::policy::Planner;
+use crate::provider::Provider;
+use events::PodEvents;
+use instances::InstanceCache;
+use reconcile::{Context, error_policy, reconcile};
+use sync::StatusSync;
+
+/// Everything the pod controller is built from.
+pub struct PodControllerDeps {
+    pub client: kube::Client,
+    pub node_name: String,
+    pub provider: Arc<dyn Provider>,
+    pub planner: Arc<dyn Planner>,
+    pub config: PodsConfig,
+}
+
+/// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
+/// provider's instances once, so pods whose instances already run (a restart) are adopted,
+/// never launched twice.
+pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
+    let instances = Arc::new(InstanceCache::default());
+    let sync = StatusSync {
+        provider: deps.provider.clone(),
+        instances: instances.clone(),
+        config: deps.config.clone(),
+    };
+    let (changed_tx, changed_rx) = mpsc::unbounded();
+    let mut delay = std::time::Duration::from_millis(200);
+    while !sync.sync_once(&changed_tx).await {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(deps.config.retry_max_backoff.get());
+    }
+    tracing::info!(
+        instances = instances.all().len(),
+        "adopted the provider's instances"
+    );
+
+    let ctx = Arc::new(Context {
+        client: deps.client.clone(),
+        provider: deps.provider,
+        planner: deps.planner,
+        instances,
+        events: PodEvents::new(deps.client.clone(), &deps.node_name),
+        config: deps.config.clone(),
+        launch_failures: Mutex::default(),
+        terminations_sent: Mutex::default(),
+    });
+    let pods: Api<Pod> = Api::all(deps.client);
+    let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));
+    // Our own reflector, so the sync loop learns the store is complete from the watch's
+    // InitDone event. (Store::wait_until_ready keeps a single waker: with the controller
+    // waiting on it too, one of the two waiters would never wake.)
+    let (store, writer) = reflector::store();
+    let (listed_tx, listed_rx) = tokio::sync::watch::channel(false);
+    let pod_events = watcher(pods, selector)
+        .default_backoff()
+        .reflect(writer)
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                let _ = listed_tx.send(true);
+            }
+        })
+        .touched_objects();
+    let controller = Controller::for_stream(pod_events, store.clone()).with_config(
+        controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
+    );
+    let sync_task = tokio::spawn(sync.run(store, listed_rx, changed_tx, shutdown.clone()));
+    // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
+    // (kube's unstable-runtime feature) feeds them into the same per-pod queue.
+    controller
+        .reconcile_on(changed_rx)
+        .graceful_shutdown_on(shutdown.clone().cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(error = %crate::node::error_chain(&error), "pod controller");
+            }
+        })
+        .await;
+    let _ = sync_task.await;
+    tracing::info!("pod controller stopped; instances left running for the next start");
+}

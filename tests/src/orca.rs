@@ -1,0 +1,175 @@
+//! The real `orca` binary as a child process, with a per-test config and node name, so tests
+//! can kill it (SIGKILL or SIGTERM) and start it again like an operator would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+
+use crate::TestCluster;
+
+/// The orca binary, built once per test process with the same cargo and target dir.
+pub fn orca_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "orca", "--bin", "orca"])
+            .current_dir(crate::cluster::repo_root())
+            .status()
+            .expect("running cargo build for the orca binary");
+        assert!(status.success(), "building the orca binary failed");
+        // Test executables live in <target>/debug/deps; the binary one level up.
+        let exe = std::env::current_exe().expect("test executable path");
+        exe.parent()
+            .and_then(Path::parent)
+            .map(|dir| dir.join("orca"))
+            .filter(|path| path.exists())
+            .expect("orca binary next to the test executables")
+    })
+}
+
+/// One orca process and the files it uses.
+pub struct OrcaProcess {
+    pub node_name: String,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl OrcaProcess {
+    /// Starts orca with the config `config` writes for this process's temp dir.
+    pub fn start(node_name: &str, config: impl FnOnce(&Path) -> String) -> Result<OrcaProcess> {
+        let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
+        std::fs::write(dir.path().join("config.yaml"), config(dir.path()))?;
+        let mut process = OrcaProcess {
+            node_name: node_name.to_owned(),
+            dir,
+            child: None,
+        };
+        process.restart()?;
+        Ok(process)
+    }
+
+    /// Starts orca again with the same config and files (after [`Self::kill`] or [`Self::stop`]).
+    pub fn restart(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            bail!("orca for {} is already running", self.node_name);
+        }
+        let cluster = TestCluster::shared();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        let child = Command::new(orca_binary())
+            .arg("--config")
+            .arg(self.config_path())
+            .arg("--kubeconfig")
+            .arg(cluster.var("KUBECONFIG"))
+            .args(["--log-level", "orca=debug,info"])
+            .envs(cluster.env_vars())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting orca")?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("config.yaml")
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("orca.log")
+    }
+
+    /// A path inside this process's temp dir (for state and outage files).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(
+            self.child.as_mut().map(|child| child.try_wait()),
+            Some(Ok(None))
+        )
+    }
+
+    /// SIGKILL: no chance to clean up, as in a crash or OOM kill.
+    pub fn kill(&mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, then waits for exit; returns the exit status.
+    pub fn stop(&mut self) -> Result<std::process::ExitStatus> {
+        let mut child = self.child.take().context("orca is not running")?;
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()?;
+        if !status.success() {
+            bail!("sending SIGTERM failed");
+        }
+        Ok(child.wait()?)
+    }
+
+    /// The log so far, for assertion messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+}
+
+impl Drop for OrcaProcess {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+/// A unique node name for one test: tests share the cluster, never a node.
+pub fn unique_node_name(test: &str) -> String {
+    let suffix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("orca-e2e-{test}-{suffix:08x}")
+}
+
+/// The config the end-to-end tests run orca with: short intervals so lifecycles take seconds,
+/// the simulated provider journalled in `dir` (so instances survive an orca restart), and an
+/// outage file there. `simulated_extra` adds lines under `provider.simulated`.
+pub fn test_config(node_name: &str, dir: &Path, simulated_extra: &str) -> String {
+    let extra: String = simulated_extra
+        .lines()
+        .map(|line| format!("    {line}\n"))
+        .collect();
+    format!(
+        "node:
+  name: {node_name}
+  leaseRenewInterval: 2s
+  pingInterval: 1s
+  statusUpdateInterval: 10s
+pods:
+  syncInterval: 1s
+  orphanGracePeriod: 3s
+  retryInitialBackoff: 200ms
+  retryMaxBackoff: 1s
+provider:
+  simulated:
+    bootDelay: 500ms
+    stateFile: {dir}/instances.jsonl
+    outageFile: {dir}/outage
+{extra}",
+        dir = dir.display()
+    )
+}
