@@ -26,9 +26,12 @@ pub fn init(level: &str, format: LogFormat) -> Result<(), LoggingError> {
         level: level.to_owned(),
         source,
     })?;
+    // Colour only for a person at a terminal; log files and collectors get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     // A second init (tests) keeps the first subscriber; that is not an error worth surfacing.
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

@@ -5,22 +5,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Result;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::Api;
-use kube::api::DeleteParams;
 use orca_e2e::pods::{self, burst_pod, phase};
-use orca_e2e::wait::poll_until;
-use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
+use orca_e2e::{Scenario, TestCluster};
 
 #[tokio::test]
 async fn orca_recovers_from_an_apiserver_restart_without_restarting() -> Result<()> {
     let cluster = TestCluster::shared();
-    let client = cluster.kube_client().await?;
-    let name = unique_node_name("apirestart");
-    let mut orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let pid = orca.pid();
-    let namespace = TestNamespace::create(&client, "e2e-apirestart").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let mut scenario = Scenario::start("apirestart").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
+    let pid = scenario.orca.pid();
     pods::create(&api, &burst_pod("before", &name, &[])).await?;
     pods::create(
         &api,
@@ -52,28 +45,12 @@ async fn orca_recovers_from_an_apiserver_restart_without_restarting() -> Result<
         phase(p) == "Running"
     })
     .await?;
-    let nodes: Api<Node> = Api::all(client.clone());
-    poll_until(
-        "node Ready",
-        Duration::from_secs(30),
-        Duration::from_millis(250),
-        || async {
-            let ready = nodes
-                .get(&name)
-                .await?
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .into_iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True");
-            Ok(ready.then_some(()))
-        },
-    )
-    .await?;
-    assert!(orca.is_running(), "orca must not exit: {}", orca.log());
-    assert_eq!(orca.pid(), pid);
-    namespace.delete().await?;
-    drop(orca);
-    nodes.delete(&name, &DeleteParams::default()).await?;
-    Ok(())
+    scenario.orca.wait_ready(Duration::from_secs(30)).await?;
+    assert!(
+        scenario.orca.is_running(),
+        "orca must not exit: {}",
+        scenario.orca.log()
+    );
+    assert_eq!(scenario.orca.pid(), pid);
+    scenario.finish().await
 }

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
 use orca_e2e::journal::launches_by_pod;
 use orca_e2e::pods::{self, burst_pod, condition, instance_id, phase};
 use orca_e2e::wait::poll_until;
-use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
+use orca_e2e::{OrcaProcess, Scenario, TestCluster, test_config, unique_node_name};
 
 const TICK: Duration = Duration::from_millis(250);
 
@@ -54,7 +54,7 @@ async fn node_registers_ready_with_its_version_and_renews_its_lease() -> Result<
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
     let name = unique_node_name("ready");
-    let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
+    let _orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
     let nodes: Api<Node> = Api::all(client.clone());
 
     let reason = wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(5)).await?;
@@ -117,18 +117,13 @@ async fn node_registers_ready_with_its_version_and_renews_its_lease() -> Result<
             .filter(|renewed| *renewed > first))
     })
     .await?;
-    drop(orca);
-    nodes.delete(&name, &DeleteParams::default()).await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("life");
-    let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let namespace = TestNamespace::create(&client, "e2e-life").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let scenario = Scenario::start("life").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
 
     let finishing = burst_pod(
         "finishes",
@@ -210,7 +205,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
         || async { Ok(api.get_opt("runs-forever").await?.is_none().then_some(())) },
     )
     .await?;
-    let journal = launches_by_pod(&orca.file("instances.jsonl"));
+    let journal = launches_by_pod(&scenario.orca.file("instances.jsonl"));
     assert_eq!(journal[&uid].len(), 1);
     assert!(
         journal[&uid][0].terminated,
@@ -223,7 +218,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
             "get",
             "events",
             "-n",
-            &namespace.name,
+            &scenario.namespace.name,
             "-o",
             "jsonpath={.items[*].reason}",
         ])
@@ -239,18 +234,13 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
             "missing event {reason} in {reasons}"
         );
     }
-    namespace.delete().await
+    scenario.finish().await
 }
 
 #[tokio::test]
 async fn pod_without_the_toleration_is_never_placed_on_the_node() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("taint");
-    let _orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let nodes: Api<Node> = Api::all(client.clone());
-    wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
-    let namespace = TestNamespace::create(&client, "e2e-taint").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let scenario = Scenario::start("taint").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
     pods::create(
         &api,
         &pods::pod_without_toleration("intolerant", &name, &[]),
@@ -286,18 +276,15 @@ async fn pod_without_the_toleration_is_never_placed_on_the_node() -> Result<()> 
         api.get("intolerant").await?.spec.and_then(|s| s.node_name),
         None
     );
-    namespace.delete().await
+    scenario.finish().await
 }
 
 #[tokio::test]
 async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplicates() -> Result<()>
 {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("crash");
-    let mut orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let nodes: Api<Node> = Api::all(client.clone());
-    let namespace = TestNamespace::create(&client, "e2e-crash").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let mut scenario = Scenario::start("crash").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
+    let nodes: Api<Node> = Api::all(scenario.client.clone());
     let names = ["a", "b", "c"];
     for pod in names {
         pods::create(&api, &burst_pod(pod, &name, &[])).await?;
@@ -311,14 +298,14 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
         before.push(instance_id(&running).expect("instance id recorded"));
     }
 
-    orca.kill()?;
+    scenario.orca.kill()?;
     let reason = wait_node_ready_status(&nodes, &name, "Unknown", Duration::from_secs(60)).await?;
     assert_eq!(
         reason, "NodeStatusUnknown",
         "the node lifecycle controller saw the lease expire"
     );
 
-    orca.restart()?;
+    scenario.orca.restart()?;
     wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
     for (pod, instance) in names.iter().zip(&before) {
         // The lifecycle controller marked the pods not ready; orca must restore them.
@@ -332,7 +319,7 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
             "pod {pod} kept its instance"
         );
     }
-    let journal = launches_by_pod(&orca.file("instances.jsonl"));
+    let journal = launches_by_pod(&scenario.orca.file("instances.jsonl"));
     assert_eq!(journal.len(), 3, "{journal:?}");
     assert!(
         journal
@@ -341,16 +328,14 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
         "{journal:?}"
     );
 
-    let status = orca.stop()?;
+    let status = scenario.orca.stop()?;
     assert!(
         status.success(),
         "SIGTERM exits cleanly: {status:?}\n{}",
-        orca.log()
+        scenario.orca.log()
     );
     assert!(api.get("a").await.is_ok(), "pods stay when orca stops");
-    namespace.delete().await?;
-    nodes.delete(&name, &DeleteParams::default()).await?;
-    Ok(())
+    scenario.finish().await
 }
 
 #[tokio::test]
@@ -373,11 +358,8 @@ async fn invalid_config_is_rejected_naming_the_field() -> Result<()> {
 
 #[tokio::test]
 async fn invalid_annotation_fails_the_pod_before_anything_is_launched() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("annot");
-    let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let namespace = TestNamespace::create(&client, "e2e-annot").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let scenario = Scenario::start("annot").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
     let created = pods::create(
         &api,
         &burst_pod(
@@ -398,21 +380,18 @@ async fn invalid_annotation_fails_the_pod_before_anything_is_launched() -> Resul
         "{}",
         pods::message(&failed)
     );
-    let journal = launches_by_pod(&orca.file("instances.jsonl"));
+    let journal = launches_by_pod(&scenario.orca.file("instances.jsonl"));
     assert!(
         !journal.contains_key(created.metadata.uid.as_deref().unwrap_or_default()),
         "nothing reached the provider"
     );
-    namespace.delete().await
+    scenario.finish().await
 }
 
 #[tokio::test]
 async fn transient_launch_errors_are_retried_and_capacity_errors_fail_the_pod() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("faults");
-    let _orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let namespace = TestNamespace::create(&client, "e2e-faults").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let scenario = Scenario::start("faults").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
     pods::create(
         &api,
         &burst_pod(
@@ -461,7 +440,7 @@ async fn transient_launch_errors_are_retried_and_capacity_errors_fail_the_pod() 
             "get",
             "events",
             "-n",
-            &namespace.name,
+            &scenario.namespace.name,
             "--field-selector",
             "involvedObject.name=flaky",
             "-o",
@@ -473,16 +452,13 @@ async fn transient_launch_errors_are_retried_and_capacity_errors_fail_the_pod() 
         reasons.contains("ProviderCreateFailed") && reasons.contains("ProviderCreateSuccess"),
         "{reasons}"
     );
-    namespace.delete().await
+    scenario.finish().await
 }
 
 #[tokio::test]
 async fn lost_and_interrupted_instances_fail_their_pods_with_precise_reasons() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("lost");
-    let _orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let namespace = TestNamespace::create(&client, "e2e-lost").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let scenario = Scenario::start("lost").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
     pods::create(
         &api,
         &burst_pod(
@@ -560,7 +536,7 @@ async fn lost_and_interrupted_instances_fail_their_pods_with_precise_reasons() -
         .and_then(|s| s.terminated)
         .map(|t| t.exit_code);
     assert_eq!(exit_code, Some(3));
-    namespace.delete().await
+    scenario.finish().await
 }
 
 #[tokio::test]
@@ -568,15 +544,13 @@ async fn provider_outage_turns_the_node_not_ready_with_the_reason() -> Result<()
     let client = TestCluster::shared().kube_client().await?;
     let name = unique_node_name("outage");
     let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
+    orca.wait_ready(Duration::from_secs(10)).await?;
     let nodes: Api<Node> = Api::all(client.clone());
-    wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
     std::fs::write(orca.file("outage"), "")?;
     let reason = wait_node_ready_status(&nodes, &name, "False", Duration::from_secs(10)).await?;
     assert_eq!(reason, "OrcaProviderNotReady");
     std::fs::remove_file(orca.file("outage"))?;
     wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
-    drop(orca);
-    nodes.delete(&name, &DeleteParams::default()).await?;
     Ok(())
 }
 
@@ -585,8 +559,8 @@ async fn deleted_node_is_registered_again() -> Result<()> {
     let client = TestCluster::shared().kube_client().await?;
     let name = unique_node_name("renode");
     let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
+    orca.wait_ready(Duration::from_secs(10)).await?;
     let nodes: Api<Node> = Api::all(client.clone());
-    wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
     let first_uid = nodes.get(&name).await?.metadata.uid;
     nodes.delete(&name, &DeleteParams::default()).await?;
     let again = poll_until("node re-created", Duration::from_secs(15), TICK, || async {
@@ -598,18 +572,13 @@ async fn deleted_node_is_registered_again() -> Result<()> {
     .await?;
     assert!(again.metadata.uid.is_some());
     wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
-    drop(orca);
-    nodes.delete(&name, &DeleteParams::default()).await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Result<()> {
-    let client = TestCluster::shared().kube_client().await?;
-    let name = unique_node_name("orphan");
-    let mut orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
-    let namespace = TestNamespace::create(&client, "e2e-orphan").await?;
-    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let mut scenario = Scenario::start("orphan").await?;
+    let (name, api) = (scenario.node().to_owned(), scenario.pods.clone());
     let pod = pods::create(&api, &burst_pod("left-behind", &name, &[])).await?;
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     pods::wait_for(
@@ -622,7 +591,7 @@ async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Re
     .await?;
 
     // While orca is down the pod is force-deleted: nobody terminates its instance.
-    orca.kill()?;
+    scenario.orca.kill()?;
     api.delete(
         "left-behind",
         &DeleteParams {
@@ -635,15 +604,15 @@ async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Re
         Ok(api.get_opt("left-behind").await?.is_none().then_some(()))
     })
     .await?;
-    assert!(!launches_by_pod(&orca.file("instances.jsonl"))[&uid][0].terminated);
+    assert!(!launches_by_pod(&scenario.orca.file("instances.jsonl"))[&uid][0].terminated);
 
-    orca.restart()?;
+    scenario.orca.restart()?;
     poll_until("orphan terminated", Duration::from_secs(20), TICK, || {
-        let terminated = launches_by_pod(&orca.file("instances.jsonl"))
+        let terminated = launches_by_pod(&scenario.orca.file("instances.jsonl"))
             .get(&uid)
             .is_some_and(|l| l[0].terminated);
         async move { Ok(terminated.then_some(())) }
     })
     .await?;
-    namespace.delete().await
+    scenario.finish().await
 }

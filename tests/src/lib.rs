@@ -1,13 +1,16 @@
 //! Test support for orca's end-to-end tests: the local cluster harness (`tests/cluster/up`) seen
 //! from Rust, the orca binary as a child process, and helpers for waiting on real cluster state.
 
+pub mod audit;
 pub mod cluster;
 pub mod journal;
 pub mod namespace;
 pub mod orca;
 pub mod pods;
+pub mod scenario;
 pub mod wait;
 
 pub use cluster::TestCluster;
 pub use namespace::TestNamespace;
 pub use orca::{OrcaProcess, test_config, unique_node_name};
+pub use scenario::Scenario;

@@ -14,19 +14,28 @@ pub fn orca_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        // Same profile as this executable: benchmarks (release) measure a release orca.
+        let exe = std::env::current_exe().expect("test executable path");
+        let release = exe
+            .ancestors()
+            .any(|dir| dir.file_name().is_some_and(|name| name == "release"));
+        let mut args = vec!["build", "--quiet", "-p", "orca", "--bin", "orca"];
+        if release {
+            args.push("--release");
+        }
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "orca", "--bin", "orca"])
+            .args(&args)
             .current_dir(crate::cluster::repo_root())
             .status()
             .expect("running cargo build for the orca binary");
         assert!(status.success(), "building the orca binary failed");
-        // Test executables live in <target>/debug/deps; the binary one level up.
-        let exe = std::env::current_exe().expect("test executable path");
-        exe.parent()
-            .and_then(Path::parent)
+        // Test executables live in <target>/<profile>/deps, bench binaries in <target>/<profile>.
+        let profile = if release { "release" } else { "debug" };
+        exe.ancestors()
+            .find(|dir| dir.file_name().is_some_and(|name| name == profile))
             .map(|dir| dir.join("orca"))
             .filter(|path| path.exists())
-            .expect("orca binary next to the test executables")
+            .expect("orca binary in the target directory")
     })
 }
 
@@ -64,8 +73,9 @@ impl OrcaProcess {
         let child = Command::new(orca_binary())
             .arg("--config")
             .arg(self.config_path())
+            // orca's own identity (CN=orca), as in production, so the audit log tells its calls apart.
             .arg("--kubeconfig")
-            .arg(cluster.var("KUBECONFIG"))
+            .arg(cluster.var("ORCA_KUBECONFIG"))
             .args(["--log-level", "orca=debug,info"])
             .envs(cluster.env_vars())
             .stdin(Stdio::null())
@@ -81,13 +91,34 @@ impl OrcaProcess {
         self.dir.path().join("config.yaml")
     }
 
+    /// The log lives in the harness's state dir (not the temp dir), so it outlives the test
+    /// and `tests/run` can keep it when something failed.
     pub fn log_path(&self) -> PathBuf {
-        self.dir.path().join("orca.log")
+        let logs = PathBuf::from(TestCluster::shared().var("ORCA_CLUSTER_STATE")).join("logs");
+        logs.join(format!("orca-{}.log", self.node_name))
     }
 
     /// A path inside this process's temp dir (for state and outage files).
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// CPU seconds (user + system) the process has used so far, from /proc.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()?)).ok()?;
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
+        let ticks: f64 =
+            fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+        Some(ticks / clock_ticks_per_second())
+    }
+
+    /// Peak resident set size in bytes (VmHWM), from /proc.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -124,6 +155,30 @@ impl OrcaProcess {
         Ok(child.wait()?)
     }
 
+    /// Waits until orca's Node is Ready (as a user would before sending it pods).
+    pub async fn wait_ready(&self, timeout: std::time::Duration) -> Result<()> {
+        let client = TestCluster::shared().kube_client().await?;
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+        crate::wait::poll_until(
+            &format!("node {} Ready", self.node_name),
+            timeout,
+            std::time::Duration::from_millis(200),
+            || async {
+                let ready = nodes
+                    .get_opt(&self.node_name)
+                    .await?
+                    .and_then(|node| node.status)
+                    .and_then(|status| status.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                Ok(ready.then_some(()))
+            },
+        )
+        .await
+        .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
+    }
+
     /// The log so far, for assertion messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
@@ -131,8 +186,22 @@ impl OrcaProcess {
 }
 
 impl Drop for OrcaProcess {
+    /// Kills orca and deletes its Node, so tests leave no NotReady nodes behind in the shared
+    /// cluster (they would pile up run after run).
     fn drop(&mut self) {
         let _ = self.kill();
+        let _ = TestCluster::shared()
+            .kubectl()
+            .args([
+                "delete",
+                "node",
+                &self.node_name,
+                "--ignore-not-found",
+                "--wait=false",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -172,4 +241,13 @@ provider:
 {extra}",
         dir = dir.display()
     )
+}
+
+fn clock_ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
 }

@@ -96,14 +96,13 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Recon
             Some(instance_id) => {
                 let message =
                     format!("instance {instance_id} of this pod no longer exists at the provider");
-                ctx.events
-                    .warning(&pod, "InstanceLost", "Sync", message.clone())
-                    .await;
-                write_status(
+                warn_and_record(
                     &pod,
                     &key,
-                    status::status_failed(&pod, "InstanceLost", message),
                     &ctx,
+                    ("InstanceLost", "Sync"),
+                    message,
+                    |pod, message| status::status_failed(pod, "InstanceLost", message),
                 )
                 .await?;
                 Ok(Action::await_change())
@@ -117,14 +116,13 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
     let plan = match ctx.planner.plan(pod).await {
         Ok(plan) => plan,
         Err(error) => {
-            ctx.events
-                .warning(pod, error.reason, "Plan", error.message.clone())
-                .await;
-            write_status(
+            warn_and_record(
                 pod,
                 key,
-                status::status_failed(pod, error.reason, error.message),
                 ctx,
+                (error.reason, "Plan"),
+                error.message,
+                |pod, message| status::status_failed(pod, error.reason, message),
             )
             .await?;
             return Ok(Action::await_change());
@@ -139,10 +137,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
     match ctx.provider.create(pod, &plan).await {
         Ok(()) => {
             ctx.instances.note_launched(&key.uid);
-            ctx.launch_failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&key.uid);
+            locked(&ctx.launch_failures).remove(&key.uid);
             ctx.events
                 .normal(
                     pod,
@@ -163,10 +158,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
         }
         Err(error) if error.class == ErrorClass::Transient => {
             let failures = {
-                let mut all = ctx
-                    .launch_failures
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
+                let mut all = locked(&ctx.launch_failures);
                 let count = all.entry(key.uid.clone()).or_insert(0);
                 *count += 1;
                 *count
@@ -176,28 +168,28 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
                 "launching a {what} failed ({error}); retry {failures} in {}",
                 humantime::format_duration(delay)
             );
-            ctx.events
-                .warning(pod, "ProviderCreateFailed", "Launch", message.clone())
-                .await;
-            write_status(
+            warn_and_record(
                 pod,
                 key,
-                status::status_while_launching(pod, "InstanceCreationRetrying", message),
                 ctx,
+                ("ProviderCreateFailed", "Launch"),
+                message,
+                |pod, message| {
+                    status::status_while_launching(pod, "InstanceCreationRetrying", message)
+                },
             )
             .await?;
             Ok(Action::requeue(delay))
         }
         Err(error) => {
             let message = format!("launching a {what} failed: {error}");
-            ctx.events
-                .warning(pod, "ProviderCreateFailed", "Launch", message.clone())
-                .await;
-            write_status(
+            warn_and_record(
                 pod,
                 key,
-                status::status_failed(pod, "InstanceCreationFailed", message),
                 ctx,
+                ("ProviderCreateFailed", "Launch"),
+                message,
+                |pod, message| status::status_failed(pod, "InstanceCreationFailed", message),
             )
             .await?;
             Ok(Action::await_change())
@@ -305,26 +297,15 @@ async fn finalize(
             });
         }
     }
-    ctx.terminations_sent
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key.uid);
-    ctx.launch_failures
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key.uid);
+    locked(&ctx.terminations_sent).remove(&key.uid);
+    locked(&ctx.launch_failures).remove(&key.uid);
     ctx.instances.forget_launch(&key.uid);
     tracing::info!(pod = %key, "pod removed");
     Ok(Action::await_change())
 }
 
 async fn terminate(key: &PodKey, ctx: &Context) -> Result<(), ReconcileError> {
-    if ctx
-        .terminations_sent
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .contains(&key.uid)
-    {
+    if locked(&ctx.terminations_sent).contains(&key.uid) {
         return Ok(());
     }
     ctx.provider
@@ -334,12 +315,35 @@ async fn terminate(key: &PodKey, ctx: &Context) -> Result<(), ReconcileError> {
             pod: key.clone(),
             source,
         })?;
-    ctx.terminations_sent
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key.uid.clone());
+    locked(&ctx.terminations_sent).insert(key.uid.clone());
     tracing::info!(pod = %key, "instance termination requested");
     Ok(())
+}
+
+/// Tells the user what went wrong in the same words twice: a Warning Event (reason, action)
+/// and the pod's status built by `status` from the message.
+async fn warn_and_record(
+    pod: &Pod,
+    key: &PodKey,
+    ctx: &Context,
+    (reason, action): (&str, &str),
+    message: String,
+    status: impl FnOnce(&Pod, String) -> PodStatus,
+) -> Result<(), ReconcileError> {
+    ctx.events
+        .warning(pod, reason, action, message.clone())
+        .await;
+    write_status(pod, key, status(pod, message), ctx)
+        .await
+        .map(|_| ())
+}
+
+/// A std mutex guard; poisoning is ignored since every critical section here is a single
+/// map insert or remove, which a panic cannot leave half done.
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Writes `desired` over the pod's status if anything would change. The resourceVersion

@@ -2,8 +2,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -108,60 +108,43 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
             outcome.message.as_deref(),
         ),
     ];
-    let spec = pod.spec.clone().unwrap_or_default();
-    let container_statuses = spec
-        .containers
+    let container_statuses = containers(pod)
         .iter()
         .map(|container| {
             let state = container_state(instance, &outcome, &container.name);
-            ContainerStatus {
-                name: container.name.clone(),
-                image: container.image.clone().unwrap_or_default(),
-                image_id: String::new(),
-                container_id: Some(format!(
-                    "{CONTAINER_ID_SCHEME}{}/{}",
-                    instance.instance_id, container.name
-                )),
-                ready: running,
-                started: Some(running),
-                restart_count: 0,
-                state: Some(state),
-                ..ContainerStatus::default()
-            }
+            container_status(
+                container,
+                state,
+                running,
+                instance_container_id(instance, &container.name),
+            )
         })
         .collect();
     // Init containers ran to completion before the workload started on the instance.
-    let init_container_statuses = spec.init_containers.as_ref().map(|init| {
-        init.iter()
-            .map(|container| {
-                let done = instance.started_at.is_some() || terminal;
-                ContainerStatus {
-                    name: container.name.clone(),
-                    image: container.image.clone().unwrap_or_default(),
-                    image_id: String::new(),
-                    container_id: Some(format!(
-                        "{CONTAINER_ID_SCHEME}{}/{}",
-                        instance.instance_id, container.name
-                    )),
-                    ready: done,
-                    restart_count: 0,
-                    state: Some(if done {
-                        ContainerState {
-                            terminated: Some(ContainerStateTerminated {
-                                exit_code: 0,
-                                reason: Some("Completed".to_owned()),
-                                ..ContainerStateTerminated::default()
-                            }),
-                            ..ContainerState::default()
-                        }
+    let done = instance.started_at.is_some() || terminal;
+    let init_container_statuses = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.init_containers.as_ref())
+        .map(|init| {
+            init.iter()
+                .map(|container| {
+                    let state = if done {
+                        terminated(0, "Completed", None, None, None, None)
                     } else {
                         waiting("PodInitializing", None)
-                    }),
-                    ..ContainerStatus::default()
-                }
-            })
-            .collect()
-    });
+                    };
+                    let mut status = container_status(
+                        container,
+                        state,
+                        done,
+                        instance_container_id(instance, &container.name),
+                    );
+                    status.started = None;
+                    status
+                })
+                .collect()
+        });
     PodStatus {
         phase: Some(outcome.phase.to_owned()),
         reason: outcome.reason.map(str::to_owned),
@@ -182,11 +165,6 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
 /// A Pending status while no instance exists yet (launching, or retrying a transient error).
 pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) -> PodStatus {
     let current = pod.status.clone().unwrap_or_default();
-    let containers = pod
-        .spec
-        .as_ref()
-        .map(|spec| spec.containers.clone())
-        .unwrap_or_default();
     PodStatus {
         phase: Some("Pending".to_owned()),
         message: Some(message.clone()),
@@ -197,17 +175,15 @@ pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) 
             condition(&current, "Ready", false, Some(reason), Some(&message)),
         ]),
         container_statuses: Some(
-            containers
+            containers(pod)
                 .iter()
-                .map(|container| ContainerStatus {
-                    name: container.name.clone(),
-                    image: container.image.clone().unwrap_or_default(),
-                    image_id: String::new(),
-                    ready: false,
-                    started: Some(false),
-                    restart_count: 0,
-                    state: Some(waiting("ContainerCreating", Some(&message))),
-                    ..ContainerStatus::default()
+                .map(|container| {
+                    container_status(
+                        container,
+                        waiting("ContainerCreating", Some(&message)),
+                        false,
+                        None,
+                    )
                 })
                 .collect(),
         ),
@@ -220,11 +196,6 @@ pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) 
 /// A terminal Failed status for a pod that never ran or whose instance is gone.
 pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodStatus {
     let current = pod.status.clone().unwrap_or_default();
-    let containers = pod
-        .spec
-        .as_ref()
-        .map(|spec| spec.containers.clone())
-        .unwrap_or_default();
     let previous: Vec<ContainerStatus> = current.container_statuses.clone().unwrap_or_default();
     PodStatus {
         phase: Some("Failed".to_owned()),
@@ -236,36 +207,25 @@ pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodSta
             condition(&current, "Ready", false, Some("PodFailed"), Some(&message)),
         ]),
         container_statuses: Some(
-            containers
+            containers(pod)
                 .iter()
                 .map(|container| {
                     let before = previous.iter().find(|status| status.name == container.name);
-                    ContainerStatus {
-                        name: container.name.clone(),
-                        image: container.image.clone().unwrap_or_default(),
-                        image_id: String::new(),
-                        container_id: before.and_then(|b| b.container_id.clone()),
-                        ready: false,
-                        started: Some(false),
-                        restart_count: 0,
-                        state: Some(ContainerState {
-                            terminated: Some(ContainerStateTerminated {
-                                // 137 is what a kubelet reports for a container killed from outside.
-                                exit_code: 137,
-                                reason: Some(reason.to_owned()),
-                                message: Some(message.clone()),
-                                started_at: before
-                                    .and_then(|b| b.state.as_ref())
-                                    .and_then(|s| s.running.as_ref())
-                                    .and_then(|r| r.started_at.clone()),
-                                finished_at: Some(Time(Timestamp::now())),
-                                container_id: before.and_then(|b| b.container_id.clone()),
-                                signal: None,
-                            }),
-                            ..ContainerState::default()
-                        }),
-                        ..ContainerStatus::default()
-                    }
+                    let container_id = before.and_then(|b| b.container_id.clone());
+                    let started_at = before
+                        .and_then(|b| b.state.as_ref())
+                        .and_then(|s| s.running.as_ref())
+                        .and_then(|r| r.started_at.clone());
+                    // 137 is what a kubelet reports for a container killed from outside.
+                    let state = terminated(
+                        137,
+                        reason,
+                        Some(message.clone()),
+                        started_at,
+                        Some(Time(Timestamp::now())),
+                        container_id.clone(),
+                    );
+                    container_status(container, state, false, container_id)
                 })
                 .collect(),
         ),
@@ -277,6 +237,40 @@ pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodSta
         qos_class: current.qos_class,
         ..PodStatus::default()
     }
+}
+
+/// One container's status; every status orca writes goes through here.
+fn container_status(
+    container: &Container,
+    state: ContainerState,
+    ready: bool,
+    container_id: Option<String>,
+) -> ContainerStatus {
+    ContainerStatus {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        container_id,
+        ready,
+        started: Some(ready),
+        restart_count: 0,
+        state: Some(state),
+        ..ContainerStatus::default()
+    }
+}
+
+fn containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .map(|spec| spec.containers.as_slice())
+        .unwrap_or_default()
+}
+
+fn instance_container_id(instance: &InstanceStatus, container: &str) -> Option<String> {
+    Some(format!(
+        "{CONTAINER_ID_SCHEME}{}/{container}",
+        instance.instance_id
+    ))
 }
 
 fn container_state(instance: &InstanceStatus, outcome: &Outcome, name: &str) -> ContainerState {
@@ -300,22 +294,37 @@ fn container_state(instance: &InstanceStatus, outcome: &Outcome, name: &str) -> 
                 ),
                 None => (137, outcome.reason.unwrap_or("InstanceTerminated"), None),
             };
-            ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code,
-                    reason: Some(reason.to_owned()),
-                    message: outcome.message.clone(),
-                    started_at,
-                    finished_at,
-                    container_id: Some(format!(
-                        "{CONTAINER_ID_SCHEME}{}/{name}",
-                        instance.instance_id
-                    )),
-                    signal: None,
-                }),
-                ..ContainerState::default()
-            }
+            terminated(
+                exit_code,
+                reason,
+                outcome.message.clone(),
+                started_at,
+                finished_at,
+                instance_container_id(instance, name),
+            )
         }
+    }
+}
+
+fn terminated(
+    exit_code: i32,
+    reason: &str,
+    message: Option<String>,
+    started_at: Option<Time>,
+    finished_at: Option<Time>,
+    container_id: Option<String>,
+) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code,
+            reason: Some(reason.to_owned()),
+            message,
+            started_at,
+            finished_at,
+            container_id,
+            signal: None,
+        }),
+        ..ContainerState::default()
     }
 }
 

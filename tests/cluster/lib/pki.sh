@@ -60,6 +60,8 @@ make_pki() {
   sign_cert "$pki" admin "/O=system:masters/CN=orca-local-admin" clientAuth
   sign_cert "$pki" controller-manager "/CN=system:kube-controller-manager" clientAuth
   sign_cert "$pki" scheduler "/CN=system:kube-scheduler" clientAuth
+  # orca's own identity, so the audit log tells its requests apart (benchmarks count them).
+  sign_cert "$pki" orca "/O=system:masters/CN=orca" clientAuth
   # The apiserver presents this to kubelets (orca's kubelet API) for logs, exec and proxy.
   sign_cert "$pki" apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   # Service-account token signing key pair.
