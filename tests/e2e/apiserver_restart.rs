@@ -24,7 +24,7 @@ async fn orca_recovers_from_an_apiserver_restart_without_restarting() -> Result<
         ),
     )
     .await?;
-    pods::wait_for(&api, "before", "Running", Duration::from_secs(20), |p| {
+    pods::wait_for(&api, "before", "Running", Duration::from_secs(60), |p| {
         phase(p) == "Running"
     })
     .await?;

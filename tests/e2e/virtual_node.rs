@@ -137,7 +137,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
     pods::create(&api, &finishing).await?;
     pods::create(&api, &forever).await?;
 
-    let running = pods::wait_for(&api, "finishes", "Running", Duration::from_secs(20), |p| {
+    let running = pods::wait_for(&api, "finishes", "Running", Duration::from_secs(60), |p| {
         phase(p) == "Running"
     })
     .await?;
@@ -170,7 +170,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
         &api,
         "finishes",
         "Succeeded",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| phase(p) == "Succeeded",
     )
     .await?;
@@ -192,7 +192,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
         &api,
         "runs-forever",
         "Running",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| phase(p) == "Running",
     )
     .await?;
@@ -200,7 +200,7 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
     api.delete("runs-forever", &DeleteParams::default()).await?;
     poll_until(
         "deleted pod to disappear",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         TICK,
         || async { Ok(api.get_opt("runs-forever").await?.is_none().then_some(())) },
     )
@@ -250,7 +250,7 @@ async fn pod_without_the_toleration_is_never_placed_on_the_node() -> Result<()> 
         &api,
         "intolerant",
         "Unschedulable",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| {
             p.status
                 .as_ref()
@@ -291,7 +291,7 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
     }
     let mut before = Vec::new();
     for pod in names {
-        let running = pods::wait_for(&api, pod, "Running", Duration::from_secs(20), |p| {
+        let running = pods::wait_for(&api, pod, "Running", Duration::from_secs(60), |p| {
             phase(p) == "Running"
         })
         .await?;
@@ -309,7 +309,7 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
     wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(10)).await?;
     for (pod, instance) in names.iter().zip(&before) {
         // The lifecycle controller marked the pods not ready; orca must restore them.
-        let adopted = pods::wait_for(&api, pod, "Ready again", Duration::from_secs(20), |p| {
+        let adopted = pods::wait_for(&api, pod, "Ready again", Duration::from_secs(60), |p| {
             phase(p) == "Running" && condition(p, "Ready") == Some("True")
         })
         .await?;
@@ -369,7 +369,7 @@ async fn invalid_annotation_fails_the_pod_before_anything_is_launched() -> Resul
         ),
     )
     .await?;
-    let failed = pods::wait_for(&api, "bad-price", "Failed", Duration::from_secs(20), |p| {
+    let failed = pods::wait_for(&api, "bad-price", "Failed", Duration::from_secs(60), |p| {
         phase(p) == "Failed"
     })
     .await?;
@@ -423,7 +423,7 @@ async fn transient_launch_errors_are_retried_and_capacity_errors_fail_the_pod() 
         &api,
         "no-capacity",
         "Failed",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| phase(p) == "Failed",
     )
     .await?;
@@ -493,7 +493,7 @@ async fn lost_and_interrupted_instances_fail_their_pods_with_precise_reasons() -
     )
     .await?;
 
-    let lost = pods::wait_for(&api, "vanishes", "Failed", Duration::from_secs(20), |p| {
+    let lost = pods::wait_for(&api, "vanishes", "Failed", Duration::from_secs(60), |p| {
         phase(p) == "Failed"
     })
     .await?;
@@ -507,7 +507,7 @@ async fn lost_and_interrupted_instances_fail_their_pods_with_precise_reasons() -
         &api,
         "interrupted",
         "Failed",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| phase(p) == "Failed",
     )
     .await?;
@@ -517,7 +517,7 @@ async fn lost_and_interrupted_instances_fail_their_pods_with_precise_reasons() -
         "{}",
         pods::message(&interrupted)
     );
-    let crashed = pods::wait_for(&api, "crashes", "Failed", Duration::from_secs(20), |p| {
+    let crashed = pods::wait_for(&api, "crashes", "Failed", Duration::from_secs(60), |p| {
         phase(p) == "Failed"
     })
     .await?;
@@ -585,7 +585,7 @@ async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Re
         &api,
         "left-behind",
         "Running",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         |p| phase(p) == "Running",
     )
     .await?;
@@ -607,7 +607,7 @@ async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Re
     assert!(!launches_by_pod(&scenario.orca.file("instances.jsonl"))[&uid][0].terminated);
 
     scenario.orca.restart()?;
-    poll_until("orphan terminated", Duration::from_secs(20), TICK, || {
+    poll_until("orphan terminated", Duration::from_secs(60), TICK, || {
         let terminated = launches_by_pod(&scenario.orca.file("instances.jsonl"))
             .get(&uid)
             .is_some_and(|l| l[0].terminated);

@@ -38,6 +38,24 @@ pub enum RegistrationError {
     },
 }
 
+/// Reads a Node YAML used as the base of the registered Node.
+///
+/// # Errors
+/// [`RegistrationError::SkeletonUnreadable`] or [`RegistrationError::SkeletonInvalid`],
+/// naming the file.
+pub fn load_skeleton(path: &std::path::Path) -> Result<Node, RegistrationError> {
+    let display = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|source| RegistrationError::SkeletonUnreadable {
+            path: display.clone(),
+            source,
+        })?;
+    serde_saphyr::from_str(&text).map_err(|error| RegistrationError::SkeletonInvalid {
+        path: display,
+        message: error.to_string(),
+    })
+}
+
 /// Writes the Node and its status.
 pub struct Registrar {
     api: Api<Node>,
@@ -55,25 +73,7 @@ impl Registrar {
         config: NodeConfig,
         address: IpAddr,
     ) -> Result<Registrar, RegistrationError> {
-        let skeleton = match &config.skeleton {
-            Some(path) => {
-                let display = path.display().to_string();
-                let text = std::fs::read_to_string(path).map_err(|source| {
-                    RegistrationError::SkeletonUnreadable {
-                        path: display.clone(),
-                        source,
-                    }
-                })?;
-                let node: Node = serde_saphyr::from_str(&text).map_err(|error| {
-                    RegistrationError::SkeletonInvalid {
-                        path: display,
-                        message: error.to_string(),
-                    }
-                })?;
-                Some(node)
-            }
-            None => None,
-        };
+        let skeleton = config.skeleton.as_deref().map(load_skeleton).transpose()?;
         Ok(Registrar {
             api: Api::all(client),
             config,
@@ -183,5 +183,39 @@ impl Registrar {
                 source,
             })?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skeleton_yaml_is_loaded_as_a_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("node.yaml");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Node\nmetadata:\n  labels:\n    team: ml\n",
+        )
+        .unwrap();
+        let node = load_skeleton(&path).unwrap();
+        assert_eq!(node.metadata.labels.unwrap()["team"], "ml");
+    }
+
+    #[test]
+    fn missing_or_malformed_skeleton_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("absent.yaml");
+        let error = load_skeleton(&missing).unwrap_err().to_string();
+        assert!(error.contains("absent.yaml"), "{error}");
+
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "metadata: [not, a, map]\n").unwrap();
+        let error = load_skeleton(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("bad.yaml") && error.contains("not a Node"),
+            "{error}"
+        );
     }
 }

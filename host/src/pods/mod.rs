@@ -6,6 +6,7 @@ mod instances;
 mod reconcile;
 mod status;
 mod sync;
+mod writes;
 
 use std::sync::{Arc, Mutex};
 
@@ -68,6 +69,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         launch_failures: Mutex::default(),
         terminations_sent: Mutex::default(),
+        writes: writes::WriteTracker::default(),
     });
     let pods: Api<Pod> = Api::all(deps.client);
     let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));

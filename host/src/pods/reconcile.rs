@@ -14,6 +14,7 @@ use serde_json::json;
 use super::events::PodEvents;
 use super::instances::InstanceCache;
 use super::status::{self, needs_write, recorded_instance_id};
+use super::writes::WriteTracker;
 use crate::config::PodsConfig;
 use crate::policy::Planner;
 use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
@@ -30,6 +31,8 @@ pub struct Context {
     pub launch_failures: Mutex<HashMap<String, u32>>,
     /// Pods whose instance was already asked to terminate (the call is made once).
     pub terminations_sent: Mutex<HashSet<String>>,
+    /// Status writes the pod store may not show yet.
+    pub writes: WriteTracker,
 }
 
 /// Why a reconcile step failed; the controller retries it.
@@ -298,6 +301,7 @@ async fn finalize(
         }
     }
     locked(&ctx.terminations_sent).remove(&key.uid);
+    ctx.writes.forget(&key.uid);
     locked(&ctx.launch_failures).remove(&key.uid);
     ctx.instances.forget_launch(&key.uid);
     tracing::info!(pod = %key, "pod removed");
@@ -355,7 +359,12 @@ async fn write_status(
     desired: PodStatus,
     ctx: &Context,
 ) -> Result<bool, ReconcileError> {
-    if !needs_write(pod.status.as_ref(), &desired) {
+    let read_version = pod.metadata.resource_version.clone().unwrap_or_default();
+    if ctx
+        .writes
+        .already_written(&key.uid, &read_version, &desired)
+        || !needs_write(pod.status.as_ref(), &desired)
+    {
         return Ok(false);
     }
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
@@ -373,6 +382,7 @@ async fn write_status(
         pod: key.clone(),
         source,
     })?;
+    ctx.writes.record(&key.uid, read_version, &desired);
     Ok(true)
 }
 
@@ -396,6 +406,33 @@ pub fn error_policy(pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) ->
 mod tests {
     use super::*;
     use crate::config::Seconds;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("conflict", "Conflict")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn only_a_status_write_conflict_is_retried_at_once() {
+        let pod = PodKey {
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: "u".into(),
+        };
+        let conflict = ReconcileError::StatusWriteFailed {
+            pod: pod.clone(),
+            source: api_error(409),
+        };
+        assert!(conflict.is_conflict());
+        let other = ReconcileError::StatusWriteFailed {
+            pod,
+            source: api_error(500),
+        };
+        assert!(!other.is_conflict());
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_maximum() {
