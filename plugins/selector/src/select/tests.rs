@@ -1,0 +1,249 @@
+use orca_plugin_sdk::{
+    Architecture, Catalogue, InstanceQuery, InstanceType, Pod, PolicyError, Resources,
+};
+
+use super::*;
+
+/// A small fixed catalogue applying the query the way the host does.
+struct Fixed(Vec<InstanceType>);
+
+impl Catalogue for Fixed {
+    fn query(&self, q: &InstanceQuery) -> Vec<InstanceType> {
+        let mut found: Vec<InstanceType> = self
+            .0
+            .iter()
+            .filter(|t| {
+                t.vcpus >= q.min_vcpus && t.memory_mib >= q.min_memory_mib && t.gpus >= q.min_gpus
+            })
+            .filter(|t| q.architecture.is_none_or(|a| a == t.architecture))
+            .filter(|t| q.families.is_empty() || q.families.contains(&t.family))
+            .filter(|t| !q.exclude_families.contains(&t.family))
+            .filter(|t| q.names.is_empty() || q.names.contains(&t.name))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| {
+            a.on_demand_price
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.on_demand_price.unwrap_or(f64::MAX))
+        });
+        if q.limit > 0 {
+            found.truncate(q.limit as usize);
+        }
+        found
+    }
+}
+
+fn instance(
+    name: &str,
+    vcpus: u32,
+    memory_gib: u64,
+    gpus: u32,
+    architecture: Architecture,
+    price: f64,
+) -> InstanceType {
+    InstanceType {
+        name: name.into(),
+        family: name.split('.').next().unwrap().into(),
+        vcpus,
+        memory_mib: memory_gib * 1024,
+        gpus,
+        gpu_model: (gpus > 0).then(|| "H100".into()),
+        architecture,
+        on_demand_price: Some(price),
+        spot_price: None,
+    }
+}
+
+fn catalogue() -> Fixed {
+    Fixed(vec![
+        instance("m7i.large", 2, 8, 0, Architecture::Amd64, 0.1008),
+        instance("m7g.large", 2, 8, 0, Architecture::Arm64, 0.0816),
+        instance("c7i.xlarge", 4, 8, 0, Architecture::Amd64, 0.1785),
+        instance("m7i.xlarge", 4, 16, 0, Architecture::Amd64, 0.2016),
+        instance("p5.48xlarge", 192, 2048, 8, Architecture::Amd64, 98.32),
+    ])
+}
+
+fn pod(
+    cpu_millis: u64,
+    memory_gib: u64,
+    gpus: u32,
+    annotations: &[(&str, &str)],
+    arch: Option<&str>,
+) -> Pod {
+    Pod {
+        namespace: "ns".into(),
+        name: "p".into(),
+        uid: "u".into(),
+        labels: vec![],
+        annotations: annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        requests: Resources {
+            cpu_millis,
+            memory_bytes: memory_gib << 30,
+            ephemeral_storage_bytes: 0,
+            gpus,
+        },
+        limits: Resources {
+            cpu_millis: 0,
+            memory_bytes: 0,
+            ephemeral_storage_bytes: 0,
+            gpus: 0,
+        },
+        node_selector: arch
+            .map(|a| vec![("kubernetes.io/arch".to_string(), a.to_string())])
+            .unwrap_or_default(),
+        tolerations: vec![],
+        priority: None,
+        json: "{}".into(),
+    }
+}
+
+fn names(candidates: &[orca_plugin_sdk::Candidate]) -> Vec<&str> {
+    candidates
+        .iter()
+        .map(|c| c.instance_type.as_str())
+        .collect()
+}
+
+#[test]
+fn cheapest_fit_comes_first_and_any_architecture_is_allowed_by_default() {
+    let picked = select(
+        &pod(1500, 4, 0, &[], None),
+        &Settings::default(),
+        &catalogue(),
+    )
+    .unwrap();
+    assert_eq!(
+        names(&picked),
+        [
+            "m7g.large",
+            "m7i.large",
+            "c7i.xlarge",
+            "m7i.xlarge",
+            "p5.48xlarge"
+        ]
+    );
+}
+
+#[test]
+fn the_pods_arch_selector_narrows_the_choice() {
+    let picked = select(
+        &pod(3000, 12, 0, &[], Some("amd64")),
+        &Settings::default(),
+        &catalogue(),
+    )
+    .unwrap();
+    assert_eq!(names(&picked)[0], "m7i.xlarge");
+}
+
+#[test]
+fn gpus_pick_a_gpu_type() {
+    let picked = select(&pod(0, 0, 8, &[], None), &Settings::default(), &catalogue()).unwrap();
+    assert_eq!(names(&picked), ["p5.48xlarge"]);
+    assert!(picked[0].reason.contains("8 GPU"), "{}", picked[0].reason);
+}
+
+#[test]
+fn limits_count_where_no_request_is_set() {
+    let mut limited = pod(0, 0, 0, &[], None);
+    limited.limits.cpu_millis = 4000;
+    let picked = select(&limited, &Settings::default(), &catalogue()).unwrap();
+    assert_eq!(names(&picked)[0], "c7i.xlarge");
+}
+
+#[test]
+fn families_are_allowed_and_denied_by_settings() {
+    let settings = Settings {
+        deny_families: vec!["m7g".into()],
+        max_candidates: 1,
+        ..Settings::default()
+    };
+    assert_eq!(
+        names(&select(&pod(500, 1, 0, &[], None), &settings, &catalogue()).unwrap()),
+        ["m7i.large"]
+    );
+    let settings = Settings {
+        allow_families: vec!["c7i".into()],
+        ..Settings::default()
+    };
+    assert_eq!(
+        names(&select(&pod(500, 1, 0, &[], None), &settings, &catalogue()).unwrap()),
+        ["c7i.xlarge"]
+    );
+}
+
+#[test]
+fn nothing_fits_is_a_no_match_saying_what_was_asked() {
+    match select(
+        &pod(500_000, 1, 0, &[], None),
+        &Settings::default(),
+        &catalogue(),
+    ) {
+        Err(PolicyError::NoMatch(message)) => {
+            assert!(message.contains("at least 500 vCPUs"), "{message}")
+        }
+        other => panic!("expected no-match, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_annotation_wins_when_the_type_exists() {
+    let picked = select(
+        &pod(0, 0, 0, &[(INSTANCE_TYPE_ANNOTATION, "p5.48xlarge")], None),
+        &Settings::default(),
+        &catalogue(),
+    )
+    .unwrap();
+    assert_eq!(names(&picked), ["p5.48xlarge"]);
+}
+
+#[test]
+fn an_unknown_requested_type_is_an_invalid_annotation() {
+    match select(
+        &pod(0, 0, 0, &[(INSTANCE_TYPE_ANNOTATION, "m9z.huge")], None),
+        &Settings::default(),
+        &catalogue(),
+    ) {
+        Err(PolicyError::InvalidAnnotation(error)) => {
+            assert_eq!(
+                (error.annotation.as_str(), error.value.as_str()),
+                (INSTANCE_TYPE_ANNOTATION, "m9z.huge")
+            );
+        }
+        other => panic!("expected invalid-annotation, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_requested_type_in_a_denied_family_is_refused() {
+    let settings = Settings {
+        deny_families: vec!["p5".into()],
+        ..Settings::default()
+    };
+    let result = select(
+        &pod(0, 0, 0, &[(INSTANCE_TYPE_ANNOTATION, "p5.48xlarge")], None),
+        &settings,
+        &catalogue(),
+    );
+    assert!(
+        matches!(result, Err(PolicyError::InvalidAnnotation(e)) if e.expected.contains("family p5"))
+    );
+}
+
+#[test]
+fn bad_settings_are_reported_as_such() {
+    assert!(matches!(
+        Settings::parse(r#"{"maxCandidates": 0}"#),
+        Err(PolicyError::InvalidSettings(_))
+    ));
+    assert!(
+        matches!(Settings::parse(r#"{"architecture": "riscv"}"#), Err(PolicyError::InvalidSettings(m)) if m.contains("riscv"))
+    );
+    assert!(
+        matches!(Settings::parse(r#"{"familes": []}"#), Err(PolicyError::InvalidSettings(m)) if m.contains("familes"))
+    );
+    assert_eq!(Settings::parse("").unwrap(), Settings::default());
+}
