@@ -29,6 +29,8 @@
 pub mod catalogue;
 pub mod pod;
 pub mod quantity;
+pub mod tags;
+pub mod testing;
 
 pub use catalogue::{Catalogue, HostCatalogue};
 pub use pod::PodExt;

@@ -1,66 +1,15 @@
-use orca_plugin_sdk::{
-    Architecture, Catalogue, InstanceQuery, InstanceType, Pod, PolicyError, Resources,
-};
+use orca_plugin_sdk::testing::{FixedCatalogue, instance_type, pod_with_annotations};
+use orca_plugin_sdk::{Architecture, Pod, PolicyError, Resources};
 
 use super::*;
 
-/// A small fixed catalogue applying the query the way the host does.
-struct Fixed(Vec<InstanceType>);
-
-impl Catalogue for Fixed {
-    fn query(&self, q: &InstanceQuery) -> Vec<InstanceType> {
-        let mut found: Vec<InstanceType> = self
-            .0
-            .iter()
-            .filter(|t| {
-                t.vcpus >= q.min_vcpus && t.memory_mib >= q.min_memory_mib && t.gpus >= q.min_gpus
-            })
-            .filter(|t| q.architecture.is_none_or(|a| a == t.architecture))
-            .filter(|t| q.families.is_empty() || q.families.contains(&t.family))
-            .filter(|t| !q.exclude_families.contains(&t.family))
-            .filter(|t| q.names.is_empty() || q.names.contains(&t.name))
-            .cloned()
-            .collect();
-        found.sort_by(|a, b| {
-            a.on_demand_price
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b.on_demand_price.unwrap_or(f64::MAX))
-        });
-        if q.limit > 0 {
-            found.truncate(q.limit as usize);
-        }
-        found
-    }
-}
-
-fn instance(
-    name: &str,
-    vcpus: u32,
-    memory_gib: u64,
-    gpus: u32,
-    architecture: Architecture,
-    price: f64,
-) -> InstanceType {
-    InstanceType {
-        name: name.into(),
-        family: name.split('.').next().unwrap().into(),
-        vcpus,
-        memory_mib: memory_gib * 1024,
-        gpus,
-        gpu_model: (gpus > 0).then(|| "H100".into()),
-        architecture,
-        on_demand_price: Some(price),
-        spot_price: None,
-    }
-}
-
-fn catalogue() -> Fixed {
-    Fixed(vec![
-        instance("m7i.large", 2, 8, 0, Architecture::Amd64, 0.1008),
-        instance("m7g.large", 2, 8, 0, Architecture::Arm64, 0.0816),
-        instance("c7i.xlarge", 4, 8, 0, Architecture::Amd64, 0.1785),
-        instance("m7i.xlarge", 4, 16, 0, Architecture::Amd64, 0.2016),
-        instance("p5.48xlarge", 192, 2048, 8, Architecture::Amd64, 98.32),
+fn catalogue() -> FixedCatalogue {
+    FixedCatalogue(vec![
+        instance_type("m7i.large", 2, 8, 0, Architecture::Amd64, 0.1008),
+        instance_type("m7g.large", 2, 8, 0, Architecture::Arm64, 0.0816),
+        instance_type("c7i.xlarge", 4, 8, 0, Architecture::Amd64, 0.1785),
+        instance_type("m7i.xlarge", 4, 16, 0, Architecture::Amd64, 0.2016),
+        instance_type("p5.48xlarge", 192, 2048, 8, Architecture::Amd64, 98.32),
     ])
 }
 
@@ -71,34 +20,17 @@ fn pod(
     annotations: &[(&str, &str)],
     arch: Option<&str>,
 ) -> Pod {
-    Pod {
-        namespace: "ns".into(),
-        name: "p".into(),
-        uid: "u".into(),
-        labels: vec![],
-        annotations: annotations
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        requests: Resources {
-            cpu_millis,
-            memory_bytes: memory_gib << 30,
-            ephemeral_storage_bytes: 0,
-            gpus,
-        },
-        limits: Resources {
-            cpu_millis: 0,
-            memory_bytes: 0,
-            ephemeral_storage_bytes: 0,
-            gpus: 0,
-        },
-        node_selector: arch
-            .map(|a| vec![("kubernetes.io/arch".to_string(), a.to_string())])
-            .unwrap_or_default(),
-        tolerations: vec![],
-        priority: None,
-        json: "{}".into(),
-    }
+    let mut pod = pod_with_annotations(annotations);
+    pod.requests = Resources {
+        cpu_millis,
+        memory_bytes: memory_gib << 30,
+        ephemeral_storage_bytes: 0,
+        gpus,
+    };
+    pod.node_selector = arch
+        .map(|a| vec![("kubernetes.io/arch".to_string(), a.to_string())])
+        .unwrap_or_default();
+    pod
 }
 
 fn names(candidates: &[orca_plugin_sdk::Candidate]) -> Vec<&str> {
