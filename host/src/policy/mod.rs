@@ -3,12 +3,14 @@
 
 mod annotations;
 mod native;
+mod pod_view;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
 pub use annotations::{ANNOTATION_PREFIX, PodAnnotations};
 pub use native::NativePlanner;
+pub use pod_view::{PodViewError, pod_view};
 
 use crate::plan::LaunchPlan;
 
