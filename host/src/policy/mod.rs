@@ -4,6 +4,7 @@
 mod annotations;
 mod native;
 mod pod_view;
+pub mod wasm;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;

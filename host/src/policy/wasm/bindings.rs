@@ -1,0 +1,12 @@
+//! Host bindings for `orca:policy@0.1.0` (the frozen `since_v0.1.0` folder).
+
+wasmtime::component::bindgen!({
+    path: "../plugin-sdk/wit/since_v0.1.0",
+    world: "plugin",
+});
+
+pub use orca::policy::host::{InstanceQuery, LogLevel};
+pub use orca::policy::types::{
+    Architecture, Candidate, Hook, InstanceType, Market, MarketDecision, Pod, PolicyError,
+    Resources, Tag, TagContext,
+};

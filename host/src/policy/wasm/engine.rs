@@ -1,0 +1,76 @@
+//! One wasmtime engine for all plugins: component model, pooling allocator, epoch interruption
+//! driven by a ticker thread that stops when the engine is dropped.
+
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::bindings::Plugin;
+use super::limits::{EPOCH_TICK, SandboxLimits};
+use super::state::CallState;
+
+/// Why the engine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("configuring wasmtime: {0:#}")]
+    ConfigFailed(wasmtime::Error),
+    #[error("linking host functions: {0:#}")]
+    LinkFailed(wasmtime::Error),
+}
+
+pub struct PluginEngine {
+    pub(super) engine: Engine,
+    pub(super) linker: Linker<CallState>,
+    pub(super) limits: SandboxLimits,
+}
+
+impl PluginEngine {
+    /// # Errors
+    /// [`EngineError`] when wasmtime rejects the configuration (for example a pooling size the
+    /// machine cannot reserve).
+    pub fn new(limits: SandboxLimits) -> Result<PluginEngine, EngineError> {
+        let mut pooling = PoolingAllocationConfig::default();
+        pooling
+            .total_component_instances(256)
+            .total_core_instances(512)
+            .total_memories(512)
+            .total_tables(512)
+            .max_memory_size(limits.max_memory_bytes)
+            .table_elements(limits.max_table_elements);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+        let engine = Engine::new(&config).map_err(EngineError::ConfigFailed)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(EngineError::LinkFailed)?;
+        Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+            .map_err(EngineError::LinkFailed)?;
+        start_epoch_ticker(&engine, EPOCH_TICK);
+        Ok(PluginEngine {
+            engine,
+            linker,
+            limits,
+        })
+    }
+
+    pub fn limits(&self) -> SandboxLimits {
+        self.limits
+    }
+}
+
+fn start_epoch_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("orca-wasm-epoch".to_owned())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(tick);
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+}

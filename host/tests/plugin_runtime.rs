@@ -1,0 +1,296 @@
+//! Real plugins, built from this workspace's source for wasm32-wasip2, through the real
+//! wasmtime host: the default plugins answer as designed, and hostile ones are contained.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use orca::policy::wasm::{
+    Architecture, CallError, CatalogueQuery, Hook, InstanceQuery, InstanceType, LoadError,
+    LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources, SandboxLimits, TagContext,
+};
+
+const PLUGINS: [&str; 4] = [
+    "orca-plugin-selector",
+    "orca-plugin-market",
+    "orca-plugin-tagger",
+    "orca-test-plugin-hostile",
+];
+
+/// Builds the plugin components once per test process and returns the directory holding them.
+fn components() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let mut command = std::process::Command::new(cargo);
+        command.args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"]);
+        for plugin in PLUGINS {
+            command.args(["-p", plugin]);
+        }
+        let status = command
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .status()
+            .expect("running cargo");
+        assert!(status.success(), "building the plugin components failed");
+        // <target>/debug/deps/<this test> → <target>
+        let exe = std::env::current_exe().expect("test executable");
+        let target = exe
+            .ancestors()
+            .nth(3)
+            .expect("target directory")
+            .to_path_buf();
+        target.join("wasm32-wasip2/release")
+    })
+}
+
+fn bytes(crate_name: &str) -> Vec<u8> {
+    let file = components().join(format!("{}.wasm", crate_name.replace('-', "_")));
+    std::fs::read(&file).unwrap_or_else(|error| panic!("reading {}: {error}", file.display()))
+}
+
+struct TestCatalogue(Vec<InstanceType>);
+
+impl CatalogueQuery for TestCatalogue {
+    fn query(&self, query: &InstanceQuery) -> Vec<InstanceType> {
+        self.0
+            .iter()
+            .filter(|t| query.names.is_empty() || query.names.contains(&t.name))
+            .filter(|t| {
+                t.vcpus >= query.min_vcpus
+                    && t.memory_mib >= query.min_memory_mib
+                    && t.gpus >= query.min_gpus
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn instance(name: &str, vcpus: u32, gpus: u32, price: f64) -> InstanceType {
+    InstanceType {
+        name: name.into(),
+        family: name.split('.').next().unwrap().into(),
+        vcpus,
+        memory_mib: u64::from(vcpus) * 4096,
+        gpus,
+        gpu_model: None,
+        architecture: Architecture::Amd64,
+        on_demand_price: Some(price),
+        spot_price: None,
+    }
+}
+
+fn catalogue() -> Arc<dyn CatalogueQuery> {
+    Arc::new(TestCatalogue(vec![
+        instance("m7i.large", 2, 0, 0.1008),
+        instance("p5.48xlarge", 192, 8, 98.32),
+    ]))
+}
+
+fn pod(annotations: &[(&str, &str)]) -> Pod {
+    let nothing = Resources {
+        cpu_millis: 0,
+        memory_bytes: 0,
+        ephemeral_storage_bytes: 0,
+        gpus: 0,
+    };
+    Pod {
+        namespace: "ml".into(),
+        name: "train".into(),
+        uid: "uid-1".into(),
+        labels: vec![],
+        annotations: annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        requests: nothing,
+        limits: nothing,
+        node_selector: vec![],
+        tolerations: vec![],
+        priority: None,
+        json: "{}".into(),
+    }
+}
+
+fn engine(limits: SandboxLimits) -> PluginEngine {
+    PluginEngine::new(limits).expect("engine")
+}
+
+#[test]
+fn default_plugins_load_and_describe_themselves() {
+    let engine = engine(SandboxLimits::default());
+    let selector =
+        LoadedPlugin::load(&engine, &bytes("orca-plugin-selector"), &catalogue()).unwrap();
+    assert_eq!(selector.name, "orca-default-selector");
+    assert_eq!(selector.hooks, vec![Hook::SelectInstance]);
+    assert_eq!(selector.sha256.len(), 64);
+    let market = LoadedPlugin::load(&engine, &bytes("orca-plugin-market"), &catalogue()).unwrap();
+    assert_eq!(market.hooks, vec![Hook::ChooseMarket]);
+}
+
+#[test]
+fn the_default_policy_answers_through_the_sandbox() {
+    let engine = engine(SandboxLimits::default());
+    let catalogue = catalogue();
+    let selector = LoadedPlugin::load(&engine, &bytes("orca-plugin-selector"), &catalogue).unwrap();
+    let market = LoadedPlugin::load(&engine, &bytes("orca-plugin-market"), &catalogue).unwrap();
+    let tagger = LoadedPlugin::load(&engine, &bytes("orca-plugin-tagger"), &catalogue).unwrap();
+
+    let gpu_pod = pod(&[
+        ("orca.research/instance-type", "p5.48xlarge"),
+        ("orca.research/launch-type", "spot"),
+        ("orca.research/max-spot-price", "500"),
+    ]);
+    let candidates = selector
+        .select_instance(&engine, &catalogue, &gpu_pod, "{}")
+        .unwrap()
+        .unwrap();
+    assert_eq!(candidates[0].instance_type, "p5.48xlarge");
+    let decision = market
+        .choose_market(&engine, &catalogue, &gpu_pod, "{}", &candidates)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (decision.market, decision.max_price),
+        (Market::Spot, Some(98.32)),
+        "capped at on-demand"
+    );
+    let context = TagContext {
+        node_name: "orca-aws-node".into(),
+        cluster_name: "lab".into(),
+        instance_type: "p5.48xlarge".into(),
+        market: Market::Spot,
+    };
+    let tags = tagger
+        .build_tags(&engine, &catalogue, &gpu_pod, "{}", &context)
+        .unwrap()
+        .unwrap();
+    assert!(
+        tags.iter()
+            .any(|t| t.key == "ManagedBy" && t.value == "ORCA")
+    );
+    assert!(
+        tags.iter()
+            .any(|t| t.key == "orca.research/pod-uid" && t.value == "uid-1")
+    );
+}
+
+#[test]
+fn a_policy_error_comes_back_typed() {
+    let engine = engine(SandboxLimits::default());
+    let catalogue = catalogue();
+    let selector = LoadedPlugin::load(&engine, &bytes("orca-plugin-selector"), &catalogue).unwrap();
+    let answer = selector
+        .select_instance(
+            &engine,
+            &catalogue,
+            &pod(&[("orca.research/instance-type", "m9z.huge")]),
+            "{}",
+        )
+        .unwrap();
+    match answer {
+        Err(PolicyError::InvalidAnnotation(error)) => assert_eq!(error.value, "m9z.huge"),
+        other => panic!("expected invalid-annotation, got {other:?}"),
+    }
+    let unsupported = selector
+        .build_tags(
+            &engine,
+            &catalogue,
+            &pod(&[]),
+            "{}",
+            &TagContext {
+                node_name: "n".into(),
+                cluster_name: "c".into(),
+                instance_type: "m7i.large".into(),
+                market: Market::OnDemand,
+            },
+        )
+        .unwrap();
+    assert!(matches!(unsupported, Err(PolicyError::Unsupported)));
+}
+
+#[test]
+fn an_endless_loop_is_stopped_at_the_deadline() {
+    let limits = SandboxLimits {
+        timeout: Duration::from_millis(50),
+        ..SandboxLimits::default()
+    };
+    let engine = engine(limits);
+    let catalogue = catalogue();
+    let hostile =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "loop")
+        .unwrap_err();
+    assert!(matches!(error, CallError::Timeout { .. }), "{error}");
+    assert!(error.to_string().contains("time limit"), "{error}");
+    // The engine keeps serving after a runaway call.
+    assert!(
+        hostile
+            .select_instance(&engine, &catalogue, &pod(&[]), "fine")
+            .unwrap()
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
+    let limits = SandboxLimits {
+        max_memory_bytes: 16 << 20,
+        ..SandboxLimits::default()
+    };
+    let engine = engine(limits);
+    let catalogue = catalogue();
+    let hostile =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "grow")
+        .unwrap_err();
+    assert!(matches!(error, CallError::Trapped { .. }), "{error}");
+}
+
+#[test]
+fn a_panic_is_a_plugin_error_not_a_crash() {
+    let engine = engine(SandboxLimits::default());
+    let catalogue = catalogue();
+    let hostile =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "trap")
+        .unwrap_err();
+    assert!(
+        matches!(error, CallError::Trapped { ref plugin, .. } if plugin == "hostile"),
+        "{error}"
+    );
+}
+
+#[test]
+fn flooding_stdout_past_the_cap_fails_the_call() {
+    let limits = SandboxLimits {
+        max_output_bytes: 4096,
+        ..SandboxLimits::default()
+    };
+    let engine = engine(limits);
+    let catalogue = catalogue();
+    let hostile =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    assert!(
+        hostile
+            .select_instance(&engine, &catalogue, &pod(&[]), "output")
+            .is_err()
+    );
+}
+
+#[test]
+fn bytes_that_are_not_a_plugin_are_refused_at_load() {
+    let engine = engine(SandboxLimits::default());
+    let catalogue = catalogue();
+    let garbage = LoadedPlugin::load(&engine, b"not wasm at all", &catalogue);
+    assert!(matches!(garbage, Err(LoadError::CompileFailed(_))));
+    // A valid component of another world: an empty component exports nothing orca needs.
+    let other_world = LoadedPlugin::load(&engine, b"(component)", &catalogue);
+    assert!(
+        matches!(other_world, Err(LoadError::WrongWorld(_))),
+        "{:?}",
+        other_world.err().map(|e| e.to_string())
+    );
+}

@@ -1,0 +1,67 @@
+//! Misbehaves as its settings say, so tests can prove the sandbox holds: `loop` never returns,
+//! `grow` allocates without end, `trap` panics, `output` floods stdout, `bad-type` answers an
+//! instance type that does not exist, `bad-tags` answers tags AWS would refuse. Anything else
+//! answers normally.
+
+use orca_plugin_sdk::{Candidate, Hook, Plugin, Pod, PolicyError, Tag, TagContext};
+
+pub struct Hostile;
+
+impl Plugin for Hostile {
+    const NAME: &'static str = "hostile";
+    const VERSION: &'static str = "0.0.1";
+    const HOOKS: &'static [Hook] = &[Hook::SelectInstance, Hook::BuildTags];
+
+    fn select_instance(_pod: &Pod, settings: &str) -> Result<Vec<Candidate>, PolicyError> {
+        match settings {
+            "loop" => {
+                let mut counter: u64 = 0;
+                loop {
+                    counter = std::hint::black_box(counter.wrapping_add(1));
+                }
+            }
+            "grow" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "trap" => panic!("hostile plugin panics on purpose"),
+            "output" => {
+                let line = "x".repeat(1024);
+                for _ in 0..100_000 {
+                    println!("{line}");
+                }
+                Ok(Vec::new())
+            }
+            "bad-type" => Ok(vec![Candidate {
+                instance_type: "z9.imaginary".into(),
+                reason: "made up".into(),
+            }]),
+            _ => Ok(vec![Candidate {
+                instance_type: "m7i.large".into(),
+                reason: "well behaved".into(),
+            }]),
+        }
+    }
+
+    fn build_tags(
+        _pod: &Pod,
+        settings: &str,
+        _context: &TagContext,
+    ) -> Result<Vec<Tag>, PolicyError> {
+        match settings {
+            "bad-tags" => Ok(vec![Tag {
+                key: "aws:owner".into(),
+                value: "me".into(),
+            }]),
+            _ => Ok(vec![Tag {
+                key: "ManagedBy".into(),
+                value: "ORCA".into(),
+            }]),
+        }
+    }
+}
+
+orca_plugin_sdk::register_plugin!(Hostile);
