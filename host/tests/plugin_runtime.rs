@@ -115,6 +115,15 @@ fn engine(limits: SandboxLimits) -> PluginEngine {
     PluginEngine::new(limits).expect("engine")
 }
 
+/// The hostile test plugin, loaded into an engine with `limits`.
+fn hostile(limits: SandboxLimits) -> (PluginEngine, Arc<dyn CatalogueQuery>, LoadedPlugin) {
+    let engine = engine(limits);
+    let catalogue = catalogue();
+    let plugin =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    (engine, catalogue, plugin)
+}
+
 #[test]
 fn default_plugins_load_and_describe_themselves() {
     let engine = engine(SandboxLimits::default());
@@ -214,10 +223,7 @@ fn an_endless_loop_is_stopped_at_the_deadline() {
         timeout: Duration::from_millis(50),
         ..SandboxLimits::default()
     };
-    let engine = engine(limits);
-    let catalogue = catalogue();
-    let hostile =
-        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let (engine, catalogue, hostile) = hostile(limits);
     let error = hostile
         .select_instance(&engine, &catalogue, &pod(&[]), "loop")
         .unwrap_err();
@@ -238,10 +244,7 @@ fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
         max_memory_bytes: 16 << 20,
         ..SandboxLimits::default()
     };
-    let engine = engine(limits);
-    let catalogue = catalogue();
-    let hostile =
-        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let (engine, catalogue, hostile) = hostile(limits);
     let error = hostile
         .select_instance(&engine, &catalogue, &pod(&[]), "grow")
         .unwrap_err();
@@ -250,10 +253,7 @@ fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
 
 #[test]
 fn a_panic_is_a_plugin_error_not_a_crash() {
-    let engine = engine(SandboxLimits::default());
-    let catalogue = catalogue();
-    let hostile =
-        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let (engine, catalogue, hostile) = hostile(SandboxLimits::default());
     let error = hostile
         .select_instance(&engine, &catalogue, &pod(&[]), "trap")
         .unwrap_err();
@@ -269,10 +269,7 @@ fn flooding_stdout_past_the_cap_fails_the_call() {
         max_output_bytes: 4096,
         ..SandboxLimits::default()
     };
-    let engine = engine(limits);
-    let catalogue = catalogue();
-    let hostile =
-        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    let (engine, catalogue, hostile) = hostile(limits);
     assert!(
         hostile
             .select_instance(&engine, &catalogue, &pod(&[]), "output")
