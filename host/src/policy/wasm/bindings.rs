@@ -5,8 +5,8 @@ wasmtime::component::bindgen!({
     world: "plugin",
 });
 
-pub use orca::policy::host::{InstanceQuery, LogLevel};
-pub use orca::policy::types::{
+pub use self::orca::policy::host::{InstanceQuery, LogLevel};
+pub use self::orca::policy::types::{
     Architecture, Candidate, Hook, InstanceType, Market, MarketDecision, Pod, PolicyError,
     Resources, Tag, TagContext,
 };
