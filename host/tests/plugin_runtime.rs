@@ -291,3 +291,36 @@ fn bytes_that_are_not_a_plugin_are_refused_at_load() {
         other_world.err().map(|e| e.to_string())
     );
 }
+
+#[test]
+fn lies_from_a_plugin_are_caught_by_host_validation() {
+    let (engine, catalogue, hostile) = hostile(SandboxLimits::default());
+    let candidates = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "bad-type")
+        .unwrap()
+        .unwrap();
+    let error = orca::policy::validate::candidates(&hostile.name, &candidates, catalogue.as_ref())
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "plugin hostile chose instance type \"z9.imaginary\", which the catalogue does not have"
+    );
+    let context = TagContext {
+        node_name: "n".into(),
+        cluster_name: "c".into(),
+        instance_type: "m7i.large".into(),
+        market: Market::OnDemand,
+    };
+    let tags = hostile
+        .build_tags(&engine, &catalogue, &pod(&[]), "bad-tags", &context)
+        .unwrap()
+        .unwrap();
+    let error = orca::policy::validate::tags(&hostile.name, &tags)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("plugin hostile returned a tag EC2 would refuse")
+            && error.contains("aws:"),
+        "{error}"
+    );
+}

@@ -4,6 +4,7 @@
 mod annotations;
 mod native;
 mod pod_view;
+pub mod validate;
 pub mod wasm;
 
 use async_trait::async_trait;
