@@ -36,23 +36,11 @@ async fn main() -> Result<()> {
     } else {
         sizes
     };
-    let mut rows = Vec::new();
-    for pods in sizes {
-        let row = run(pods).await?;
-        eprintln!(
-            "{} pods: all Running in {:.1}s, orca {:.2} CPU s, peak RSS {:.1} MiB, {:.2} apiserver requests/pod ({})",
-            row.pods,
-            row.all_running.as_secs_f64(),
-            row.cpu_seconds,
-            row.peak_rss_mib,
-            row.requests_per_pod,
-            row.breakdown
-        );
-        rows.push(row);
-    }
+    // The table header first, then each row as soon as it is measured.
     println!("| pods | all Running | orca CPU | orca peak RSS | apiserver requests per pod |");
     println!("|---|---|---|---|---|");
-    for row in &rows {
+    for pods in sizes {
+        let row = run(pods).await?;
         println!(
             "| {} | {:.1} s | {:.2} s | {:.1} MiB | {:.2} ({}) |",
             row.pods,
