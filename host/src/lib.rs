@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod errors;
 pub mod kube_connection;
 pub mod logging;
 pub mod node;

@@ -10,7 +10,7 @@ async fn main() -> ExitCode {
     orca::tls::install_crypto_provider();
     // Startup errors are printed plainly, one line each cause, and exit with status 2.
     let fail = |error: &dyn std::error::Error| {
-        eprintln!("orca: {}", orca::node::error_chain(error));
+        eprintln!("orca: {}", orca::errors::error_chain(error));
         ExitCode::from(2)
     };
     let config = match Config::load(&cli.config) {

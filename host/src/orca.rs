@@ -64,8 +64,7 @@ impl Orca {
             self.provider.clone(),
         )
         .map_err(StartError::NodeFailed)?;
-        let (registered_tx, _registered_rx) = tokio::sync::oneshot::channel();
-        let node_task = tokio::spawn(node.run(registered_tx, shutdown.clone()));
+        let node_task = tokio::spawn(node.run(shutdown.clone()));
         let pods_task = tokio::spawn(pods::run(
             PodControllerDeps {
                 client: self.client.clone(),

@@ -145,6 +145,17 @@ mod tests {
     }
 
     #[test]
+    fn bad_default_instance_type_names_the_field() {
+        let error = Config::parse("policy:\n  defaultInstanceType: M5 Large\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("policy.defaultInstanceType") && error.contains("\"M5 Large\""),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn unknown_section_is_rejected() {
         let error = Config::parse("nodes: {}\n").unwrap_err().to_string();
         assert!(error.contains("unknown field `nodes`"), "{error}");

@@ -25,18 +25,7 @@ impl Default for PolicyConfig {
 
 impl PolicyConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let valid = self
-            .default_instance_type
-            .split_once('.')
-            .is_some_and(|(family, size)| {
-                let ok = |part: &str| {
-                    !part.is_empty()
-                        && part
-                            .bytes()
-                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                };
-                ok(family) && ok(size)
-            });
+        let valid = crate::policy::is_instance_type_name(&self.default_instance_type);
         if !valid {
             return Err(ConfigError::invalid(
                 "policy.defaultInstanceType",

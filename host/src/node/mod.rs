@@ -22,6 +22,7 @@ pub use object::node_address;
 pub use registration::{Registrar, RegistrationError};
 
 use crate::config::NodeConfig;
+use crate::errors::error_chain;
 use crate::provider::Provider;
 
 /// Keeps orca's Node registered, leased and truthful about the provider's health.
@@ -55,16 +56,11 @@ impl NodeController {
     /// later apiserver error is logged and retried on the next tick, so an apiserver restart
     /// never ends the loop. The Node and its Lease are left in place on shutdown: a restarted
     /// orca adopts them (and the pods).
-    pub async fn run(
-        self,
-        registered: tokio::sync::oneshot::Sender<()>,
-        shutdown: CancellationToken,
-    ) {
+    pub async fn run(self, shutdown: CancellationToken) {
         let mut ready = ReadyTracker::new(self.ping().await, Timestamp::now());
         let Some(mut node_uid) = self.register_until_done(&ready, &shutdown).await else {
             return;
         };
-        let _ = registered.send(());
         tracing::info!(node = self.registrar.name(), "node registered");
 
         let mut deletions = std::pin::pin!(self.node_deletions());
@@ -199,16 +195,4 @@ fn interval(period: Duration) -> tokio::time::Interval {
     let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval
-}
-
-/// An error with its causes, `a: b: c`, for log lines.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -99,7 +99,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
-                tracing::debug!(error = %crate::node::error_chain(&error), "pod controller");
+                tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");
             }
         })
         .await;

@@ -16,6 +16,7 @@ use super::instances::InstanceCache;
 use super::status::{self, needs_write, recorded_instance_id};
 use super::writes::WriteTracker;
 use crate::config::PodsConfig;
+use crate::errors::lock;
 use crate::policy::Planner;
 use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
 
@@ -140,7 +141,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
     match ctx.provider.create(pod, &plan).await {
         Ok(()) => {
             ctx.instances.note_launched(&key.uid);
-            locked(&ctx.launch_failures).remove(&key.uid);
+            lock(&ctx.launch_failures).remove(&key.uid);
             ctx.events
                 .normal(
                     pod,
@@ -161,7 +162,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
         }
         Err(error) if error.class == ErrorClass::Transient => {
             let failures = {
-                let mut all = locked(&ctx.launch_failures);
+                let mut all = lock(&ctx.launch_failures);
                 let count = all.entry(key.uid.clone()).or_insert(0);
                 *count += 1;
                 *count
@@ -300,16 +301,16 @@ async fn finalize(
             });
         }
     }
-    locked(&ctx.terminations_sent).remove(&key.uid);
+    lock(&ctx.terminations_sent).remove(&key.uid);
     ctx.writes.forget(&key.uid);
-    locked(&ctx.launch_failures).remove(&key.uid);
+    lock(&ctx.launch_failures).remove(&key.uid);
     ctx.instances.forget_launch(&key.uid);
     tracing::info!(pod = %key, "pod removed");
     Ok(Action::await_change())
 }
 
 async fn terminate(key: &PodKey, ctx: &Context) -> Result<(), ReconcileError> {
-    if locked(&ctx.terminations_sent).contains(&key.uid) {
+    if lock(&ctx.terminations_sent).contains(&key.uid) {
         return Ok(());
     }
     ctx.provider
@@ -319,7 +320,7 @@ async fn terminate(key: &PodKey, ctx: &Context) -> Result<(), ReconcileError> {
             pod: key.clone(),
             source,
         })?;
-    locked(&ctx.terminations_sent).insert(key.uid.clone());
+    lock(&ctx.terminations_sent).insert(key.uid.clone());
     tracing::info!(pod = %key, "instance termination requested");
     Ok(())
 }
@@ -340,14 +341,6 @@ async fn warn_and_record(
     write_status(pod, key, status(pod, message), ctx)
         .await
         .map(|_| ())
-}
-
-/// A std mutex guard; poisoning is ignored since every critical section here is a single
-/// map insert or remove, which a panic cannot leave half done.
-fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Writes `desired` over the pod's status if anything would change. The resourceVersion
@@ -398,7 +391,7 @@ pub fn error_policy(pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) ->
     if error.is_conflict() {
         return Action::requeue(Duration::from_millis(200));
     }
-    tracing::warn!(pod = pod.metadata.name.as_deref().unwrap_or_default(), error = %crate::node::error_chain(error), "reconcile failed; retrying");
+    tracing::warn!(pod = pod.metadata.name.as_deref().unwrap_or_default(), error = %crate::errors::error_chain(error), "reconcile failed; retrying");
     Action::requeue(ctx.config.retry_initial_backoff.get())
 }
 

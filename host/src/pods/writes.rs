@@ -13,6 +13,8 @@ use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::PodStatus;
 
+use crate::errors::lock;
+
 #[derive(Default)]
 pub struct WriteTracker {
     last: Mutex<HashMap<String, Written>>,
@@ -25,16 +27,10 @@ struct Written {
 }
 
 impl WriteTracker {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Written>> {
-        self.last
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// True when `desired` was already written on top of `read_version`, the version the
     /// store still shows: the write is in flight, not missing.
     pub fn already_written(&self, uid: &str, read_version: &str, desired: &PodStatus) -> bool {
-        let map = self.map();
+        let map = lock(&self.last);
         let Some(written) = map.get(uid) else {
             return false;
         };
@@ -44,7 +40,7 @@ impl WriteTracker {
 
     pub fn record(&self, uid: &str, read_version: String, status: &PodStatus) {
         if let Ok(status) = serde_json::to_value(status) {
-            self.map().insert(
+            lock(&self.last).insert(
                 uid.to_owned(),
                 Written {
                     read_version,
@@ -55,7 +51,7 @@ impl WriteTracker {
     }
 
     pub fn forget(&self, uid: &str) {
-        self.map().remove(uid);
+        lock(&self.last).remove(uid);
     }
 }
 

@@ -85,7 +85,7 @@ impl PodAnnotations {
 }
 
 /// `family.size`: lowercase letters, digits and '-' in each part (m5.large, u-6tb1.metal).
-fn is_instance_type_name(value: &str) -> bool {
+pub(crate) fn is_instance_type_name(value: &str) -> bool {
     let part_ok = |part: &str| {
         !part.is_empty()
             && part

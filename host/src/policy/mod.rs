@@ -10,6 +10,7 @@ pub mod wasm;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
+pub(crate) use annotations::is_instance_type_name;
 pub use annotations::{ANNOTATION_PREFIX, PodAnnotations};
 pub use native::NativePlanner;
 pub use pod_view::{PodViewError, pod_view};

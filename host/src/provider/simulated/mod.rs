@@ -22,6 +22,7 @@ use journal::{Journal, Record};
 
 use super::{ErrorClass, InstanceStatus, LogOptions, PodKey, Provider, ProviderError};
 use crate::config::SimulatedConfig;
+use crate::errors::lock;
 use crate::plan::LaunchPlan;
 
 /// In-process instances, one per pod UID.
@@ -67,14 +68,6 @@ impl SimulatedProvider {
                 journal,
             }),
         })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while holding the lock cannot leave the map half-updated (every mutation is a
-        // single insert/remove), so a poisoned lock is safe to keep using.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn phase(&self, instance: &SimInstance, now: Timestamp) -> Phase {
@@ -132,7 +125,7 @@ impl Provider for SimulatedProvider {
         let candidate = plan.candidates.first().ok_or_else(|| {
             ProviderError::permanent("NoInstanceType", "the launch plan has no instance type")
         })?;
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         // Idempotent per pod UID, like EC2's ClientToken.
         if state.instances.contains_key(&key.uid) {
             return Ok(());
@@ -164,7 +157,7 @@ impl Provider for SimulatedProvider {
     }
 
     async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         match state.instances.get(&pod.uid) {
             Some(instance) if instance.terminate_requested_at.is_none() => {
                 state.record(Record::Terminate {
@@ -178,7 +171,7 @@ impl Provider for SimulatedProvider {
 
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {
         let now = Timestamp::now();
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let mut listed = Vec::with_capacity(state.instances.len());
         let mut gone = Vec::new();
         for (uid, instance) in &state.instances {
@@ -194,7 +187,7 @@ impl Provider for SimulatedProvider {
     }
 
     async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
-        let state = self.lock();
+        let state = lock(&self.state);
         let instance = state.instances.get(&pod.uid).ok_or_else(|| {
             ProviderError::permanent("InstanceNotFound", format!("no instance for pod {pod}"))
         })?;
