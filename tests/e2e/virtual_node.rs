@@ -10,24 +10,12 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
 use orca_e2e::journal::launches_by_pod;
+use orca_e2e::nodes::ready_condition;
 use orca_e2e::pods::{self, burst_pod, condition, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, Scenario, TestCluster, test_config, unique_node_name};
 
 const TICK: Duration = Duration::from_millis(250);
-
-async fn node_ready(nodes: &Api<Node>, name: &str) -> Result<Option<(String, String)>> {
-    let Some(node) = nodes.get_opt(name).await? else {
-        return Ok(None);
-    };
-    let ready = node
-        .status
-        .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == "Ready");
-    Ok(ready.map(|c| (c.status, c.reason.unwrap_or_default())))
-}
 
 async fn wait_node_ready_status(
     nodes: &Api<Node>,
@@ -40,7 +28,7 @@ async fn wait_node_ready_status(
         timeout,
         TICK,
         || async {
-            Ok(node_ready(nodes, name)
+            Ok(ready_condition(nodes, name)
                 .await?
                 .filter(|(s, _)| s == status)
                 .map(|(_, reason)| reason))

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cluster;
 pub mod journal;
 pub mod namespace;
+pub mod nodes;
 pub mod orca;
 pub mod pods;
 pub mod scenario;

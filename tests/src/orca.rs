@@ -164,15 +164,8 @@ impl OrcaProcess {
             timeout,
             std::time::Duration::from_millis(200),
             || async {
-                let ready = nodes
-                    .get_opt(&self.node_name)
-                    .await?
-                    .and_then(|node| node.status)
-                    .and_then(|status| status.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True");
-                Ok(ready.then_some(()))
+                let ready = crate::nodes::ready_condition(&nodes, &self.node_name).await?;
+                Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
             },
         )
         .await
