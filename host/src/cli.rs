@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// A virtual Kubernetes node that runs each pod scheduled to it as an EC2 instance.
 #[derive(Debug, Parser)]
@@ -23,6 +23,56 @@ pub struct Cli {
     /// Log format; overrides config.
     #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
+
+    /// Without a command, orca runs the virtual node.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Tools for plugin authors: check, evaluate and benchmark a plugin without a cluster.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Loads a plugin as orca would and reports its world, interface version, name, version,
+    /// sha256 and hooks. Exit status 1 if orca would refuse it.
+    Check {
+        /// The plugin component (`.wasm`).
+        file: PathBuf,
+    },
+    /// Runs the whole pipeline for a pod and prints the decision as orca would record it. The
+    /// plugin answers the hooks it implements; the embedded defaults answer the rest.
+    Eval(PipelineArgs),
+    /// Runs the pipeline repeatedly and prints latency percentiles, beside the default policy
+    /// run natively (no sandbox) for comparison.
+    Bench {
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        /// Timed decisions (after 10% as many warm-up runs).
+        #[arg(long, default_value_t = 5000)]
+        iterations: usize,
+    },
+}
+
+/// What `eval` and `bench` run.
+#[derive(Debug, Args)]
+pub struct PipelineArgs {
+    /// A plugin component; without it, the embedded default plugins decide.
+    #[arg(long)]
+    pub plugin: Option<PathBuf>,
+    /// The pod, as YAML or JSON (a manifest is enough; a missing uid is filled in).
+    #[arg(long)]
+    pub pod: PathBuf,
+    /// The plugin's settings as JSON.
+    #[arg(long, default_value = "{}")]
+    pub settings: String,
+    /// The region whose catalogue prices apply.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
 }
 
 /// How log lines are written.

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use orca::cli::Cli;
+use orca::cli::{Cli, Command, LogFormat};
 use orca::config::Config;
 
 #[tokio::main]
@@ -13,6 +13,20 @@ async fn main() -> ExitCode {
         eprintln!("orca: {}", orca::errors::error_chain(error));
         ExitCode::from(2)
     };
+    if let Some(Command::Plugin(command)) = cli.command {
+        // Plugin log lines go to stderr; the command's answer is on stdout.
+        let level = cli.log_level.as_deref().unwrap_or("warn");
+        if let Err(error) = orca::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text)) {
+            return fail(&error);
+        }
+        return match orca::plugin_cli::run(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("orca: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = match Config::load(&cli.config) {
         Ok(config) => config,
         Err(error) => return fail(&error),

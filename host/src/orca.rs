@@ -2,12 +2,19 @@
 
 use std::sync::Arc;
 
+use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ProviderKind};
+use crate::metrics::PolicyMetrics;
+use crate::node::plugin_events::NodePluginEvents;
 use crate::node::{NodeController, RegistrationError};
 use crate::pods::{self, PodControllerDeps};
-use crate::policy::{NativePlanner, Planner};
+use crate::policy::pipeline::HookChains;
+use crate::policy::registry::PluginRegistry;
+use crate::policy::reload::{self, ReloadReporter, Reporters};
+use crate::policy::setup::{PolicySetupError, build_registry};
+use crate::policy::{Pipeline, Planner};
 use crate::provider::Provider;
 use crate::provider::simulated::SimulatedProvider;
 
@@ -16,6 +23,14 @@ use crate::provider::simulated::SimulatedProvider;
 pub enum StartError {
     #[error("starting the simulated provider")]
     SimulatedProviderFailed(#[source] crate::provider::simulated::JournalError),
+    #[error("preparing the policy plugins")]
+    PolicyFailed(#[source] PolicySetupError),
+    #[error("watching the plugins directory {dir}")]
+    PluginWatchFailed {
+        dir: String,
+        #[source]
+        source: notify::Error,
+    },
     #[error("preparing the node")]
     NodeFailed(#[source] RegistrationError),
 }
@@ -26,6 +41,9 @@ pub struct Orca {
     client: kube::Client,
     provider: Arc<dyn Provider>,
     planner: Arc<dyn Planner>,
+    registry: Arc<PluginRegistry>,
+    policy_metrics: Arc<PolicyMetrics>,
+    metrics: Arc<Registry>,
 }
 
 impl Orca {
@@ -38,17 +56,38 @@ impl Orca {
                     .map_err(StartError::SimulatedProviderFailed)?,
             ),
         };
-        let planner = Arc::new(NativePlanner::new(
+        let mut metrics = Registry::default();
+        let policy_metrics = Arc::new(PolicyMetrics::register(&mut metrics));
+        let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
+            .map_err(StartError::PolicyFailed)?;
+        tracing::info!(
+            types = catalogue.len(),
+            region = catalogue.region(),
+            prices_from = catalogue.price_region(),
+            sources = catalogue.sources(),
+            "instance-type catalogue loaded"
+        );
+        let pipeline = Pipeline::new(
+            registry.clone(),
+            HookChains::from_config(&config.policy),
             &config.node.name,
-            &config.policy.default_instance_type,
-            config.policy.default_market,
-        ));
+            &config.node.cluster_name,
+        )
+        .with_observer(policy_metrics.clone());
         Ok(Orca {
             config,
             client,
             provider,
-            planner,
+            planner: Arc::new(Arc::new(pipeline)),
+            registry,
+            policy_metrics,
+            metrics: Arc::new(metrics),
         })
+    }
+
+    /// The process's metrics registry.
+    pub fn metrics(&self) -> Arc<Registry> {
+        self.metrics.clone()
     }
 
     /// Runs until `shutdown` is cancelled, then waits up to the shutdown grace period for the
@@ -65,6 +104,34 @@ impl Orca {
         )
         .map_err(StartError::NodeFailed)?;
         let node_task = tokio::spawn(node.run(shutdown.clone()));
+        let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(vec![
+            self.policy_metrics.clone(),
+            Arc::new(NodePluginEvents::spawn(
+                self.client.clone(),
+                &self.config.node.name,
+            )),
+        ]));
+        reporter.rescanned(&self.registry.current());
+        let watch_task = match &self.config.policy.plugins_dir {
+            Some(dir) => {
+                // Plugins on disk serve from the first pod on.
+                reload::rescan_and_report(&self.registry, dir, reporter.as_ref());
+                Some(
+                    reload::spawn_watcher(
+                        self.registry.clone(),
+                        dir.clone(),
+                        self.config.policy.reload_debounce.get(),
+                        reporter,
+                        shutdown.clone(),
+                    )
+                    .map_err(|source| StartError::PluginWatchFailed {
+                        dir: dir.display().to_string(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
         let pods_task = tokio::spawn(pods::run(
             PodControllerDeps {
                 client: self.client.clone(),
@@ -80,6 +147,9 @@ impl Orca {
         let drained = tokio::time::timeout(grace, async {
             let _ = node_task.await;
             let _ = pods_task.await;
+            if let Some(watch_task) = watch_task {
+                let _ = watch_task.await;
+            }
         })
         .await;
         if drained.is_err() {

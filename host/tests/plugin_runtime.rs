@@ -1,52 +1,18 @@
 //! Real plugins, built from this workspace's source for wasm32-wasip2, through the real
 //! wasmtime host: the default plugins answer as designed, and hostile ones are contained.
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use orca::policy::wasm::{
     Architecture, CallError, CatalogueQuery, Hook, InstanceQuery, InstanceType, LoadError,
     LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources, SandboxLimits, TagContext,
+    VersionError,
 };
 
-const PLUGINS: [&str; 4] = [
-    "orca-plugin-selector",
-    "orca-plugin-market",
-    "orca-plugin-tagger",
-    "orca-test-plugin-hostile",
-];
+mod support;
 
-/// Builds the plugin components once per test process and returns the directory holding them.
-fn components() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let mut command = std::process::Command::new(cargo);
-        command.args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"]);
-        for plugin in PLUGINS {
-            command.args(["-p", plugin]);
-        }
-        let status = command
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .status()
-            .expect("running cargo");
-        assert!(status.success(), "building the plugin components failed");
-        // <target>/debug/deps/<this test> → <target>
-        let exe = std::env::current_exe().expect("test executable");
-        let target = exe
-            .ancestors()
-            .nth(3)
-            .expect("target directory")
-            .to_path_buf();
-        target.join("wasm32-wasip2/release")
-    })
-}
-
-fn bytes(crate_name: &str) -> Vec<u8> {
-    let file = components().join(format!("{}.wasm", crate_name.replace('-', "_")));
-    std::fs::read(&file).unwrap_or_else(|error| panic!("reading {}: {error}", file.display()))
-}
+use support::bytes;
 
 struct TestCatalogue(Vec<InstanceType>);
 
@@ -282,9 +248,13 @@ fn bytes_that_are_not_a_plugin_are_refused_at_load() {
     let engine = engine(SandboxLimits::default());
     let catalogue = catalogue();
     let garbage = LoadedPlugin::load(&engine, b"not wasm at all", &catalogue);
-    assert!(matches!(garbage, Err(LoadError::CompileFailed(_))));
+    assert!(matches!(
+        garbage,
+        Err(LoadError::Version(VersionError::Unparsable(_)))
+    ));
     // A valid component of another world: an empty component exports nothing orca needs.
-    let other_world = LoadedPlugin::load(&engine, b"(component)", &catalogue);
+    let component = wat::parse_str("(component)").unwrap();
+    let other_world = LoadedPlugin::load(&engine, &component, &catalogue);
     assert!(
         matches!(other_world, Err(LoadError::WrongWorld(_))),
         "{:?}",

@@ -7,6 +7,7 @@ pub mod journal;
 pub mod namespace;
 pub mod nodes;
 pub mod orca;
+pub mod plugins;
 pub mod pods;
 pub mod scenario;
 pub mod wait;

@@ -17,7 +17,10 @@ pub use duration::Seconds;
 pub use error::ConfigError;
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use pods::PodsConfig;
-pub use policy::PolicyConfig;
+pub use policy::{
+    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, OnError, PluginStep, PolicyConfig,
+    SandboxLimitsConfig,
+};
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 
 use crate::cli::LogFormat;
@@ -145,14 +148,49 @@ mod tests {
     }
 
     #[test]
-    fn bad_default_instance_type_names_the_field() {
-        let error = Config::parse("policy:\n  defaultInstanceType: M5 Large\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("policy.defaultInstanceType") && error.contains("\"M5 Large\""),
-            "{error}"
+    fn policy_chains_default_to_the_embedded_plugins() {
+        let config = Config::parse("").unwrap();
+        let names: Vec<&str> = config
+            .policy
+            .chains()
+            .iter()
+            .map(|(_, chain)| chain[0].plugin.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "orca-default-selector",
+                "orca-default-market",
+                "orca-default-tagger"
+            ]
         );
+    }
+
+    #[test]
+    fn bad_policy_values_name_the_field() {
+        for (yaml, field) in [
+            ("policy:\n  selectInstance: []\n", "policy.selectInstance"),
+            (
+                "policy:\n  chooseMarket:\n    - plugin: \"\"\n",
+                "policy.chooseMarket[0].plugin",
+            ),
+            (
+                "policy:\n  buildTags:\n    - plugin: x\n      onError: retry\n",
+                "policy.buildTags[0].onError",
+            ),
+            (
+                "policy:\n  limits:\n    maxMemory: lots\n",
+                "policy.limits.maxMemory",
+            ),
+            (
+                "policy:\n  limits:\n    timeout: 0s\n",
+                "policy.limits.timeout",
+            ),
+            ("policy:\n  pluginsDir: /no/such/dir\n", "policy.pluginsDir"),
+        ] {
+            let error = Config::parse(yaml).unwrap_err().to_string();
+            assert!(error.contains(field), "{yaml}: {error}");
+        }
     }
 
     #[test]

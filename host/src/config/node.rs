@@ -14,6 +14,8 @@ use super::{ConfigError, Seconds};
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct NodeConfig {
     pub name: String,
+    /// The cluster this node joins; tagged on every instance as `orca.research/cluster`.
+    pub cluster_name: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub taints: Vec<TaintConfig>,
@@ -79,6 +81,7 @@ impl Default for NodeConfig {
         let version = env!("CARGO_PKG_VERSION");
         NodeConfig {
             name: "orca-aws-node".to_owned(),
+            cluster_name: "kubernetes".to_owned(),
             labels: [
                 ("orca.research/provider", "aws"),
                 ("type", "virtual-kubelet"),
@@ -135,6 +138,18 @@ impl NodeConfig {
     }
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let cluster_tag = if self.cluster_name.is_empty() {
+            Err("it is empty".to_owned())
+        } else {
+            orca_plugin_sdk::tags::validate_tag("orca.research/cluster", &self.cluster_name)
+        };
+        if let Err(message) = cluster_tag {
+            return Err(ConfigError::invalid(
+                "node.clusterName",
+                &self.cluster_name,
+                &format!("a non-empty EC2 tag value ({message})"),
+            ));
+        }
         if !is_dns_subdomain(&self.name) {
             return Err(ConfigError::invalid(
                 "node.name",

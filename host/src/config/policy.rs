@@ -1,38 +1,235 @@
-//! The `policy:` section: defaults the native policy falls back on.
+//! The `policy:` section: which plugins decide, in what order, with what settings, and the
+//! sandbox every plugin call runs in.
 
+use std::path::PathBuf;
+
+use orca_plugin_sdk::Quantity;
 use serde::Deserialize;
 
-use super::ConfigError;
-use crate::plan::Market;
+use super::{ConfigError, Seconds};
+
+/// The names of the plugins embedded in the binary (see `plugins/`).
+pub const DEFAULT_SELECTOR: &str = "orca-default-selector";
+pub const DEFAULT_MARKET: &str = "orca-default-market";
+pub const DEFAULT_TAGGER: &str = "orca-default-tagger";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PolicyConfig {
-    /// The instance type for pods without `orca.research/instance-type`.
-    pub default_instance_type: String,
-    /// The market for pods without `orca.research/launch-type`.
-    pub default_market: Market,
+    /// A directory of `.wasm` plugins, watched: a new, replaced or removed file takes effect
+    /// without a restart. Plugins there override embedded ones of the same name.
+    pub plugins_dir: Option<PathBuf>,
+    /// Where compiled plugins are kept between restarts. Default: `$XDG_CACHE_HOME/orca/plugins`
+    /// or `$HOME/.cache/orca/plugins`.
+    pub compile_cache_dir: Option<PathBuf>,
+    /// How long the plugins directory must be quiet before it is rescanned: a copy or a
+    /// ConfigMap update is several filesystem events.
+    pub reload_debounce: Seconds,
+    pub limits: SandboxLimitsConfig,
+    /// Plugins asked for instance types, in order.
+    pub select_instance: Vec<PluginStep>,
+    /// Plugins asked for the market, in order.
+    pub choose_market: Vec<PluginStep>,
+    /// Plugins asked for tags, in order.
+    pub build_tags: Vec<PluginStep>,
+}
+
+/// One plugin in a hook's chain.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginStep {
+    /// The plugin's name, as its `info` reports it (`orca plugin check` prints it).
+    pub plugin: String,
+    /// Passed to the plugin as JSON text.
+    #[serde(default = "empty_settings")]
+    pub settings: serde_json::Value,
+    #[serde(default)]
+    pub on_error: OnError,
+}
+
+/// What a plugin failure (error, trap, timeout, invalid answer, not loaded) means for the pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// The pod fails with reason `PolicyError` and the plugin's message.
+    #[default]
+    Fail,
+    /// The next plugin in the chain is asked; after the last, the pod fails.
+    Fallback,
+}
+
+/// Limits on every plugin call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct SandboxLimitsConfig {
+    /// Wall time per call.
+    pub timeout: Seconds,
+    /// Linear memory per call (a Kubernetes quantity).
+    pub max_memory: String,
+    /// Elements in any one table.
+    pub max_table_elements: u32,
+    /// Bytes of stdout and of stderr kept per call (a Kubernetes quantity).
+    pub max_output: String,
+}
+
+impl Default for SandboxLimitsConfig {
+    fn default() -> Self {
+        SandboxLimitsConfig {
+            timeout: Seconds::from_millis(100),
+            max_memory: "64Mi".to_owned(),
+            max_table_elements: 20_000,
+            max_output: "64Ki".to_owned(),
+        }
+    }
+}
+
+fn empty_settings() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+fn step(plugin: &str) -> Vec<PluginStep> {
+    vec![PluginStep {
+        plugin: plugin.to_owned(),
+        settings: empty_settings(),
+        on_error: OnError::Fail,
+    }]
 }
 
 impl Default for PolicyConfig {
     fn default() -> Self {
         PolicyConfig {
-            default_instance_type: "m5.large".to_owned(),
-            default_market: Market::OnDemand,
+            plugins_dir: None,
+            compile_cache_dir: None,
+            reload_debounce: Seconds::from_millis(50),
+            limits: SandboxLimitsConfig::default(),
+            select_instance: step(DEFAULT_SELECTOR),
+            choose_market: step(DEFAULT_MARKET),
+            build_tags: step(DEFAULT_TAGGER),
         }
     }
 }
 
 impl PolicyConfig {
+    /// The hooks' chains with the field each came from.
+    pub fn chains(&self) -> [(&'static str, &[PluginStep]); 3] {
+        [
+            ("policy.selectInstance", &self.select_instance),
+            ("policy.chooseMarket", &self.choose_market),
+            ("policy.buildTags", &self.build_tags),
+        ]
+    }
+
+    /// The compile cache directory: configured, else the user's cache directory.
+    pub fn compile_cache_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.compile_cache_dir {
+            return Some(dir.clone());
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|home| PathBuf::from(home).join(".cache"))
+            })?;
+        Some(base.join("orca").join("plugins"))
+    }
+
+    /// Bytes of a quantity field, already validated.
+    pub fn max_memory_bytes(&self) -> usize {
+        quantity_bytes(&self.limits.max_memory).unwrap_or(64 << 20)
+    }
+
+    pub fn max_output_bytes(&self) -> usize {
+        quantity_bytes(&self.limits.max_output).unwrap_or(64 << 10)
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let valid = crate::policy::is_instance_type_name(&self.default_instance_type);
-        if !valid {
+        for (field, chain) in self.chains() {
+            if chain.is_empty() {
+                return Err(ConfigError::invalid(
+                    field,
+                    "[]",
+                    "at least one plugin, such as `- plugin: orca-default-selector`",
+                ));
+            }
+            for (index, step) in chain.iter().enumerate() {
+                if step.plugin.trim().is_empty() {
+                    return Err(ConfigError::invalid(
+                        format!("{field}[{index}].plugin"),
+                        &step.plugin,
+                        "the name a plugin reports (see `orca plugin check FILE.wasm`)",
+                    ));
+                }
+            }
+        }
+        if let Some(dir) = &self.plugins_dir
+            && !dir.is_dir()
+        {
             return Err(ConfigError::invalid(
-                "policy.defaultInstanceType",
-                &self.default_instance_type,
-                "an EC2 instance type such as m5.large",
+                "policy.pluginsDir",
+                dir.display(),
+                "an existing directory of .wasm plugins",
+            ));
+        }
+        let timeout = self.limits.timeout.get();
+        if timeout.is_zero() || timeout > std::time::Duration::from_secs(10) {
+            return Err(ConfigError::invalid(
+                "policy.limits.timeout",
+                self.limits.timeout,
+                "a duration above 0 and at most 10s, such as 100ms",
+            ));
+        }
+        for (field, value, min, max) in [
+            (
+                "policy.limits.maxMemory",
+                &self.limits.max_memory,
+                1 << 20,
+                4 << 30,
+            ),
+            (
+                "policy.limits.maxOutput",
+                &self.limits.max_output,
+                0,
+                16 << 20,
+            ),
+        ] {
+            match quantity_bytes(value) {
+                Some(bytes) if (min..=max).contains(&bytes) => {}
+                _ => {
+                    return Err(ConfigError::invalid(
+                        field,
+                        value,
+                        &format!(
+                            "a byte quantity from {} to {}, such as 64Mi",
+                            human(min),
+                            human(max)
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.limits.max_table_elements == 0 {
+            return Err(ConfigError::invalid(
+                "policy.limits.maxTableElements",
+                0,
+                "a positive number of table elements, such as 20000",
             ));
         }
         Ok(())
+    }
+}
+
+fn quantity_bytes(value: &str) -> Option<usize> {
+    let quantity: Quantity = value.parse().ok()?;
+    usize::try_from(quantity.to_units_ceil().ok()?).ok()
+}
+
+fn human(bytes: usize) -> String {
+    match bytes {
+        0 => "0".to_owned(),
+        b if b >= 1 << 30 => format!("{}Gi", b >> 30),
+        b if b >= 1 << 20 => format!("{}Mi", b >> 20),
+        b => format!("{b}"),
     }
 }

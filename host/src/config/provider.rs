@@ -18,6 +18,8 @@ pub enum ProviderKind {
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
+    /// The AWS region instances run in; also selects the catalogue's on-demand prices.
+    pub region: String,
     pub simulated: SimulatedConfig,
 }
 
@@ -25,6 +27,7 @@ impl Default for ProviderConfig {
     fn default() -> Self {
         ProviderConfig {
             kind: ProviderKind::Simulated,
+            region: "us-east-1".to_owned(),
             simulated: SimulatedConfig::default(),
         }
     }
@@ -68,6 +71,13 @@ impl Default for SimulatedConfig {
 
 impl ProviderConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !is_region_name(&self.region) {
+            return Err(ConfigError::invalid(
+                "provider.region",
+                &self.region,
+                "an AWS region such as us-east-1 or eu-central-1",
+            ));
+        }
         let simulated = &self.simulated;
         if !(0..=255).contains(&simulated.exit_code) {
             return Err(ConfigError::invalid(
@@ -78,4 +88,14 @@ impl ProviderConfig {
         }
         Ok(())
     }
+}
+
+/// `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: lowercase words and a number, dash-joined.
+fn is_region_name(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('-').collect();
+    parts.len() >= 3
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts[parts.len() - 1].parse::<u8>().is_ok()
 }

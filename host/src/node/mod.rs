@@ -4,6 +4,7 @@
 mod conditions;
 mod lease;
 mod object;
+pub mod plugin_events;
 mod registration;
 
 use std::sync::Arc;

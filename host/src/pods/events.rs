@@ -45,7 +45,8 @@ impl PodEvents {
     }
 }
 
-fn truncate(mut text: String, max: usize) -> String {
+/// `text` cut to at most `max` bytes on a character boundary, marked with `...`.
+pub(crate) fn truncate(mut text: String, max: usize) -> String {
     if text.len() > max {
         let mut cut = max - 3;
         while !text.is_char_boundary(cut) {

@@ -1,7 +1,7 @@
 //! Pods bound to orca's node: watched with a field selector, reconciled one step at a time per
 //! pod and many pods in parallel, their status mirrored from the provider's instances.
 
-mod events;
+pub(crate) mod events;
 mod instances;
 mod reconcile;
 mod status;

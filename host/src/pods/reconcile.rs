@@ -17,7 +17,7 @@ use super::status::{self, needs_write, recorded_instance_id};
 use super::writes::WriteTracker;
 use crate::config::PodsConfig;
 use crate::errors::lock;
-use crate::policy::Planner;
+use crate::policy::{DECISION_ANNOTATION, DecisionRecord, Planner};
 use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
 
 /// Everything a reconcile step needs.
@@ -41,6 +41,12 @@ pub struct Context {
 #[allow(clippy::enum_variant_names)]
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    #[error("writing the policy decision of pod {pod}")]
+    DecisionWriteFailed {
+        pod: PodKey,
+        #[source]
+        source: kube::Error,
+    },
     #[error("writing status of pod {pod}")]
     StatusWriteFailed {
         pod: PodKey,
@@ -117,8 +123,17 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Recon
 }
 
 async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, ReconcileError> {
-    let plan = match ctx.planner.plan(pod).await {
-        Ok(plan) => plan,
+    let written;
+    let (pod, plan) = match ctx.planner.plan(pod).await {
+        Ok(decision) => match record_decision(pod, key, &decision.record, ctx).await? {
+            DecisionWrite::Unchanged => (pod, decision.plan),
+            // Later writes carry a resourceVersion precondition: use the pod as now stored.
+            DecisionWrite::Written(updated) => {
+                written = *updated;
+                (&written, decision.plan)
+            }
+            DecisionWrite::PodGone => return Ok(Action::await_change()),
+        },
         Err(error) => {
             warn_and_record(
                 pod,
@@ -346,6 +361,51 @@ async fn warn_and_record(
 /// Writes `desired` over the pod's status if anything would change. The resourceVersion
 /// precondition turns a concurrent write into a 409 (retried on fresh data), so newer data
 /// is never overwritten. Returns whether a write happened.
+enum DecisionWrite {
+    /// The pod already carries this decision (a retried launch).
+    Unchanged,
+    Written(Box<Pod>),
+    PodGone,
+}
+
+/// Writes the decision annotation (and a `PolicyDecision` Event) unless the pod already
+/// carries this exact decision.
+async fn record_decision(
+    pod: &Pod,
+    key: &PodKey,
+    record: &DecisionRecord,
+    ctx: &Context,
+) -> Result<DecisionWrite, ReconcileError> {
+    let json = record.to_json();
+    let current = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DECISION_ANNOTATION));
+    if current == Some(&json) {
+        return Ok(DecisionWrite::Unchanged);
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let patch = json!({ "metadata": { "annotations": { DECISION_ANNOTATION: json } } });
+    let updated = match api
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(updated) => updated,
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(DecisionWrite::PodGone),
+        Err(source) => {
+            return Err(ReconcileError::DecisionWriteFailed {
+                pod: key.clone(),
+                source,
+            });
+        }
+    };
+    ctx.events
+        .normal(pod, "PolicyDecision", "Plan", record.summary())
+        .await;
+    Ok(DecisionWrite::Written(Box::new(updated)))
+}
+
 async fn write_status(
     pod: &Pod,
     key: &PodKey,

@@ -1,21 +1,29 @@
-//! Policy: turning a pod into a `LaunchPlan`. The pod reconciler asks a [`Planner`]; it does not
-//! know whether the answer came from native code or a WebAssembly plugin.
+//! Policy: turning a pod into a `LaunchPlan`. The pod reconciler asks a [`Planner`]; the
+//! answer comes from the plugin pipeline (WebAssembly components, embedded or from the
+//! plugins directory), checked host-side.
 
-mod annotations;
-mod native;
+pub mod catalogue;
+mod convert;
+pub mod decision;
+pub mod embedded;
+pub mod native;
+pub mod ownership;
+pub mod pipeline;
 mod pod_view;
+pub mod registry;
+pub mod reload;
+pub mod setup;
 pub mod validate;
 pub mod wasm;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
-pub(crate) use annotations::is_instance_type_name;
-pub use annotations::{ANNOTATION_PREFIX, PodAnnotations};
-pub use native::NativePlanner;
+pub use decision::{DECISION_ANNOTATION, Decision, DecisionRecord};
+pub use pipeline::Pipeline;
 pub use pod_view::{PodViewError, pod_view};
-
-use crate::plan::LaunchPlan;
 
 /// Why no plan could be made for a pod. Both fields end up in the pod's status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,5 +39,22 @@ pub struct PlanError {
 pub trait Planner: Send + Sync + 'static {
     /// # Errors
     /// [`PlanError`] with a message precise enough to fix the pod.
-    async fn plan(&self, pod: &Pod) -> Result<LaunchPlan, PlanError>;
+    async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError>;
+}
+
+#[async_trait]
+impl Planner for Arc<Pipeline> {
+    async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError> {
+        // Plugin calls are CPU-bound and may run up to their time limit: off the async workers.
+        let pipeline = self.clone();
+        let pod = pod.clone();
+        tokio::task::spawn_blocking(move || pipeline.decide(&pod))
+            .await
+            .unwrap_or_else(|error| {
+                Err(PlanError {
+                    reason: pipeline::REASON_POLICY_ERROR,
+                    message: format!("the policy pipeline crashed: {error}"),
+                })
+            })
+    }
 }

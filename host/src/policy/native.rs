@@ -1,93 +1,80 @@
-//! The default policy written in Rust: the instance type from `orca.research/instance-type`
-//! (or the configured default), the market from `orca.research/launch-type` and
-//! `orca.research/max-spot-price`, and orca's ownership tags.
+//! The default policy run natively: the default plugins' own Rust logic (linked as rlibs)
+//! with no sandbox. It is the denominator of the sandbox's cost in `orca plugin bench`.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
+use orca_plugin_sdk as sdk;
 
-use super::{PlanError, Planner, PodAnnotations};
-use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
-use crate::provider::PodKey;
+use super::catalogue::InstanceCatalogue;
+use super::wasm::CatalogueQuery;
+use super::{PlanError, convert, pod_view};
 
-/// Tag keys orca uses to find its instances again; the provider filters on them.
-pub const TAG_MANAGED_BY: &str = "ManagedBy";
-pub const TAG_NODE: &str = "orca.research/node";
-pub const TAG_POD_NAMESPACE: &str = "orca.research/pod-namespace";
-pub const TAG_POD_NAME: &str = "orca.research/pod-name";
-pub const TAG_POD_UID: &str = "orca.research/pod-uid";
+/// The catalogue, as the native plugin logic queries it.
+struct NativeCatalogue<'a>(&'a InstanceCatalogue);
 
-/// The native planner.
-pub struct NativePlanner {
-    node_name: String,
-    default_instance_type: String,
-    default_market: Market,
-}
-
-impl NativePlanner {
-    pub fn new(
-        node_name: &str,
-        default_instance_type: &str,
-        default_market: Market,
-    ) -> NativePlanner {
-        NativePlanner {
-            node_name: node_name.to_owned(),
-            default_instance_type: default_instance_type.to_owned(),
-            default_market,
-        }
+impl sdk::Catalogue for NativeCatalogue<'_> {
+    fn query(&self, query: &sdk::InstanceQuery) -> Vec<sdk::InstanceType> {
+        self.0
+            .query(&convert::instance_query(query))
+            .into_iter()
+            .map(convert::instance_type)
+            .collect()
     }
 }
 
-#[async_trait]
-impl Planner for NativePlanner {
-    async fn plan(&self, pod: &Pod) -> Result<LaunchPlan, PlanError> {
-        let key = PodKey::of(pod).ok_or_else(|| PlanError {
-            reason: "PolicyError",
-            message: "pod has no name or uid".to_owned(),
+/// selector → market → tagger with default settings, natively.
+pub struct NativePolicy {
+    catalogue: Arc<InstanceCatalogue>,
+    node_name: String,
+    cluster_name: String,
+}
+
+/// What the native policy decided: the same three answers the plugins give.
+#[derive(Debug)]
+pub struct NativeDecision {
+    pub candidates: Vec<sdk::Candidate>,
+    pub market: sdk::MarketDecision,
+    pub tags: Vec<sdk::Tag>,
+}
+
+impl NativePolicy {
+    pub fn new(catalogue: Arc<InstanceCatalogue>, node_name: &str, cluster_name: &str) -> Self {
+        NativePolicy {
+            catalogue,
+            node_name: node_name.to_owned(),
+            cluster_name: cluster_name.to_owned(),
+        }
+    }
+
+    /// # Errors
+    /// [`PlanError`] with the plugin logic's message.
+    pub fn decide(&self, pod: &Pod) -> Result<NativeDecision, PlanError> {
+        let fail = |error: sdk::PolicyError| PlanError {
+            reason: super::pipeline::REASON_POLICY_ERROR,
+            message: super::pipeline::policy_error_message(&convert::policy_error_to_wasm(error)),
+        };
+        let view = pod_view(pod).map_err(|error| PlanError {
+            reason: super::pipeline::REASON_POLICY_ERROR,
+            message: error.to_string(),
         })?;
-        let annotations = PodAnnotations::parse(pod)?;
-        let candidate = match annotations.instance_type {
-            Some(instance_type) => InstanceCandidate {
-                instance_type,
-                reason: "from annotation orca.research/instance-type".to_owned(),
-            },
-            None => InstanceCandidate {
-                instance_type: self.default_instance_type.clone(),
-                reason: "the configured default instance type".to_owned(),
-            },
+        let catalogue = NativeCatalogue(&self.catalogue);
+        let selector = orca_plugin_selector::Settings::parse("{}").map_err(fail)?;
+        let candidates =
+            orca_plugin_selector::select(&view, &selector, &catalogue).map_err(fail)?;
+        let market_settings = orca_plugin_market::Settings::parse("{}").map_err(fail)?;
+        let market = orca_plugin_market::choose(&view, &market_settings, &candidates, &catalogue)
+            .map_err(fail)?;
+        let context = sdk::TagContext {
+            node_name: self.node_name.clone(),
+            cluster_name: self.cluster_name.clone(),
+            instance_type: candidates[0].instance_type.clone(),
+            market: market.market,
         };
-        let market = match annotations.launch_type {
-            Some(market) => MarketDecision {
-                market,
-                max_price: annotations.max_spot_price,
-                fallback_to_on_demand: false,
-                reason: "from annotation orca.research/launch-type".to_owned(),
-            },
-            None => MarketDecision {
-                market: if annotations.max_spot_price.is_some() {
-                    Market::Spot
-                } else {
-                    self.default_market
-                },
-                max_price: annotations.max_spot_price,
-                fallback_to_on_demand: false,
-                reason: "the configured default market".to_owned(),
-            },
-        };
-        let tags: BTreeMap<String, String> = [
-            (TAG_MANAGED_BY, "ORCA".to_owned()),
-            (TAG_NODE, self.node_name.clone()),
-            (TAG_POD_NAMESPACE, key.namespace.clone()),
-            (TAG_POD_NAME, key.name.clone()),
-            (TAG_POD_UID, key.uid.clone()),
-            ("Name", format!("{}/{}", key.namespace, key.name)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        Ok(LaunchPlan {
-            candidates: vec![candidate],
+        let tagger = orca_plugin_tagger::Settings::parse("{}").map_err(fail)?;
+        let tags = orca_plugin_tagger::build(&view, &tagger, &context).map_err(fail)?;
+        Ok(NativeDecision {
+            candidates,
             market,
             tags,
         })

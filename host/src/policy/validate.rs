@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use orca_plugin_sdk::tags::{MAX_TAGS, validate_tag};
 
+use super::catalogue::any_query;
 use super::wasm::{Candidate, CatalogueQuery, InstanceQuery, Market, MarketDecision, Tag};
 
 /// More candidates than this is a misbehaving selector (the provider tries them in order).
@@ -63,14 +64,8 @@ pub fn candidates(
     let names: Vec<String> = candidates.iter().map(|c| c.instance_type.clone()).collect();
     let known: HashSet<String> = catalogue
         .query(&InstanceQuery {
-            min_vcpus: 0,
-            min_memory_mib: 0,
-            min_gpus: 0,
-            architecture: None,
-            families: Vec::new(),
-            exclude_families: Vec::new(),
             names: names.clone(),
-            limit: 0,
+            ..any_query()
         })
         .into_iter()
         .map(|instance| instance.name)

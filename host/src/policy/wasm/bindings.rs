@@ -7,6 +7,6 @@ wasmtime::component::bindgen!({
 
 pub use self::orca::policy::host::{InstanceQuery, LogLevel};
 pub use self::orca::policy::types::{
-    Architecture, Candidate, Hook, InstanceType, Market, MarketDecision, Pod, PolicyError,
-    Resources, Tag, TagContext,
+    AnnotationError, Architecture, Candidate, Hook, InstanceType, Market, MarketDecision, Pod,
+    PolicyError, Resources, Tag, TagContext, Toleration,
 };

@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use std::path::Path;
+
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::Plugin;
+use super::cache::CompileCache;
 use super::limits::{EPOCH_TICK, SandboxLimits};
 use super::state::CallState;
 
@@ -23,6 +26,7 @@ pub struct PluginEngine {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
     pub(super) limits: SandboxLimits,
+    cache: Option<CompileCache>,
 }
 
 impl PluginEngine {
@@ -53,7 +57,32 @@ impl PluginEngine {
             engine,
             linker,
             limits,
+            cache: None,
         })
+    }
+
+    /// Keeps compiled plugins in `dir` (created if missing) so restarts do not recompile.
+    #[must_use]
+    pub fn with_compile_cache(mut self, dir: &Path) -> PluginEngine {
+        self.cache = CompileCache::open(dir, &self.engine);
+        self
+    }
+
+    /// The compiled component for `bytes`: from the cache when it has it, else compiled (and
+    /// then cached).
+    pub(super) fn compile(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
+        if let Some(component) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(&self.engine, sha256))
+        {
+            return Ok(component);
+        }
+        let component = Component::new(&self.engine, bytes)?;
+        if let Some(cache) = &self.cache {
+            cache.put(sha256, &component);
+        }
+        Ok(component)
     }
 
     pub fn limits(&self) -> SandboxLimits {

@@ -2,16 +2,19 @@
 //! bounded sandbox.
 
 pub(crate) mod bindings;
+mod cache;
 mod engine;
 mod limits;
 mod plugin;
 mod state;
+mod version;
 
 pub use bindings::{
-    Architecture, Candidate, Hook, InstanceQuery, InstanceType, Market, MarketDecision, Pod,
-    PolicyError, Resources, Tag, TagContext,
+    AnnotationError, Architecture, Candidate, Hook, InstanceQuery, InstanceType, Market,
+    MarketDecision, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
 };
 pub use engine::{EngineError, PluginEngine};
 pub use limits::SandboxLimits;
-pub use plugin::{CallError, LoadError, LoadedPlugin};
+pub use plugin::{CallError, LoadError, LoadedPlugin, sha256_hex};
 pub use state::CatalogueQuery;
+pub use version::{HOST_INTERFACE_VERSION, VersionError};

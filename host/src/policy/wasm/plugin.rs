@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::Component;
 use wasmtime::{Store, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -15,10 +14,13 @@ use super::bindings::{
 };
 use super::engine::PluginEngine;
 use super::state::{CallState, CatalogueQuery};
+use super::version::{VersionError, check_interface_version};
 
 /// Why bytes could not become a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error("{0}")]
+    Version(VersionError),
     #[error("not a WebAssembly component orca can compile: {0:#}")]
     CompileFailed(wasmtime::Error),
     #[error("the component does not implement the orca:policy@0.1.0 plugin world: {0:#}")]
@@ -43,6 +45,8 @@ pub struct LoadedPlugin {
     /// Hex sha256 of the component bytes.
     pub sha256: String,
     pub hooks: Vec<Hook>,
+    /// The `orca:policy` version the plugin declares it was built against, if it does.
+    pub interface_version: Option<String>,
     pre: PluginPre<CallState>,
 }
 
@@ -56,8 +60,11 @@ impl LoadedPlugin {
         bytes: &[u8],
         catalogue: &Arc<dyn CatalogueQuery>,
     ) -> Result<LoadedPlugin, LoadError> {
-        let sha256 = hex(&Sha256::digest(bytes));
-        let component = Component::new(&engine.engine, bytes).map_err(LoadError::CompileFailed)?;
+        let sha256 = sha256_hex(bytes);
+        let interface_version = check_interface_version(bytes).map_err(LoadError::Version)?;
+        let component = engine
+            .compile(bytes, &sha256)
+            .map_err(LoadError::CompileFailed)?;
         let instance_pre = engine
             .linker
             .instantiate_pre(&component)
@@ -68,6 +75,7 @@ impl LoadedPlugin {
             version: String::new(),
             sha256,
             hooks: Vec::new(),
+            interface_version,
             pre,
         };
         let info = plugin
@@ -188,6 +196,11 @@ fn forward_output(plugin: &str, stream: &'static str, pipe: &MemoryOutputPipe) {
     {
         tracing::info!(plugin, stream, "{line}");
     }
+}
+
+/// Hex sha256 of plugin bytes, the identity a plugin version is known by.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -1,9 +1,14 @@
 //! Misbehaves as its settings say, so tests can prove the sandbox holds: `loop` never returns,
 //! `grow` allocates without end, `trap` panics, `output` floods stdout, `bad-type` answers an
 //! instance type that does not exist, `bad-tags` answers tags AWS would refuse. Anything else
-//! answers normally.
+//! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
+//! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
+//! passes them.
 
-use orca_plugin_sdk::{Candidate, Hook, Plugin, Pod, PolicyError, Tag, TagContext};
+use orca_plugin_sdk::{Candidate, Hook, Plugin, Pod, PodExt, PolicyError, Tag, TagContext};
+
+/// A pod annotation that overrides the settings, so one loaded plugin can misbehave per pod.
+pub const MODE_ANNOTATION: &str = "hostile.orca.research/mode";
 
 pub struct Hostile;
 
@@ -12,8 +17,8 @@ impl Plugin for Hostile {
     const VERSION: &'static str = "0.0.1";
     const HOOKS: &'static [Hook] = &[Hook::SelectInstance, Hook::BuildTags];
 
-    fn select_instance(_pod: &Pod, settings: &str) -> Result<Vec<Candidate>, PolicyError> {
-        match settings {
+    fn select_instance(pod: &Pod, settings: &str) -> Result<Vec<Candidate>, PolicyError> {
+        match mode(pod, settings) {
             "loop" => {
                 let mut counter: u64 = 0;
                 loop {
@@ -47,11 +52,11 @@ impl Plugin for Hostile {
     }
 
     fn build_tags(
-        _pod: &Pod,
+        pod: &Pod,
         settings: &str,
         _context: &TagContext,
     ) -> Result<Vec<Tag>, PolicyError> {
-        match settings {
+        match mode(pod, settings) {
             "bad-tags" => Ok(vec![Tag {
                 key: "aws:owner".into(),
                 value: "me".into(),
@@ -62,6 +67,13 @@ impl Plugin for Hostile {
             }]),
         }
     }
+}
+
+/// The pod's `hostile.orca.research/mode` annotation, else the settings.
+fn mode<'a>(pod: &'a Pod, settings: &'a str) -> &'a str {
+    pod.annotation(MODE_ANNOTATION)
+        .unwrap_or(settings)
+        .trim_matches('"')
 }
 
 orca_plugin_sdk::register_plugin!(Hostile);

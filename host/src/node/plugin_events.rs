@@ -1,0 +1,99 @@
+//! Plugin reloads as Events on the Node (`kubectl describe node` shows them): an operator who
+//! applied a broken plugin sees why it was refused and which version still serves.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use tokio::sync::mpsc;
+
+use crate::pods::events::truncate;
+use crate::policy::decision::short;
+use crate::policy::registry::ReloadEvent;
+use crate::policy::reload::ReloadReporter;
+
+/// Queues reload events for a task that publishes them (reporting must not block a rescan).
+pub struct NodePluginEvents {
+    queue: mpsc::UnboundedSender<ReloadEvent>,
+}
+
+impl NodePluginEvents {
+    /// Starts the publishing task; it ends when the reporter is dropped.
+    pub fn spawn(client: kube::Client, node_name: &str) -> NodePluginEvents {
+        let (queue, mut events) = mpsc::unbounded_channel::<ReloadEvent>();
+        let recorder = Recorder::new(
+            client,
+            Reporter {
+                controller: "orca".to_owned(),
+                instance: Some(node_name.to_owned()),
+            },
+        );
+        // The kubelet refers to its Node this way (the Node's UID is its name).
+        let node = ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Node".to_owned()),
+            name: Some(node_name.to_owned()),
+            uid: Some(node_name.to_owned()),
+            ..ObjectReference::default()
+        };
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let Some(event) = node_event(&event) else {
+                    continue;
+                };
+                if let Err(error) = recorder.publish(&event, &node).await {
+                    tracing::warn!(%error, reason = %event.reason, "publishing a plugin event on the node failed");
+                }
+            }
+        });
+        NodePluginEvents { queue }
+    }
+}
+
+impl ReloadReporter for NodePluginEvents {
+    fn report(&self, event: &ReloadEvent) {
+        let _ = self.queue.send(event.clone());
+    }
+}
+
+fn node_event(event: &ReloadEvent) -> Option<Event> {
+    let (type_, reason, note) = match event {
+        ReloadEvent::Loaded {
+            path,
+            name,
+            version,
+            sha256,
+        } => (
+            EventType::Normal,
+            "PluginLoaded",
+            format!(
+                "plugin {name} {version} ({}) loaded from {}",
+                short(sha256),
+                path.display()
+            ),
+        ),
+        ReloadEvent::Rejected { path, error, kept } => (
+            EventType::Warning,
+            "PluginRejected",
+            match kept {
+                Some(kept) => format!(
+                    "{} was not loaded: {error}; {kept} keeps serving",
+                    path.display()
+                ),
+                None => format!("{} was not loaded: {error}", path.display()),
+            },
+        ),
+        ReloadEvent::Removed { path, name } => (
+            EventType::Normal,
+            "PluginRemoved",
+            format!("plugin {name} unloaded: {} was removed", path.display()),
+        ),
+        ReloadEvent::Shadowed { .. } => return None,
+    };
+    Some(Event {
+        type_,
+        reason: reason.to_owned(),
+        // The events API caps notes at 1 KiB.
+        note: Some(truncate(note, 1024)),
+        action: "Reload".to_owned(),
+        secondary: None,
+    })
+}

@@ -1,0 +1,81 @@
+//! `orca plugin bench`: latency of whole decisions (three hooks, a fresh sandbox per call), and
+//! of the default policy run natively as the denominator.
+
+use std::time::{Duration, Instant};
+
+use crate::cli::PipelineArgs;
+use crate::policy::native::NativePolicy;
+
+pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
+    let iterations = iterations.max(1);
+    let (pipeline, catalogue) = super::pipeline(args)?;
+    let pod = super::read_pod(&args.pod)?;
+    let pod_bytes = serde_json::to_vec(&pod).map(|json| json.len()).unwrap_or(0);
+    pipeline
+        .decide(&pod)
+        .map_err(|error| format!("the pod would fail with {error}"))?;
+
+    let sandboxed = measure(iterations, || {
+        let _ = pipeline.decide(&pod);
+    });
+    println!(
+        "pod: {} ({pod_bytes} bytes as JSON); {iterations} decisions each",
+        args.pod.display()
+    );
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>9}",
+        "", "p50", "p90", "p99", "max"
+    );
+    print_row("pipeline (wasm, 3 hooks)", &sandboxed);
+
+    if args.plugin.is_none() {
+        let native = NativePolicy::new(catalogue, super::NODE_NAME, super::CLUSTER_NAME);
+        let native_times = measure(iterations, || {
+            let _ = native.decide(&pod);
+        });
+        print_row("same policy, native Rust", &native_times);
+        let ratio = |p: f64| {
+            percentile(&sandboxed, p).as_secs_f64() / percentile(&native_times, p).as_secs_f64()
+        };
+        println!(
+            "{:<34} {:>8.1}x {:>8.1}x {:>8.1}x",
+            "ratio",
+            ratio(0.50),
+            ratio(0.90),
+            ratio(0.99)
+        );
+    }
+    Ok(())
+}
+
+/// Sorted durations of `iterations` runs after a warm-up.
+fn measure(iterations: usize, mut run: impl FnMut()) -> Vec<Duration> {
+    for _ in 0..iterations / 10 {
+        run();
+    }
+    let mut times: Vec<Duration> = (0..iterations)
+        .map(|_| {
+            let started = Instant::now();
+            run();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn print_row(label: &str, sorted: &[Duration]) {
+    let us = |d: Duration| format!("{:.1}µs", d.as_secs_f64() * 1e6);
+    println!(
+        "{label:<34} {:>9} {:>9} {:>9} {:>9}",
+        us(percentile(sorted, 0.50)),
+        us(percentile(sorted, 0.90)),
+        us(percentile(sorted, 0.99)),
+        us(*sorted.last().unwrap_or(&Duration::ZERO)),
+    );
+}

@@ -1,0 +1,41 @@
+//! `orca plugin check FILE.wasm`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::PolicyConfig;
+use crate::policy::catalogue::InstanceCatalogue;
+use crate::policy::pipeline::hook_name;
+use crate::policy::setup::sandbox_limits;
+use crate::policy::wasm::{CatalogueQuery, HOST_INTERFACE_VERSION, LoadedPlugin, PluginEngine};
+
+pub fn run(file: &Path) -> Result<(), String> {
+    let bytes =
+        std::fs::read(file).map_err(|error| format!("reading {}: {error}", file.display()))?;
+    let engine = PluginEngine::new(sandbox_limits(&PolicyConfig::default()))
+        .map_err(|error| error.to_string())?;
+    let catalogue: Arc<dyn CatalogueQuery> =
+        Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(|error| error.to_string())?);
+    let started = Instant::now();
+    let plugin = LoadedPlugin::load(&engine, &bytes, &catalogue)
+        .map_err(|error| format!("{}: orca would refuse this plugin: {error}", file.display()))?;
+    let elapsed = started.elapsed();
+    let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
+    println!("file:       {}", file.display());
+    println!("world:      orca:policy/plugin@{HOST_INTERFACE_VERSION}");
+    println!(
+        "interface:  {}",
+        plugin
+            .interface_version
+            .as_deref()
+            .unwrap_or("not declared (built without orca-plugin-sdk)")
+    );
+    println!("name:       {}", plugin.name);
+    println!("version:    {}", plugin.version);
+    println!("sha256:     {}", plugin.sha256);
+    println!("hooks:      {}", hooks.join(", "));
+    println!("size:       {} bytes", bytes.len());
+    println!("load time:  {elapsed:.1?} (compile, link, info call)");
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! The instance-type catalogue: every EC2 type with its vCPUs, memory, GPUs, architecture and
+//! prices in the node's region. Plugins query it through the host (`query-instance-types`),
+//! and the host checks every chosen type against it.
+
+mod bundled;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::wasm::{Architecture, CatalogueQuery, InstanceQuery, InstanceType};
+
+/// Why the catalogue could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the bundled instance-type catalogue is unreadable: {0}")]
+pub struct CatalogueError(#[from] serde_json::Error);
+
+/// Instance types ordered cheapest on-demand first (unknown prices last, then by name), the
+/// order `query-instance-types` promises. Swappable as a whole, so a runtime price refresh
+/// never shows a query half-updated data.
+pub struct InstanceCatalogue {
+    region: String,
+    price_region: String,
+    sources: String,
+    types: ArcSwap<Vec<InstanceType>>,
+}
+
+impl InstanceCatalogue {
+    /// The bundled data with on-demand prices for `region`; regions without bundled prices get
+    /// those of [`bundled::FALLBACK_PRICE_REGION`] as estimates (logged).
+    ///
+    /// # Errors
+    /// [`CatalogueError`] if the bundled data is malformed.
+    pub fn bundled(region: &str) -> Result<InstanceCatalogue, CatalogueError> {
+        let data = bundled::load()?;
+        let price_region = if data.on_demand_prices.contains_key(region) {
+            region.to_owned()
+        } else {
+            tracing::info!(
+                region,
+                estimate_from = bundled::FALLBACK_PRICE_REGION,
+                "no bundled on-demand prices for this region; using another region's as estimates"
+            );
+            bundled::FALLBACK_PRICE_REGION.to_owned()
+        };
+        let empty = Default::default();
+        let prices = data.on_demand_prices.get(&price_region).unwrap_or(&empty);
+        let types = data
+            .types
+            .into_iter()
+            .filter_map(|entry| {
+                let architecture = entry.architectures.iter().find_map(|a| match a.as_str() {
+                    "amd64" => Some(Architecture::Amd64),
+                    "arm64" => Some(Architecture::Arm64),
+                    _ => None,
+                })?;
+                Some(InstanceType {
+                    family: family_of(&entry.name).to_owned(),
+                    on_demand_price: prices.get(&entry.name).copied(),
+                    spot_price: None,
+                    name: entry.name,
+                    vcpus: entry.vcpus,
+                    memory_mib: entry.memory_mib,
+                    gpus: entry.gpus,
+                    gpu_model: entry.gpu_model,
+                    architecture,
+                })
+            })
+            .collect();
+        Ok(InstanceCatalogue {
+            region: region.to_owned(),
+            price_region,
+            sources: format!(
+                "{}; {}",
+                data.sources.instance_types, data.sources.on_demand_prices
+            ),
+            types: ArcSwap::from_pointee(sorted(types)),
+        })
+    }
+
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The region the on-demand prices are from (the node's, or the stand-in).
+    pub fn price_region(&self) -> &str {
+        &self.price_region
+    }
+
+    /// Where the data came from, for `orca plugin check` and logs.
+    pub fn sources(&self) -> &str {
+        &self.sources
+    }
+
+    pub fn len(&self) -> usize {
+        self.types.load().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, name: &str) -> Option<InstanceType> {
+        self.types.load().iter().find(|t| t.name == name).cloned()
+    }
+
+    /// Replaces spot prices (USD/hour by type name) with fresh ones, e.g. from
+    /// `DescribeSpotPriceHistory`; types not in `prices` keep no spot price.
+    pub fn set_spot_prices(&self, prices: &HashMap<String, f64>) {
+        let types = self
+            .types
+            .load()
+            .iter()
+            .cloned()
+            .map(|mut t| {
+                t.spot_price = prices
+                    .get(&t.name)
+                    .copied()
+                    .filter(|p| p.is_finite() && *p > 0.0);
+                t
+            })
+            .collect();
+        self.types.store(Arc::new(sorted(types)));
+    }
+}
+
+impl CatalogueQuery for InstanceCatalogue {
+    fn query(&self, query: &InstanceQuery) -> Vec<InstanceType> {
+        let limit = if query.limit == 0 {
+            usize::MAX
+        } else {
+            usize::try_from(query.limit).unwrap_or(usize::MAX)
+        };
+        self.types
+            .load()
+            .iter()
+            .filter(|t| matches(t, query))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+}
+
+/// A query matching every type; set the fields that matter.
+pub fn any_query() -> InstanceQuery {
+    InstanceQuery {
+        min_vcpus: 0,
+        min_memory_mib: 0,
+        min_gpus: 0,
+        architecture: None,
+        families: Vec::new(),
+        exclude_families: Vec::new(),
+        names: Vec::new(),
+        limit: 0,
+    }
+}
+
+fn matches(t: &InstanceType, query: &InstanceQuery) -> bool {
+    t.vcpus >= query.min_vcpus
+        && t.memory_mib >= query.min_memory_mib
+        && t.gpus >= query.min_gpus
+        && query.architecture.is_none_or(|a| a == t.architecture)
+        && (query.families.is_empty() || query.families.contains(&t.family))
+        && !query.exclude_families.contains(&t.family)
+        && (query.names.is_empty() || query.names.contains(&t.name))
+}
+
+/// `p5` of `p5.48xlarge`.
+fn family_of(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(family, _)| family)
+}
+
+fn sorted(mut types: Vec<InstanceType>) -> Vec<InstanceType> {
+    types.sort_by(|a, b| match (a.on_demand_price, b.on_demand_price) {
+        (Some(x), Some(y)) => x.total_cmp(&y).then_with(|| a.name.cmp(&b.name)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.name.cmp(&b.name),
+    });
+    types
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+use super::*;
+
+#[test]
+fn the_bundled_data_has_real_types_and_us_east_1_prices() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    assert!(catalogue.len() > 1000, "{} types", catalogue.len());
+    let m5 = catalogue.get("m5.large").unwrap();
+    assert_eq!((m5.vcpus, m5.memory_mib, m5.gpus), (2, 8192, 0));
+    assert_eq!(m5.family, "m5");
+    assert_eq!(m5.architecture, Architecture::Amd64);
+    assert_eq!(m5.on_demand_price, Some(0.096));
+    let p5 = catalogue.get("p5.48xlarge").unwrap();
+    assert_eq!((p5.vcpus, p5.gpus), (192, 8));
+    assert_eq!(p5.gpu_model.as_deref(), Some("NVIDIA H100"));
+    assert_eq!(
+        catalogue.get("m7g.large").unwrap().architecture,
+        Architecture::Arm64
+    );
+    assert!(catalogue.sources().contains("moto"));
+}
+
+#[test]
+fn a_region_without_bundled_prices_uses_the_stand_in() {
+    let catalogue = InstanceCatalogue::bundled("eu-west-3").unwrap();
+    assert_eq!(catalogue.region(), "eu-west-3");
+    assert_eq!(catalogue.price_region(), "us-east-1");
+    assert!(catalogue.get("m5.large").unwrap().on_demand_price.is_some());
+}
+
+#[test]
+fn queries_filter_host_side_and_answer_cheapest_first() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    let found = catalogue.query(&InstanceQuery {
+        min_vcpus: 4,
+        min_memory_mib: 16 * 1024,
+        architecture: Some(Architecture::Arm64),
+        exclude_families: vec!["a1".to_owned()],
+        limit: 5,
+        ..any_query()
+    });
+    assert_eq!(found.len(), 5);
+    for t in &found {
+        assert!(t.vcpus >= 4 && t.memory_mib >= 16 * 1024, "{t:?}");
+        assert_eq!(t.architecture, Architecture::Arm64);
+        assert_ne!(t.family, "a1");
+    }
+    let prices: Vec<f64> = found.iter().map(|t| t.on_demand_price.unwrap()).collect();
+    assert!(prices.windows(2).all(|w| w[0] <= w[1]), "{prices:?}");
+
+    let gpus = catalogue.query(&InstanceQuery {
+        min_gpus: 8,
+        families: vec!["p5".to_owned()],
+        ..any_query()
+    });
+    assert!(!gpus.is_empty());
+    assert!(gpus.iter().all(|t| t.family == "p5" && t.gpus >= 8));
+
+    let named = catalogue.query(&InstanceQuery {
+        names: vec!["m5.large".to_owned(), "no.such".to_owned()],
+        ..any_query()
+    });
+    assert_eq!(named.len(), 1);
+}
+
+#[test]
+fn unknown_prices_sort_last() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    let all = catalogue.query(&any_query());
+    let first_unpriced = all.iter().position(|t| t.on_demand_price.is_none());
+    if let Some(first) = first_unpriced {
+        assert!(all[first..].iter().all(|t| t.on_demand_price.is_none()));
+    }
+}
+
+#[test]
+fn spot_prices_are_replaced_as_a_whole() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    let prices = HashMap::from([
+        ("m5.large".to_owned(), 0.035),
+        ("c5.large".to_owned(), f64::NAN),
+    ]);
+    catalogue.set_spot_prices(&prices);
+    assert_eq!(catalogue.get("m5.large").unwrap().spot_price, Some(0.035));
+    assert_eq!(catalogue.get("c5.large").unwrap().spot_price, None);
+    catalogue.set_spot_prices(&HashMap::new());
+    assert_eq!(catalogue.get("m5.large").unwrap().spot_price, None);
+}

@@ -1,0 +1,101 @@
+//! The record of one decision, written to the pod as `orca.research/decision` and summarized
+//! in an Event: what was chosen, by which plugin version, and why.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{LaunchPlan, Market};
+
+/// The annotation orca writes on each pod it plans.
+pub const DECISION_ANNOTATION: &str = "orca.research/decision";
+
+/// A plan and how it was reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub plan: LaunchPlan,
+    pub record: DecisionRecord,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    /// The first candidate: what the provider tries first.
+    pub instance_type: String,
+    /// Every candidate in order (the provider moves down the list on capacity errors).
+    pub candidates: Vec<String>,
+    pub market: Market,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_price: Option<f64>,
+    pub fallback_to_on_demand: bool,
+    pub tags: BTreeMap<String, String>,
+    pub select_instance: HookRecord,
+    pub choose_market: HookRecord,
+    pub build_tags: HookRecord,
+    /// Plugins that failed before the one that decided, under `onError: fallback`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<FallbackRecord>,
+}
+
+/// The plugin that answered one hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRecord {
+    pub plugin: String,
+    pub version: String,
+    pub sha256: String,
+    pub reason: String,
+}
+
+/// A plugin passed over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FallbackRecord {
+    pub hook: String,
+    pub plugin: String,
+    pub error: String,
+}
+
+impl DecisionRecord {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// One line for the `PolicyDecision` Event.
+    pub fn summary(&self) -> String {
+        let price = match self.max_price {
+            Some(price) => format!(" (max ${price}/h)"),
+            None => String::new(),
+        };
+        let by = |hook: &HookRecord| {
+            format!(
+                "{} {} ({}): {}",
+                hook.plugin,
+                hook.version,
+                short(&hook.sha256),
+                hook.reason
+            )
+        };
+        let mut summary = format!(
+            "{} {}{price}; type by {}; market by {}; {} tags by {}",
+            self.instance_type,
+            self.market.as_str(),
+            by(&self.select_instance),
+            by(&self.choose_market),
+            self.tags.len(),
+            by(&self.build_tags),
+        );
+        for fallback in &self.fallbacks {
+            summary.push_str(&format!(
+                "; {} fell back past {}: {}",
+                fallback.hook, fallback.plugin, fallback.error
+            ));
+        }
+        summary
+    }
+}
+
+/// The first 12 hex digits, as `sha256:abcdef123456`.
+pub fn short(sha256: &str) -> String {
+    format!("sha256:{}", sha256.get(..12).unwrap_or(sha256))
+}

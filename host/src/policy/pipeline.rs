@@ -1,0 +1,387 @@
+//! The policy pipeline for one pod: each hook's plugins in configured order, every answer
+//! checked host-side, the result a [`LaunchPlan`] plus the record of who decided what.
+//!
+//! A decision runs entirely on the plugin set current when it started, so a reload in the
+//! middle never mixes versions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use orca_plugin_sdk::tags::MAX_TAGS;
+
+use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
+use super::ownership::ownership_tags;
+use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
+use super::validate::{self, OutputError};
+use super::wasm::{CallError, Hook, Market, PolicyError, TagContext};
+use super::{PlanError, convert, pod_view};
+use crate::config::{OnError, PluginStep, PolicyConfig};
+use crate::plan::{self, InstanceCandidate, LaunchPlan, MarketDecision};
+use crate::provider::PodKey;
+
+pub const REASON_POLICY_ERROR: &str = "PolicyError";
+pub const REASON_INVALID_ANNOTATION: &str = "InvalidAnnotation";
+
+/// One plugin in a hook's chain, settings already serialized.
+#[derive(Debug, Clone)]
+pub struct ChainStep {
+    pub plugin: String,
+    pub settings: String,
+    pub on_error: OnError,
+}
+
+impl From<&PluginStep> for ChainStep {
+    fn from(step: &PluginStep) -> ChainStep {
+        ChainStep {
+            plugin: step.plugin.clone(),
+            settings: step.settings.to_string(),
+            on_error: step.on_error,
+        }
+    }
+}
+
+/// The three chains.
+#[derive(Debug, Clone)]
+pub struct HookChains {
+    pub select_instance: Vec<ChainStep>,
+    pub choose_market: Vec<ChainStep>,
+    pub build_tags: Vec<ChainStep>,
+}
+
+impl HookChains {
+    pub fn from_config(policy: &PolicyConfig) -> HookChains {
+        let chain = |steps: &[PluginStep]| steps.iter().map(ChainStep::from).collect();
+        HookChains {
+            select_instance: chain(&policy.select_instance),
+            choose_market: chain(&policy.choose_market),
+            build_tags: chain(&policy.build_tags),
+        }
+    }
+
+    /// One plugin per hook, default settings, failures fatal: `orca plugin eval` and benches.
+    pub fn single(select: &str, market: &str, tags: &str) -> HookChains {
+        let step = |plugin: &str| {
+            vec![ChainStep {
+                plugin: plugin.to_owned(),
+                settings: "{}".to_owned(),
+                on_error: OnError::Fail,
+            }]
+        };
+        HookChains {
+            select_instance: step(select),
+            choose_market: step(market),
+            build_tags: step(tags),
+        }
+    }
+}
+
+/// Told about every plugin call, for metrics.
+pub trait EvaluationObserver: Send + Sync {
+    fn observe(&self, plugin: &str, hook: Hook, elapsed: Duration, ok: bool);
+}
+
+/// Decides launch plans for pods.
+pub struct Pipeline {
+    registry: Arc<PluginRegistry>,
+    chains: HookChains,
+    node_name: String,
+    cluster_name: String,
+    observer: Option<Arc<dyn EvaluationObserver>>,
+}
+
+/// Why one plugin's answer was not used.
+enum StepFailure {
+    NotLoaded,
+    NotImplemented,
+    Call(CallError),
+    Policy(PolicyError),
+    Output(OutputError),
+}
+
+impl Pipeline {
+    pub fn new(
+        registry: Arc<PluginRegistry>,
+        chains: HookChains,
+        node_name: &str,
+        cluster_name: &str,
+    ) -> Pipeline {
+        Pipeline {
+            registry,
+            chains,
+            node_name: node_name.to_owned(),
+            cluster_name: cluster_name.to_owned(),
+            observer: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn EvaluationObserver>) -> Pipeline {
+        self.observer = Some(observer);
+        self
+    }
+
+    pub fn registry(&self) -> &Arc<PluginRegistry> {
+        &self.registry
+    }
+
+    /// # Errors
+    /// [`PlanError`] with reason `InvalidAnnotation` (a plugin rejected an annotation) or
+    /// `PolicyError` (anything else), and a message naming the hook and plugin.
+    pub fn decide(&self, pod: &Pod) -> Result<Decision, PlanError> {
+        let key = PodKey::of(pod).ok_or_else(|| PlanError {
+            reason: REASON_POLICY_ERROR,
+            message: "pod has no name or uid".to_owned(),
+        })?;
+        let view = pod_view(pod).map_err(|error| PlanError {
+            reason: REASON_POLICY_ERROR,
+            message: error.to_string(),
+        })?;
+        let pod = convert::pod(&view);
+        // The set for this whole decision, whatever reloads happen meanwhile.
+        let set = self.registry.current();
+        let engine = self.registry.engine().clone();
+        let catalogue = self.registry.catalogue().clone();
+        let mut fallbacks = Vec::new();
+
+        let (candidates, select_by) = self.run_chain(
+            &set,
+            Hook::SelectInstance,
+            &self.chains.select_instance,
+            &mut fallbacks,
+            |plugin, settings| plugin.select_instance(&engine, &catalogue, &pod, settings),
+            |plugin, candidates| validate::candidates(plugin, candidates, catalogue.as_ref()),
+            |candidates| candidates[0].reason.clone(),
+        )?;
+
+        let (market, market_by) = self.run_chain(
+            &set,
+            Hook::ChooseMarket,
+            &self.chains.choose_market,
+            &mut fallbacks,
+            |plugin, settings| {
+                plugin.choose_market(&engine, &catalogue, &pod, settings, &candidates)
+            },
+            validate::market,
+            |decision| decision.reason.clone(),
+        )?;
+
+        let context = TagContext {
+            node_name: self.node_name.clone(),
+            cluster_name: self.cluster_name.clone(),
+            instance_type: candidates[0].instance_type.clone(),
+            market: market.market,
+        };
+        let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
+        let (tags, tags_by) = self.run_chain(
+            &set,
+            Hook::BuildTags,
+            &self.chains.build_tags,
+            &mut fallbacks,
+            |plugin, settings| plugin.build_tags(&engine, &catalogue, &pod, settings, &context),
+            |plugin, tags| {
+                validate::tags(plugin, tags)?;
+                let merged = merge_tags(tags, &ownership);
+                if merged.len() > MAX_TAGS {
+                    return Err(OutputError::TooManyTags {
+                        plugin: plugin.to_owned(),
+                        count: merged.len(),
+                    });
+                }
+                Ok(())
+            },
+            |tags| format!("{} tags; orca's ownership tags set over them", tags.len()),
+        )?;
+        let tags = merge_tags(&tags, &ownership);
+
+        let plan = LaunchPlan {
+            candidates: candidates
+                .iter()
+                .map(|c| InstanceCandidate {
+                    instance_type: c.instance_type.clone(),
+                    reason: c.reason.clone(),
+                })
+                .collect(),
+            market: MarketDecision {
+                market: match market.market {
+                    Market::Spot => plan::Market::Spot,
+                    Market::OnDemand => plan::Market::OnDemand,
+                },
+                max_price: market.max_price,
+                fallback_to_on_demand: market.fallback_to_on_demand,
+                reason: market.reason.clone(),
+            },
+            tags,
+        };
+        let record = DecisionRecord {
+            instance_type: plan.candidates[0].instance_type.clone(),
+            candidates: plan
+                .candidates
+                .iter()
+                .map(|c| c.instance_type.clone())
+                .collect(),
+            market: plan.market.market,
+            max_price: plan.market.max_price,
+            fallback_to_on_demand: plan.market.fallback_to_on_demand,
+            tags: plan.tags.clone(),
+            select_instance: select_by,
+            choose_market: market_by,
+            build_tags: tags_by,
+            fallbacks,
+        };
+        Ok(Decision { plan, record })
+    }
+
+    /// Asks each plugin of `chain` in turn until one answers acceptably. A failure under
+    /// `onError: fallback` is recorded and the next plugin asked; under `fail`, or after the
+    /// last plugin, it becomes the pod's error.
+    #[allow(clippy::too_many_arguments)]
+    fn run_chain<T>(
+        &self,
+        set: &PluginSet,
+        hook: Hook,
+        chain: &[ChainStep],
+        fallbacks: &mut Vec<FallbackRecord>,
+        call: impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
+        check: impl Fn(&str, &T) -> Result<(), OutputError>,
+        reason: impl Fn(&T) -> String,
+    ) -> Result<(T, HookRecord), PlanError> {
+        let mut earlier: Vec<String> = Vec::new();
+        for (index, step) in chain.iter().enumerate() {
+            let plugin = set.get(&step.plugin);
+            let failure = match plugin {
+                None => StepFailure::NotLoaded,
+                Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
+                Some(plugin) => match self.ask(plugin, hook, &step.settings, &call, &check) {
+                    Ok(answer) => {
+                        let record = HookRecord {
+                            plugin: plugin.plugin.name.clone(),
+                            version: plugin.plugin.version.clone(),
+                            sha256: plugin.plugin.sha256.clone(),
+                            reason: reason(&answer),
+                        };
+                        return Ok((answer, record));
+                    }
+                    Err(failure) => failure,
+                },
+            };
+            let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
+            let last = index + 1 == chain.len();
+            if step.on_error == OnError::Fallback && !last {
+                tracing::info!(hook = hook_name(hook), plugin = %step.plugin, %message, "plugin failed; falling back to the next");
+                fallbacks.push(FallbackRecord {
+                    hook: hook_name(hook).to_owned(),
+                    plugin: step.plugin.clone(),
+                    error: message.clone(),
+                });
+                earlier.push(message);
+                continue;
+            }
+            let reason = match failure {
+                StepFailure::Policy(PolicyError::InvalidAnnotation(_)) => REASON_INVALID_ANNOTATION,
+                _ => REASON_POLICY_ERROR,
+            };
+            let message = if earlier.is_empty() {
+                message
+            } else {
+                format!("{message} (after: {})", earlier.join("; "))
+            };
+            return Err(PlanError { reason, message });
+        }
+        Err(PlanError {
+            reason: REASON_POLICY_ERROR,
+            message: format!("{}: no plugin is configured", hook_name(hook)),
+        })
+    }
+
+    fn ask<T>(
+        &self,
+        plugin: &RegisteredPlugin,
+        hook: Hook,
+        settings: &str,
+        call: &impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
+        check: &impl Fn(&str, &T) -> Result<(), OutputError>,
+    ) -> Result<T, StepFailure> {
+        let started = Instant::now();
+        let outcome = match call(&plugin.plugin, settings) {
+            Err(error) => Err(StepFailure::Call(error)),
+            Ok(Err(error)) => Err(StepFailure::Policy(error)),
+            Ok(Ok(answer)) => match check(&plugin.plugin.name, &answer) {
+                Ok(()) => Ok(answer),
+                Err(error) => Err(StepFailure::Output(error)),
+            },
+        };
+        if let Some(observer) = &self.observer {
+            observer.observe(
+                &plugin.plugin.name,
+                hook,
+                started.elapsed(),
+                outcome.is_ok(),
+            );
+        }
+        outcome
+    }
+}
+
+pub fn hook_name(hook: Hook) -> &'static str {
+    match hook {
+        Hook::SelectInstance => "select-instance",
+        Hook::ChooseMarket => "choose-market",
+        Hook::BuildTags => "build-tags",
+    }
+}
+
+/// A message for the pod's status: the hook, the plugin and version, and what went wrong.
+fn describe(
+    hook: Hook,
+    name: &str,
+    plugin: Option<&RegisteredPlugin>,
+    failure: &StepFailure,
+) -> String {
+    let who = match plugin {
+        Some(p) => format!("plugin {} {}", p.plugin.name, p.plugin.version),
+        None => format!("plugin {name}"),
+    };
+    let hook = hook_name(hook);
+    match failure {
+        StepFailure::NotLoaded => {
+            format!("{hook}: {who} is not loaded (not embedded and not in the plugins directory)")
+        }
+        StepFailure::NotImplemented | StepFailure::Policy(PolicyError::Unsupported) => {
+            format!("{hook}: {who} does not implement {hook}")
+        }
+        // CallError and OutputError already name the plugin.
+        StepFailure::Call(error) => format!("{hook}: {error}"),
+        StepFailure::Output(error) => format!("{hook}: {error}"),
+        StepFailure::Policy(error) => format!("{hook}: {who}: {}", policy_error_message(error)),
+    }
+}
+
+pub fn policy_error_message(error: &PolicyError) -> String {
+    match error {
+        PolicyError::InvalidAnnotation(a) => format!(
+            "annotation {}={:?} is invalid; expected {}",
+            a.annotation, a.value, a.expected
+        ),
+        PolicyError::NoMatch(message) => format!("no match: {message}"),
+        PolicyError::InvalidSettings(message) => format!("invalid settings: {message}"),
+        PolicyError::Unsupported => "the hook is not implemented".to_owned(),
+        PolicyError::Failed(message) => message.clone(),
+    }
+}
+
+/// Plugin tags with orca's ownership tags set over them.
+fn merge_tags(
+    tags: &[super::wasm::Tag],
+    ownership: &[(&'static str, String)],
+) -> BTreeMap<String, String> {
+    let mut merged: BTreeMap<String, String> = tags
+        .iter()
+        .map(|t| (t.key.clone(), t.value.clone()))
+        .collect();
+    for (key, value) in ownership {
+        merged.insert((*key).to_owned(), value.clone());
+    }
+    merged
+}

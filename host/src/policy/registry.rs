@@ -1,0 +1,312 @@
+//! The plugins orca can call, by name: the embedded defaults plus the plugins directory.
+//!
+//! The set is immutable once built and swapped as a whole (arc-swap): a decision takes the
+//! current set when it starts and finishes on it, whatever reloads happen meanwhile. A file
+//! whose new bytes do not load keeps its previous version serving.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::embedded::EmbeddedPlugin;
+use super::wasm::{CatalogueQuery, Hook, LoadError, LoadedPlugin, PluginEngine};
+use crate::errors::lock;
+
+/// Where a plugin's bytes came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    Embedded,
+    File(PathBuf),
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PluginSource::Embedded => f.write_str("embedded"),
+            PluginSource::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A loaded plugin and its origin.
+pub struct RegisteredPlugin {
+    pub plugin: LoadedPlugin,
+    pub source: PluginSource,
+}
+
+impl RegisteredPlugin {
+    pub fn implements(&self, hook: Hook) -> bool {
+        self.plugin.hooks.contains(&hook)
+    }
+}
+
+/// One consistent view of the loaded plugins.
+#[derive(Default)]
+pub struct PluginSet {
+    by_name: BTreeMap<String, Arc<RegisteredPlugin>>,
+}
+
+impl PluginSet {
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredPlugin>> {
+        self.by_name.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<RegisteredPlugin>> {
+        self.by_name.values()
+    }
+}
+
+/// What happened to one plugin file in a rescan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadEvent {
+    Loaded {
+        path: PathBuf,
+        name: String,
+        version: String,
+        sha256: String,
+    },
+    /// New bytes that did not load; `kept` names the version still serving, if any.
+    Rejected {
+        path: PathBuf,
+        error: String,
+        kept: Option<String>,
+    },
+    Removed {
+        path: PathBuf,
+        name: String,
+    },
+    /// Two files report the same plugin name; the later path (by name order) is used.
+    Shadowed {
+        path: PathBuf,
+        name: String,
+        by: PathBuf,
+    },
+}
+
+/// A plugin file as last seen.
+struct FileState {
+    /// The bytes' sha256 as last read, loaded or not: unchanged bytes are not reloaded.
+    seen_sha256: String,
+    /// The last version of this file that loaded.
+    serving: Option<Arc<RegisteredPlugin>>,
+}
+
+/// The registry: loads, rescans, and publishes plugin sets.
+pub struct PluginRegistry {
+    engine: Arc<PluginEngine>,
+    catalogue: Arc<dyn CatalogueQuery>,
+    embedded: Vec<Arc<RegisteredPlugin>>,
+    files: Mutex<BTreeMap<PathBuf, FileState>>,
+    current: ArcSwap<PluginSet>,
+}
+
+impl PluginRegistry {
+    /// Loads the embedded plugins.
+    ///
+    /// # Errors
+    /// [`LoadError`] if an embedded plugin does not load, which is a build defect.
+    pub fn new(
+        engine: Arc<PluginEngine>,
+        catalogue: Arc<dyn CatalogueQuery>,
+        embedded: &[EmbeddedPlugin],
+    ) -> Result<PluginRegistry, LoadError> {
+        let embedded = embedded
+            .iter()
+            .map(|plugin| {
+                LoadedPlugin::load(&engine, plugin.bytes, &catalogue).map(|loaded| {
+                    Arc::new(RegisteredPlugin {
+                        plugin: loaded,
+                        source: PluginSource::Embedded,
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let registry = PluginRegistry {
+            engine,
+            catalogue,
+            embedded,
+            files: Mutex::new(BTreeMap::new()),
+            current: ArcSwap::from_pointee(PluginSet::default()),
+        };
+        registry.publish(&lock(&registry.files));
+        Ok(registry)
+    }
+
+    /// The plugins as of now; hold it for the length of one decision.
+    pub fn current(&self) -> Arc<PluginSet> {
+        self.current.load_full()
+    }
+
+    pub fn engine(&self) -> &Arc<PluginEngine> {
+        &self.engine
+    }
+
+    pub fn catalogue(&self) -> &Arc<dyn CatalogueQuery> {
+        &self.catalogue
+    }
+
+    /// Brings the set in line with the `.wasm` files in `dir`: new and changed files are
+    /// loaded, removed ones dropped, and the new set published in one swap. Entries starting
+    /// with `.` are skipped: a ConfigMap volume keeps its real files under `..data`, and the
+    /// visible names are symlinks into it, which are followed.
+    pub fn rescan(&self, dir: &Path) -> Vec<ReloadEvent> {
+        let mut events = Vec::new();
+        let present = match wasm_files(dir) {
+            Ok(present) => present,
+            Err(error) => {
+                events.push(ReloadEvent::Rejected {
+                    path: dir.to_path_buf(),
+                    error: format!("reading the plugins directory: {error}"),
+                    kept: None,
+                });
+                return events;
+            }
+        };
+        let mut files = lock(&self.files);
+        let gone: Vec<PathBuf> = files
+            .keys()
+            .filter(|path| !present.contains(path))
+            .cloned()
+            .collect();
+        for path in gone {
+            if let Some(FileState {
+                serving: Some(old), ..
+            }) = files.remove(&path)
+            {
+                events.push(ReloadEvent::Removed {
+                    path,
+                    name: old.plugin.name.clone(),
+                });
+            }
+        }
+        for path in present {
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                // Removed between listing and reading: the next rescan sees it gone.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => {
+                    let kept = files.get(&path).and_then(|f| f.serving.clone());
+                    events.push(rejected(
+                        &path,
+                        format!("reading it: {error}"),
+                        kept.as_deref(),
+                    ));
+                    continue;
+                }
+            };
+            let sha256 = super::wasm::sha256_hex(&bytes);
+            let state = files.entry(path.clone()).or_insert_with(|| FileState {
+                seen_sha256: String::new(),
+                serving: None,
+            });
+            if state.seen_sha256 == sha256 {
+                continue;
+            }
+            state.seen_sha256 = sha256;
+            match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
+                Ok(plugin) => {
+                    events.push(ReloadEvent::Loaded {
+                        path: path.clone(),
+                        name: plugin.name.clone(),
+                        version: plugin.version.clone(),
+                        sha256: plugin.sha256.clone(),
+                    });
+                    state.serving = Some(Arc::new(RegisteredPlugin {
+                        plugin,
+                        source: PluginSource::File(path),
+                    }));
+                }
+                Err(error) => {
+                    events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
+                }
+            }
+        }
+        events.extend(self.publish(&files));
+        events
+    }
+
+    /// Loads one file outside any directory scan (`orca plugin eval`/`bench`) and publishes it.
+    ///
+    /// # Errors
+    /// The read or [`LoadError`] message.
+    pub fn load_file(&self, path: &Path) -> Result<Arc<RegisteredPlugin>, String> {
+        let bytes =
+            std::fs::read(path).map_err(|error| format!("reading {}: {error}", path.display()))?;
+        let plugin = LoadedPlugin::load(&self.engine, &bytes, &self.catalogue)
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        let plugin = Arc::new(RegisteredPlugin {
+            plugin,
+            source: PluginSource::File(path.to_path_buf()),
+        });
+        let mut files = lock(&self.files);
+        files.insert(
+            path.to_path_buf(),
+            FileState {
+                seen_sha256: plugin.plugin.sha256.clone(),
+                serving: Some(plugin.clone()),
+            },
+        );
+        self.publish(&files);
+        Ok(plugin)
+    }
+
+    /// Builds and swaps in the set: embedded plugins, overridden by files of the same name.
+    fn publish(&self, files: &BTreeMap<PathBuf, FileState>) -> Vec<ReloadEvent> {
+        let mut shadowed = Vec::new();
+        let mut by_name: BTreeMap<String, Arc<RegisteredPlugin>> = self
+            .embedded
+            .iter()
+            .map(|p| (p.plugin.name.clone(), p.clone()))
+            .collect();
+        for plugin in files.values().filter_map(|f| f.serving.clone()) {
+            let name = plugin.plugin.name.clone();
+            if let Some(previous) = by_name.insert(name.clone(), plugin.clone())
+                && let (PluginSource::File(path), PluginSource::File(by)) =
+                    (&previous.source, &plugin.source)
+            {
+                shadowed.push(ReloadEvent::Shadowed {
+                    path: path.clone(),
+                    name,
+                    by: by.clone(),
+                });
+            }
+        }
+        self.current.store(Arc::new(PluginSet { by_name }));
+        shadowed
+    }
+}
+
+fn rejected(path: &Path, error: String, kept: Option<&RegisteredPlugin>) -> ReloadEvent {
+    ReloadEvent::Rejected {
+        path: path.to_path_buf(),
+        error,
+        kept: kept.map(|p| {
+            format!(
+                "{} {} (sha256 {})",
+                p.plugin.name, p.plugin.version, p.plugin.sha256
+            )
+        }),
+    }
+}
+
+/// The `.wasm` entries of `dir` (not starting with `.`), sorted.
+fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || !name.ends_with(".wasm") {
+            continue;
+        }
+        // Follows symlinks: a ConfigMap key is a link into `..data`.
+        if entry.path().is_file() {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
+}

@@ -1,0 +1,414 @@
+//! The whole policy pipeline with real components: the embedded defaults decide, hostile
+//! plugins become clear pod errors (or are passed over under `fallback`), and the plugins
+//! directory reloads safely, including during a stream of decisions.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use k8s_openapi::api::core::v1::Pod;
+use orca::config::{Config, OnError, PolicyConfig};
+use orca::policy::pipeline::{ChainStep, HookChains};
+use orca::policy::registry::{PluginRegistry, ReloadEvent};
+use orca::policy::setup::build_registry;
+use orca::policy::{Decision, Pipeline, PlanError};
+use serde_json::json;
+use support::bytes;
+
+const HOSTILE: &str = "orca-test-plugin-hostile";
+
+fn pod(annotations: serde_json::Value, requests: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": "trainer", "namespace": "ml", "uid": "4f1c2b9e-0000-4000-8000-000000000001",
+            "annotations": annotations,
+        },
+        "spec": { "containers": [ { "name": "main", "image": "busybox",
+            "resources": { "requests": requests } } ] }
+    }))
+    .unwrap()
+}
+
+fn registry(dir: Option<&Path>) -> Arc<PluginRegistry> {
+    let policy = PolicyConfig {
+        compile_cache_dir: None,
+        ..PolicyConfig::default()
+    };
+    let (_, registry) = build_registry(&policy, "us-east-1").unwrap();
+    if let Some(dir) = dir {
+        registry.rescan(dir);
+    }
+    registry
+}
+
+fn step(plugin: &str, settings: &str, on_error: OnError) -> ChainStep {
+    ChainStep {
+        plugin: plugin.to_owned(),
+        settings: settings.to_owned(),
+        on_error,
+    }
+}
+
+fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
+    Pipeline::new(
+        registry,
+        HookChains::from_config(&Config::default().policy),
+        "orca-aws-node",
+        "research",
+    )
+}
+
+fn decide(pipeline: &Pipeline, pod: &Pod) -> Result<Decision, PlanError> {
+    pipeline.decide(pod)
+}
+
+/// The component with one more custom section: same behaviour, different sha256, as a
+/// rebuilt plugin would be.
+fn variant(component: &[u8], marker: &str) -> Vec<u8> {
+    let name = b"orca-test-variant";
+    let mut content = vec![u8::try_from(name.len()).unwrap()];
+    content.extend_from_slice(name);
+    content.extend_from_slice(marker.as_bytes());
+    let mut out = component.to_vec();
+    out.push(0);
+    let mut size = content.len();
+    loop {
+        let byte = u8::try_from(size & 0x7f).unwrap();
+        size >>= 7;
+        if size == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend_from_slice(&content);
+    out
+}
+
+/// Replaces `path` as `mv` does: write beside it, then rename over it.
+fn write_atomically(path: &Path, contents: &[u8]) {
+    let staged = path.with_extension("staged");
+    std::fs::write(&staged, contents).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+#[test]
+fn the_default_plugins_decide_from_annotations_and_requests() {
+    let pipeline = defaults(registry(None));
+    let gpu = pod(
+        json!({
+            "orca.research/instance-type": "p5.48xlarge",
+            "orca.research/launch-type": "spot",
+            "orca.research/max-spot-price": "35.00",
+            "orca.research/tags": "{\"team\":\"vision\"}",
+        }),
+        json!({}),
+    );
+    let decision = decide(&pipeline, &gpu).unwrap();
+    let record = &decision.record;
+    assert_eq!(record.instance_type, "p5.48xlarge");
+    assert_eq!(record.market.as_str(), "spot");
+    assert_eq!(record.max_price, Some(35.0));
+    assert_eq!(record.tags["team"], "vision");
+    assert_eq!(record.tags["ManagedBy"], "ORCA");
+    assert_eq!(record.tags["orca.research/cluster"], "research");
+    assert_eq!(
+        record.tags["orca.research/pod-uid"],
+        "4f1c2b9e-0000-4000-8000-000000000001"
+    );
+    assert_eq!(record.select_instance.plugin, "orca-default-selector");
+    assert_eq!(record.choose_market.plugin, "orca-default-market");
+    assert_eq!(record.build_tags.plugin, "orca-default-tagger");
+    assert_eq!(record.select_instance.sha256.len(), 64);
+    assert_eq!(decision.plan.tags, record.tags);
+
+    // No annotation: the cheapest types with 3 vCPUs and 10 GiB, cheapest first.
+    let cpu = pod(json!({}), json!({ "cpu": "3", "memory": "10Gi" }));
+    let decision = decide(&pipeline, &cpu).unwrap();
+    assert!(decision.plan.candidates.len() > 1);
+    assert_eq!(decision.record.market.as_str(), "on-demand");
+    let annotation: serde_json::Value = serde_json::from_str(&decision.record.to_json()).unwrap();
+    assert_eq!(annotation["instanceType"], decision.record.instance_type);
+}
+
+#[test]
+fn bad_annotations_fail_the_pod_with_invalid_annotation() {
+    let pipeline = defaults(registry(None));
+    for (annotation, value) in [
+        ("orca.research/instance-type", "m5.huge"),
+        ("orca.research/launch-type", "sometimes"),
+        ("orca.research/max-spot-price", "cheap"),
+        ("orca.research/tags", "{\"aws:owner\":\"me\"}"),
+    ] {
+        let error = decide(&pipeline, &pod(json!({ annotation: value }), json!({}))).unwrap_err();
+        assert_eq!(error.reason, "InvalidAnnotation", "{annotation}: {error}");
+        assert!(
+            error.message.contains(annotation)
+                && error.message.contains(value.split('"').next().unwrap()),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let registry = registry(Some(dir.path()));
+    let select = |mode: &str, on_error: OnError| HookChains {
+        select_instance: vec![
+            step("hostile", &format!("\"{mode}\""), on_error),
+            step("orca-default-selector", "{}", OnError::Fail),
+        ],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let plain = pod(json!({}), json!({ "cpu": "1" }));
+    for (mode, expected) in [
+        ("loop", "time limit"),
+        ("grow", "hostile"),
+        ("trap", "hostile"),
+        ("output", "hostile"),
+        ("bad-type", "z9.imaginary"),
+    ] {
+        let failing = Pipeline::new(registry.clone(), select(mode, OnError::Fail), "n", "c");
+        let error = decide(&failing, &plain).unwrap_err();
+        assert_eq!(error.reason, "PolicyError", "{mode}: {error}");
+        assert!(
+            error.message.contains("select-instance") && error.message.contains(expected),
+            "{mode}: {error}"
+        );
+
+        let tolerant = Pipeline::new(registry.clone(), select(mode, OnError::Fallback), "n", "c");
+        let decision = decide(&tolerant, &plain).unwrap();
+        assert_eq!(
+            decision.record.select_instance.plugin,
+            "orca-default-selector"
+        );
+        assert_eq!(decision.record.fallbacks.len(), 1, "{mode}");
+        assert_eq!(decision.record.fallbacks[0].plugin, "hostile");
+    }
+
+    let tags = HookChains {
+        build_tags: vec![step("hostile", "\"bad-tags\"", OnError::Fail)],
+        ..HookChains::single("orca-default-selector", "orca-default-market", "x")
+    };
+    let error = decide(&Pipeline::new(registry.clone(), tags, "n", "c"), &plain).unwrap_err();
+    assert!(error.message.contains("aws:"), "{error}");
+
+    // A plugin that is not loaded, or lacks the hook, is a clear error too.
+    let missing = HookChains::single("nobody", "orca-default-market", "orca-default-tagger");
+    let error = decide(&Pipeline::new(registry.clone(), missing, "n", "c"), &plain).unwrap_err();
+    assert!(error.message.contains("nobody is not loaded"), "{error}");
+    let wrong_hook = HookChains::single("orca-default-selector", "hostile", "orca-default-tagger");
+    let error = decide(&Pipeline::new(registry, wrong_hook, "n", "c"), &plain).unwrap_err();
+    assert!(
+        error.message.contains("does not implement choose-market"),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_plugins_directory_reloads_and_a_bad_version_never_replaces_a_good_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.wasm");
+    let v1 = bytes(HOSTILE);
+    let v2 = variant(&v1, "v2");
+    let registry = registry(Some(dir.path()));
+    let serving = |registry: &PluginRegistry| {
+        registry
+            .current()
+            .get("hostile")
+            .map(|p| p.plugin.sha256.clone())
+    };
+    assert_eq!(serving(&registry), None);
+
+    // New file.
+    std::fs::write(&path, &v1).unwrap();
+    let events = registry.rescan(dir.path());
+    assert!(
+        matches!(&events[..], [ReloadEvent::Loaded { name, .. }] if name == "hostile"),
+        "{events:?}"
+    );
+    let sha1 = serving(&registry).unwrap();
+
+    // Written in place with garbage: refused, v1 keeps serving.
+    std::fs::write(&path, b"\0asm garbage").unwrap();
+    let events = registry.rescan(dir.path());
+    assert!(
+        matches!(&events[..], [ReloadEvent::Rejected { kept: Some(kept), .. }] if kept.contains(&sha1)),
+        "{events:?}"
+    );
+    assert_eq!(serving(&registry).as_ref(), Some(&sha1));
+    // Unchanged bytes are not retried on every rescan.
+    assert!(registry.rescan(dir.path()).is_empty());
+
+    // Atomic rename of a new version.
+    write_atomically(&path, &v2);
+    registry.rescan(dir.path());
+    let sha2 = serving(&registry).unwrap();
+    assert_ne!(sha1, sha2);
+
+    // A component of another world, and one declaring a newer interface: both refused by name.
+    let other_world = wat::parse_str("(component)").unwrap();
+    write_atomically(&path, &other_world);
+    let events = registry.rescan(dir.path());
+    assert!(
+        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("orca:policy@0.1.0 plugin world")),
+        "{events:?}"
+    );
+    let mut newer = other_world.clone();
+    newer.extend_from_slice(&[0, 25, 19]);
+    newer.extend_from_slice(b"orca:policy-version0.2.0");
+    write_atomically(&path, &newer);
+    let events = registry.rescan(dir.path());
+    assert!(
+        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("built against orca:policy@0.2.0")),
+        "{events:?}"
+    );
+    assert_eq!(serving(&registry).as_ref(), Some(&sha2));
+
+    // Removed.
+    std::fs::remove_file(&path).unwrap();
+    let events = registry.rescan(dir.path());
+    assert!(
+        matches!(&events[..], [ReloadEvent::Removed { .. }]),
+        "{events:?}"
+    );
+    assert_eq!(serving(&registry), None);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_configmap_volume_update_is_picked_up() {
+    use std::os::unix::fs::symlink;
+    // The kubelet's layout: files in a timestamped directory, `..data` → it, and each key a
+    // symlink through `..data`. An update writes a new directory and renames a new `..data`
+    // symlink over the old one.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let v1 = bytes(HOSTILE);
+    let v2 = variant(&v1, "configmap-v2");
+    std::fs::create_dir(root.join("..2026_11_22_01")).unwrap();
+    std::fs::write(root.join("..2026_11_22_01/hostile.wasm"), &v1).unwrap();
+    symlink("..2026_11_22_01", root.join("..data")).unwrap();
+    symlink("..data/hostile.wasm", root.join("hostile.wasm")).unwrap();
+    let registry = registry(Some(root));
+    let first = registry
+        .current()
+        .get("hostile")
+        .unwrap()
+        .plugin
+        .sha256
+        .clone();
+
+    std::fs::create_dir(root.join("..2026_11_22_02")).unwrap();
+    std::fs::write(root.join("..2026_11_22_02/hostile.wasm"), &v2).unwrap();
+    symlink("..2026_11_22_02", root.join("..data_tmp")).unwrap();
+    std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+    std::fs::remove_dir_all(root.join("..2026_11_22_01")).unwrap();
+    let events = registry.rescan(root);
+    assert!(
+        matches!(&events[..], [ReloadEvent::Loaded { .. }]),
+        "{events:?}"
+    );
+    let second = registry
+        .current()
+        .get("hostile")
+        .unwrap()
+        .plugin
+        .sha256
+        .clone();
+    assert_ne!(first, second);
+    assert_eq!(
+        registry.current().iter().count(),
+        4,
+        "three embedded plugins and hostile"
+    );
+}
+
+#[test]
+fn reloads_during_a_stream_of_decisions_never_fail_or_mix_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.wasm");
+    let v1 = bytes(HOSTILE);
+    let v2 = variant(&v1, "stream-v2");
+    std::fs::write(&path, &v1).unwrap();
+    let registry = registry(Some(dir.path()));
+    // hostile answers two hooks: a decision mixing versions would show two sha256s.
+    let chains = HookChains {
+        select_instance: vec![step("hostile", "{}", OnError::Fail)],
+        build_tags: vec![step("hostile", "{}", OnError::Fail)],
+        ..HookChains::single("x", "orca-default-market", "x")
+    };
+    let pipeline = Arc::new(Pipeline::new(registry.clone(), chains, "n", "c"));
+    let done = Arc::new(AtomicBool::new(false));
+    let decider = {
+        let pipeline = pipeline.clone();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let pod = pod(json!({}), json!({ "cpu": "1" }));
+            let mut seen = std::collections::BTreeSet::new();
+            let mut decisions = 0;
+            while !done.load(Ordering::Relaxed) || decisions < 50 {
+                let decision = pipeline
+                    .decide(&pod)
+                    .expect("no decision fails during reloads");
+                let record = decision.record;
+                assert_eq!(
+                    record.select_instance.sha256, record.build_tags.sha256,
+                    "one decision used two plugin versions"
+                );
+                seen.insert(record.select_instance.sha256);
+                decisions += 1;
+            }
+            (decisions, seen)
+        })
+    };
+    for round in 0..20 {
+        let next = if round % 2 == 0 { &v2 } else { &v1 };
+        write_atomically(&path, next);
+        registry.rescan(dir.path());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    done.store(true, Ordering::Relaxed);
+    let (decisions, seen) = decider.join().unwrap();
+    assert!(decisions >= 50);
+    assert_eq!(seen.len(), 2, "both versions served decisions: {seen:?}");
+}
+
+#[test]
+fn compiled_plugins_are_cached_and_a_damaged_entry_is_recompiled() {
+    use orca::policy::wasm::{CatalogueQuery, LoadedPlugin, PluginEngine, SandboxLimits};
+    let cache = tempfile::tempdir().unwrap();
+    let catalogue: Arc<dyn CatalogueQuery> =
+        Arc::new(orca::policy::catalogue::InstanceCatalogue::bundled("us-east-1").unwrap());
+    let component = bytes(HOSTILE);
+    let engine = PluginEngine::new(SandboxLimits::default())
+        .unwrap()
+        .with_compile_cache(cache.path());
+    LoadedPlugin::load(&engine, &component, &catalogue).unwrap();
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&orca::policy::wasm::sha256_hex(&component)),
+        "{name}"
+    );
+    let size = std::fs::metadata(entry).unwrap().len();
+
+    // A second engine (a restart) loads from the cache; a damaged entry is replaced.
+    std::fs::write(entry, b"damaged").unwrap();
+    let restarted = PluginEngine::new(SandboxLimits::default())
+        .unwrap()
+        .with_compile_cache(cache.path());
+    let plugin = LoadedPlugin::load(&restarted, &component, &catalogue).unwrap();
+    assert_eq!(plugin.name, "hostile");
+    assert_eq!(std::fs::metadata(entry).unwrap().len(), size);
+    LoadedPlugin::load(&restarted, &component, &catalogue).unwrap();
+}

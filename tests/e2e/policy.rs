@@ -1,0 +1,231 @@
+//! Policy plugins in a running orca: decisions recorded on pods, hostile plugins contained to
+//! the pods they misbehave for, and a plugin delivered the way a ConfigMap volume delivers it
+//! going live without a restart, while a broken update leaves the old version serving.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::api::ListParams;
+use orca_e2e::plugins::hostile_wasm;
+use orca_e2e::pods::{self, burst_pod, phase};
+use orca_e2e::wait::poll_until;
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
+use serde_json::Value;
+
+const TICK: Duration = Duration::from_millis(100);
+const MODE: &str = "hostile.orca.research/mode";
+
+fn decision(pod: &Pod) -> Option<Value> {
+    let text = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get("orca.research/decision")?;
+    serde_json::from_str(text).ok()
+}
+
+async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Result<Vec<Event>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let all = api.list(&ListParams::default()).await?;
+    Ok(all
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect())
+}
+
+/// Publishes `files` as the kubelet updates a ConfigMap volume: a new timestamped directory,
+/// a `..data_tmp` symlink renamed over `..data`, and each key a symlink through `..data`.
+fn publish_configmap(root: &Path, version: &str, files: &BTreeMap<&str, Vec<u8>>) -> Result<()> {
+    let data_dir = format!("..{version}");
+    std::fs::create_dir(root.join(&data_dir))?;
+    for (name, bytes) in files {
+        std::fs::write(root.join(&data_dir).join(name), bytes)?;
+    }
+    symlink(&data_dir, root.join("..data_tmp"))?;
+    std::fs::rename(root.join("..data_tmp"), root.join("..data"))?;
+    for name in files.keys() {
+        let link = root.join(name);
+        if link.symlink_metadata().is_err() {
+            symlink(format!("..data/{name}"), link)?;
+        }
+    }
+    Ok(())
+}
+
+fn with_policy(node: &str, dir: &Path, policy: &str) -> String {
+    format!("{}policy:\n{policy}", test_config(node, dir, ""))
+}
+
+#[tokio::test]
+async fn hostile_plugins_fail_only_their_own_pods_and_decisions_are_recorded() -> Result<()> {
+    let hostile = std::fs::read(hostile_wasm()?)?;
+    let client = TestCluster::shared().kube_client().await?;
+    let node = unique_node_name("hostile");
+    let mut orca = OrcaProcess::start(&node, |dir| {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir(&plugins).expect("plugins dir");
+        std::fs::write(plugins.join("hostile.wasm"), &hostile).expect("plugin file");
+        with_policy(
+            &node,
+            dir,
+            &format!(
+                "  pluginsDir: {}\n  selectInstance:\n    - plugin: hostile\n  buildTags:\n    - plugin: hostile\n",
+                plugins.display()
+            ),
+        )
+    })?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-hostile").await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+
+    let hostile_modes = [
+        ("loop", "time limit"),
+        ("grow", "hostile"),
+        ("trap", "hostile"),
+        ("output", "hostile"),
+        ("bad-type", "z9.imaginary"),
+        ("bad-tags", "aws:"),
+    ];
+    for (mode, _) in hostile_modes {
+        pods::create(&api, &burst_pod(mode, &node, &[(MODE, mode)])).await?;
+    }
+    pods::create(&api, &burst_pod("good", &node, &[])).await?;
+
+    for (mode, expected) in hostile_modes {
+        let failed = pods::wait_for(&api, mode, "Failed", Duration::from_secs(60), |p| {
+            phase(p) == "Failed"
+        })
+        .await?;
+        assert_eq!(pods::reason(&failed), "PolicyError", "{mode}");
+        assert!(
+            pods::message(&failed).contains(expected) && pods::message(&failed).contains("hostile"),
+            "{mode}: {}",
+            pods::message(&failed)
+        );
+    }
+    let good = pods::wait_for(&api, "good", "Running", Duration::from_secs(60), |p| {
+        phase(p) == "Running"
+    })
+    .await?;
+    let recorded = decision(&good).context("the decision annotation")?;
+    assert_eq!(recorded["instanceType"], "m7i.large");
+    assert_eq!(recorded["selectInstance"]["plugin"], "hostile");
+    assert_eq!(recorded["chooseMarket"]["plugin"], "orca-default-market");
+    assert_eq!(recorded["tags"]["orca.research/node"], node.as_str());
+    let events = events_about(&client, &namespace.name, "good").await?;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("PolicyDecision")
+                && e.note.as_deref().unwrap_or_default().contains("m7i.large")),
+        "{events:?}"
+    );
+    assert!(orca.is_running(), "orca survived every hostile plugin");
+    namespace.delete().await
+}
+
+#[tokio::test]
+async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Result<()> {
+    let hostile = std::fs::read(hostile_wasm()?)?;
+    let client = TestCluster::shared().kube_client().await?;
+    let node = unique_node_name("reload");
+    let mut plugins_dir = None;
+    let orca = OrcaProcess::start(&node, |dir| {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir(&plugins).expect("plugins dir");
+        plugins_dir = Some(plugins.clone());
+        with_policy(
+            &node,
+            dir,
+            &format!(
+                "  pluginsDir: {}\n  selectInstance:\n    - plugin: hostile\n      onError: fallback\n    - plugin: orca-default-selector\n",
+                plugins.display()
+            ),
+        )
+    })?;
+    let plugins = plugins_dir.context("plugins dir")?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-reload").await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+
+    // Before the plugin exists, the chain falls back to the default selector.
+    pods::create(&api, &burst_pod("before", &node, &[])).await?;
+    let before = wait_decided(&api, "before").await?;
+    assert_eq!(before["selectInstance"]["plugin"], "orca-default-selector");
+    assert!(
+        before["fallbacks"][0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not loaded"),
+        "{before}"
+    );
+
+    // The ConfigMap gains the plugin.
+    let published = Instant::now();
+    publish_configmap(
+        &plugins,
+        "2026_11_22_v1",
+        &BTreeMap::from([("hostile.wasm", hostile.clone())]),
+    )?;
+    poll_until(
+        "the plugin to load",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || {
+            let loaded = orca.log().contains("plugin loaded");
+            async move { Ok(loaded.then_some(())) }
+        },
+    )
+    .await?;
+    println!(
+        "plugin live {:?} after the ConfigMap update",
+        published.elapsed()
+    );
+    pods::create(&api, &burst_pod("after", &node, &[])).await?;
+    let after = wait_decided(&api, "after").await?;
+    assert_eq!(after["selectInstance"]["plugin"], "hostile");
+    let serving = after["selectInstance"]["sha256"].clone();
+
+    // A broken update is refused, reported on the Node, and the loaded version keeps serving.
+    publish_configmap(
+        &plugins,
+        "2026_11_22_v2",
+        &BTreeMap::from([("hostile.wasm", b"\0asm broken".to_vec())]),
+    )?;
+    poll_until(
+        "the PluginRejected event",
+        Duration::from_secs(20),
+        TICK,
+        || {
+            let client = client.clone();
+            let node = node.clone();
+            async move {
+                let events = events_about(&client, "default", &node).await?;
+                Ok(events
+                    .into_iter()
+                    .find(|e| e.reason.as_deref() == Some("PluginRejected")))
+            }
+        },
+    )
+    .await?;
+    pods::create(&api, &burst_pod("still", &node, &[])).await?;
+    let still = wait_decided(&api, "still").await?;
+    assert_eq!(still["selectInstance"]["plugin"], "hostile");
+    assert_eq!(still["selectInstance"]["sha256"], serving);
+    namespace.delete().await
+}
+
+async fn wait_decided(api: &Api<Pod>, name: &str) -> Result<Value> {
+    let pod = pods::wait_for(api, name, "a decision", Duration::from_secs(60), |p| {
+        decision(p).is_some()
+    })
+    .await?;
+    decision(&pod).context("decision")
+}
