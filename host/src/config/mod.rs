@@ -187,6 +187,9 @@ mod tests {
                 "policy.limits.timeout",
             ),
             ("policy:\n  pluginsDir: /no/such/dir\n", "policy.pluginsDir"),
+            ("node:\n  clusterName: \"\"\n", "node.clusterName"),
+            ("node:\n  clusterName: \"a\\u0001b\"\n", "node.clusterName"),
+            ("provider:\n  region: Mars\n", "provider.region"),
         ] {
             let error = Config::parse(yaml).unwrap_err().to_string();
             assert!(error.contains(field), "{yaml}: {error}");

@@ -135,13 +135,14 @@ impl PolicyConfig {
         Some(base.join("orca").join("plugins"))
     }
 
-    /// Bytes of a quantity field, already validated.
+    /// `limits.maxMemory` in bytes (validated at load, so the parse succeeds).
     pub fn max_memory_bytes(&self) -> usize {
-        quantity_bytes(&self.limits.max_memory).unwrap_or(64 << 20)
+        quantity_bytes(&self.limits.max_memory).unwrap_or_default()
     }
 
+    /// `limits.maxOutput` in bytes (validated at load, so the parse succeeds).
     pub fn max_output_bytes(&self) -> usize {
-        quantity_bytes(&self.limits.max_output).unwrap_or(64 << 10)
+        quantity_bytes(&self.limits.max_output).unwrap_or_default()
     }
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {

@@ -122,10 +122,6 @@ impl Pipeline {
         self
     }
 
-    pub fn registry(&self) -> &Arc<PluginRegistry> {
-        &self.registry
-    }
-
     /// # Errors
     /// [`PlanError`] with reason `InvalidAnnotation` (a plugin rejected an annotation) or
     /// `PolicyError` (anything else), and a message naming the hook and plugin.
@@ -182,11 +178,17 @@ impl Pipeline {
             |plugin, settings| plugin.build_tags(&engine, &catalogue, &pod, settings, &context),
             |plugin, tags| {
                 validate::tags(plugin, tags)?;
-                let merged = merge_tags(tags, &ownership);
-                if merged.len() > MAX_TAGS {
+                // The count after the merge below, without building the map twice: the plugin's
+                // tags (unique, checked above) not replaced by an ownership tag, plus those.
+                let kept = tags
+                    .iter()
+                    .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
+                    .count();
+                let count = kept + ownership.len();
+                if count > MAX_TAGS {
                     return Err(OutputError::TooManyTags {
                         plugin: plugin.to_owned(),
-                        count: merged.len(),
+                        count,
                     });
                 }
                 Ok(())
