@@ -15,7 +15,7 @@ use orca::policy::registry::{PluginRegistry, ReloadEvent};
 use orca::policy::setup::build_registry;
 use orca::policy::{Decision, Pipeline, PlanError};
 use serde_json::json;
-use support::bytes;
+use support::{bytes, variant, write_atomically};
 
 const HOSTILE: &str = "orca-test-plugin-hostile";
 
@@ -62,36 +62,6 @@ fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
 
 fn decide(pipeline: &Pipeline, pod: &Pod) -> Result<Decision, PlanError> {
     pipeline.decide(pod)
-}
-
-/// The component with one more custom section: same behaviour, different sha256, as a
-/// rebuilt plugin would be.
-fn variant(component: &[u8], marker: &str) -> Vec<u8> {
-    let name = b"orca-test-variant";
-    let mut content = vec![u8::try_from(name.len()).unwrap()];
-    content.extend_from_slice(name);
-    content.extend_from_slice(marker.as_bytes());
-    let mut out = component.to_vec();
-    out.push(0);
-    let mut size = content.len();
-    loop {
-        let byte = u8::try_from(size & 0x7f).unwrap();
-        size >>= 7;
-        if size == 0 {
-            out.push(byte);
-            break;
-        }
-        out.push(byte | 0x80);
-    }
-    out.extend_from_slice(&content);
-    out
-}
-
-/// Replaces `path` as `mv` does: write beside it, then rename over it.
-fn write_atomically(path: &Path, contents: &[u8]) {
-    let staged = path.with_extension("staged");
-    std::fs::write(&staged, contents).unwrap();
-    std::fs::rename(&staged, path).unwrap();
 }
 
 #[test]

@@ -23,7 +23,30 @@ pub struct InstanceCatalogue {
     region: String,
     price_region: String,
     sources: String,
-    types: ArcSwap<Vec<InstanceType>>,
+    snapshot: ArcSwap<Snapshot>,
+}
+
+/// One consistent version of the data: the types in query order and an index by name, so
+/// membership checks and `names` queries do not scan 1,400 types per candidate.
+struct Snapshot {
+    types: Vec<InstanceType>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Snapshot {
+    fn new(types: Vec<InstanceType>) -> Snapshot {
+        let types = sorted(types);
+        let by_name = types
+            .iter()
+            .enumerate()
+            .map(|(index, t)| (t.name.clone(), index))
+            .collect();
+        Snapshot { types, by_name }
+    }
+
+    fn get(&self, name: &str) -> Option<&InstanceType> {
+        self.by_name.get(name).map(|&index| &self.types[index])
+    }
 }
 
 impl InstanceCatalogue {
@@ -75,7 +98,7 @@ impl InstanceCatalogue {
                 "{}; {}",
                 data.sources.instance_types, data.sources.on_demand_prices
             ),
-            types: ArcSwap::from_pointee(sorted(types)),
+            snapshot: ArcSwap::from_pointee(Snapshot::new(types)),
         })
     }
 
@@ -94,7 +117,7 @@ impl InstanceCatalogue {
     }
 
     pub fn len(&self) -> usize {
-        self.types.load().len()
+        self.snapshot.load().types.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -102,15 +125,16 @@ impl InstanceCatalogue {
     }
 
     pub fn get(&self, name: &str) -> Option<InstanceType> {
-        self.types.load().iter().find(|t| t.name == name).cloned()
+        self.snapshot.load().get(name).cloned()
     }
 
     /// Replaces spot prices (USD/hour by type name) with fresh ones, e.g. from
     /// `DescribeSpotPriceHistory`; types not in `prices` keep no spot price.
     pub fn set_spot_prices(&self, prices: &HashMap<String, f64>) {
         let types = self
-            .types
+            .snapshot
             .load()
+            .types
             .iter()
             .cloned()
             .map(|mut t| {
@@ -121,7 +145,7 @@ impl InstanceCatalogue {
                 t
             })
             .collect();
-        self.types.store(Arc::new(sorted(types)));
+        self.snapshot.store(Arc::new(Snapshot::new(types)));
     }
 }
 
@@ -132,9 +156,27 @@ impl CatalogueQuery for InstanceCatalogue {
         } else {
             usize::try_from(query.limit).unwrap_or(usize::MAX)
         };
-        self.types
-            .load()
+        let snapshot = self.snapshot.load();
+        if query.names.is_empty() {
+            return snapshot
+                .types
+                .iter()
+                .filter(|t| matches(t, query))
+                .take(limit)
+                .cloned()
+                .collect();
+        }
+        // Named lookups go through the index; the answer keeps the catalogue's order.
+        let mut indices: Vec<usize> = query
+            .names
             .iter()
+            .filter_map(|name| snapshot.by_name.get(name).copied())
+            .collect();
+        indices.sort_unstable();
+        indices.dedup();
+        indices
+            .into_iter()
+            .map(|index| &snapshot.types[index])
             .filter(|t| matches(t, query))
             .take(limit)
             .cloned()
