@@ -94,7 +94,9 @@ fn main() {
             std::fs::write(&path, &bytes).expect("writing the plugin in place");
         }
         loop {
-            let decision = pipeline.decide(&pod).expect("no decision fails during a reload");
+            let decision = pipeline
+                .decide(&pod)
+                .expect("no decision fails during a reload");
             decisions_during += 1;
             if decision.record.select_instance.sha256 == expected {
                 break;
@@ -123,7 +125,10 @@ fn main() {
         ms(latencies[latencies.len() - 1]),
     );
     let compile = compile_time(&registry, dir.path(), selector);
-    println!("  of which compiling and checking the new bytes: {}", ms(compile));
+    println!(
+        "  of which compiling and checking the new bytes: {}",
+        ms(compile)
+    );
 }
 
 /// How long a rescan takes that finds one new file: the compile and checks inside a reload.

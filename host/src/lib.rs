@@ -3,6 +3,7 @@
 //! Data flows one way: pod → [`policy`] → [`plan::LaunchPlan`] → [`provider`] → pod status.
 //! [`node`] keeps the Node registered and knows nothing of pods.
 
+pub mod catalogue_refresh;
 pub mod cli;
 pub mod config;
 pub mod errors;

@@ -44,7 +44,7 @@ async fn main() -> ExitCode {
         Err(error) => return fail(&error),
     };
     tracing::info!(?source, node = %config.node.name, provider = ?config.provider.kind, version = env!("CARGO_PKG_VERSION"), "starting orca");
-    let orca = match orca::orca::Orca::new(config, client) {
+    let orca = match orca::orca::Orca::new(config, client).await {
         Ok(orca) => orca,
         Err(error) => return fail(&error),
     };

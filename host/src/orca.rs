@@ -5,17 +5,23 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalogue_refresh;
 use crate::config::{Config, ProviderKind};
 use crate::metrics::PolicyMetrics;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node::{NodeController, RegistrationError};
 use crate::pods::{self, PodControllerDeps};
+use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, ReloadReporter, Reporters};
 use crate::policy::setup::{PolicySetupError, build_registry};
 use crate::policy::{Pipeline, Planner};
 use crate::provider::Provider;
+use crate::provider::aws::api::Ec2Api;
+use crate::provider::aws::sdk::SdkEc2;
+use crate::provider::aws::workload::KubeEnvSource;
+use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, RateLimited};
 use crate::provider::simulated::SimulatedProvider;
 
 /// Why orca could not start.
@@ -40,6 +46,9 @@ pub struct Orca {
     config: Config,
     client: kube::Client,
     provider: Arc<dyn Provider>,
+    /// The EC2 API when the aws provider runs: the catalogue refresh uses it too.
+    ec2: Option<Arc<dyn Ec2Api>>,
+    catalogue: Arc<InstanceCatalogue>,
     planner: Arc<dyn Planner>,
     registry: Arc<PluginRegistry>,
     policy_metrics: Arc<PolicyMetrics>,
@@ -49,17 +58,42 @@ pub struct Orca {
 impl Orca {
     /// # Errors
     /// [`StartError`] naming the part that could not be built.
-    pub fn new(config: Config, client: kube::Client) -> Result<Orca, StartError> {
-        let provider: Arc<dyn Provider> = match config.provider.kind {
-            ProviderKind::Simulated => Arc::new(
-                SimulatedProvider::new(config.provider.simulated.clone())
-                    .map_err(StartError::SimulatedProviderFailed)?,
-            ),
-        };
+    pub async fn new(config: Config, client: kube::Client) -> Result<Orca, StartError> {
         let mut metrics = Registry::default();
         let policy_metrics = Arc::new(PolicyMetrics::register(&mut metrics));
         let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
+        let ec2_calls = Arc::new(Ec2Calls::default());
+        let (provider, ec2): (Arc<dyn Provider>, Option<Arc<dyn Ec2Api>>) =
+            match config.provider.kind {
+                ProviderKind::Simulated => (
+                    Arc::new(
+                        SimulatedProvider::new(config.provider.simulated.clone())
+                            .map_err(StartError::SimulatedProviderFailed)?,
+                    ),
+                    None,
+                ),
+                ProviderKind::Aws => {
+                    let aws = &config.provider.aws;
+                    let sdk = SdkEc2::connect(
+                        &config.provider.region,
+                        aws.endpoint_url.as_deref(),
+                        ec2_calls.clone(),
+                    )
+                    .await;
+                    let api: Arc<dyn Ec2Api> = Arc::new(RateLimited::new(sdk, aws.rate_limit));
+                    let provider = AwsProvider::new(
+                        api.clone(),
+                        Identity {
+                            node: config.node.name.clone(),
+                            cluster: config.node.cluster_name.clone(),
+                        },
+                        aws.clone(),
+                        Arc::new(KubeEnvSource::new(client.clone())),
+                    );
+                    (Arc::new(provider), Some(api))
+                }
+            };
         tracing::info!(
             types = catalogue.len(),
             region = catalogue.region(),
@@ -78,6 +112,8 @@ impl Orca {
             config,
             client,
             provider,
+            ec2,
+            catalogue,
             planner: Arc::new(Arc::new(pipeline)),
             registry,
             policy_metrics,
@@ -104,6 +140,17 @@ impl Orca {
         )
         .map_err(StartError::NodeFailed)?;
         let node_task = tokio::spawn(node.run(shutdown.clone()));
+        let refresh = self.config.provider.aws.catalogue_refresh.get();
+        if let Some(api) = &self.ec2
+            && !refresh.is_zero()
+        {
+            catalogue_refresh::spawn(
+                api.clone(),
+                self.catalogue.clone(),
+                refresh,
+                shutdown.clone(),
+            );
+        }
         let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(vec![
             self.policy_metrics.clone(),
             Arc::new(NodePluginEvents::spawn(

@@ -14,5 +14,5 @@ pub mod wait;
 
 pub use cluster::TestCluster;
 pub use namespace::TestNamespace;
-pub use orca::{OrcaProcess, test_config, unique_node_name};
+pub use orca::{OrcaProcess, aws_test_config, test_config, unique_node_name};
 pub use scenario::Scenario;

@@ -236,6 +236,40 @@ provider:
     )
 }
 
+/// The config for orca with the aws provider against the harness's moto EC2 server: the
+/// same short intervals as [`test_config`], the node's own name as cluster name (so tests
+/// sharing moto never see each other's instances). `aws_extra` adds lines under `provider.aws`.
+pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
+    let cluster = TestCluster::shared();
+    let extra: String = aws_extra
+        .lines()
+        .map(|line| format!("    {line}\n"))
+        .collect();
+    format!(
+        "node:
+  name: {node_name}
+  clusterName: {node_name}
+  leaseRenewInterval: 2s
+  pingInterval: 1s
+  statusUpdateInterval: 10s
+pods:
+  syncInterval: 1s
+  orphanGracePeriod: 3s
+  retryInitialBackoff: 200ms
+  retryMaxBackoff: 1s
+provider:
+  kind: aws
+  region: {region}
+  aws:
+    endpointUrl: {endpoint}
+    defaultAmi: ami-0123456789abcdef0
+    catalogueRefresh: 0s
+{extra}",
+        region = cluster.var("AWS_REGION"),
+        endpoint = cluster.var("AWS_ENDPOINT_URL"),
+    )
+}
+
 fn clock_ticks_per_second() -> f64 {
     Command::new("getconf")
         .arg("CLK_TCK")

@@ -1,6 +1,7 @@
 //! The `config.yaml` schema: parsed strictly (unknown fields are errors), then validated, so a
 //! mistake stops startup with a message naming the field and the form it expects.
 
+mod aws;
 mod duration;
 mod error;
 mod node;
@@ -13,6 +14,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub use aws::{AwsConfig, RateLimitConfig, RootVolumeConfig, is_resource_id};
 pub use duration::Seconds;
 pub use error::ConfigError;
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
@@ -113,6 +115,46 @@ mod tests {
         assert_eq!(config.node.taints[0].key, "orca.research/burst-node");
         assert_eq!(config.node.lease_duration.get().as_secs(), 40);
         assert_eq!(config.provider.kind, ProviderKind::Simulated);
+    }
+
+    #[test]
+    fn the_aws_provider_needs_an_ami_and_well_formed_ids() {
+        let error = Config::parse("provider:\n  kind: aws\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("provider.aws.defaultAmi"), "{error}");
+        let aws = |extra: &str| {
+            Config::parse(&format!(
+                "provider:\n  kind: aws\n  aws:\n    defaultAmi: ami-0123456789abcdef0\n{extra}"
+            ))
+        };
+        let config = aws("    subnetIds: [subnet-0123abcd]\n").unwrap();
+        assert_eq!(config.provider.aws.subnet_ids, ["subnet-0123abcd"]);
+        for (extra, field) in [
+            (
+                "    subnetIds: [subnet-0123abcd, sn-1]\n",
+                "provider.aws.subnetIds[1]",
+            ),
+            (
+                "    securityGroupIds: [default]\n",
+                "provider.aws.securityGroupIds[0]",
+            ),
+            (
+                "    endpointUrl: localhost:5000\n",
+                "provider.aws.endpointUrl",
+            ),
+            (
+                "    rootVolume: {volumeType: gp9}\n",
+                "provider.aws.rootVolume.volumeType",
+            ),
+            (
+                "    rateLimit: {mutatingPerSecond: 0}\n",
+                "provider.aws.rateLimit.mutatingPerSecond",
+            ),
+        ] {
+            let error = aws(extra).unwrap_err().to_string();
+            assert!(error.contains(field), "{extra}: {error}");
+        }
     }
 
     #[test]

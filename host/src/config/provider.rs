@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{ConfigError, Seconds};
+use super::{AwsConfig, ConfigError, Seconds};
 
 /// Which provider runs pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -12,6 +12,8 @@ use super::{ConfigError, Seconds};
 pub enum ProviderKind {
     /// In-process instances: demos, tests and scale runs without a cloud.
     Simulated,
+    /// One EC2 instance per pod.
+    Aws,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -21,6 +23,7 @@ pub struct ProviderConfig {
     /// The AWS region instances run in; also selects the catalogue's on-demand prices.
     pub region: String,
     pub simulated: SimulatedConfig,
+    pub aws: AwsConfig,
 }
 
 impl Default for ProviderConfig {
@@ -29,6 +32,7 @@ impl Default for ProviderConfig {
             kind: ProviderKind::Simulated,
             region: "us-east-1".to_owned(),
             simulated: SimulatedConfig::default(),
+            aws: AwsConfig::default(),
         }
     }
 }
@@ -77,6 +81,9 @@ impl ProviderConfig {
                 &self.region,
                 "an AWS region such as us-east-1 or eu-central-1",
             ));
+        }
+        if self.kind == ProviderKind::Aws {
+            self.aws.validate()?;
         }
         let simulated = &self.simulated;
         if !(0..=255).contains(&simulated.exit_code) {

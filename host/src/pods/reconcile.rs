@@ -17,6 +17,7 @@ use super::status::{self, needs_write, recorded_instance_id};
 use super::writes::WriteTracker;
 use crate::config::PodsConfig;
 use crate::errors::lock;
+use crate::policy::pipeline::REASON_INVALID_ANNOTATION as INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, Planner};
 use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
 
@@ -153,29 +154,52 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
         .map(|c| c.instance_type.as_str())
         .unwrap_or("?");
     let what = format!("{first} {} instance", plan.market.market.as_str());
-    match ctx.provider.create(pod, &plan).await {
-        Ok(()) => {
+    let outcome = ctx.provider.create(pod, &plan).await;
+    let passed_over = match &outcome {
+        Ok(launched) => &launched.passed_over,
+        Err(failed) => &failed.passed_over,
+    };
+    for skipped in passed_over {
+        ctx.events
+            .warning(
+                pod,
+                "OfferingUnavailable",
+                "Launch",
+                format!(
+                    "{}: {}; trying the next offering",
+                    skipped.offering, skipped.error
+                ),
+            )
+            .await;
+    }
+    match outcome {
+        Ok(launched) => {
             ctx.instances.note_launched(&key.uid);
             lock(&ctx.launch_failures).remove(&key.uid);
+            let what = format!("{} instance {}", launched.offering, launched.instance_id);
+            let message = if launched.adopted {
+                format!("adopted the {what} launched earlier for this pod")
+            } else {
+                format!("launched a {what}")
+            };
             ctx.events
-                .normal(
-                    pod,
-                    "ProviderCreateSuccess",
-                    "Launch",
-                    format!("launched a {what}"),
-                )
+                .normal(pod, "ProviderCreateSuccess", "Launch", message)
                 .await;
-            let message = format!("launching a {what}");
             write_status(
                 pod,
                 key,
-                status::status_while_launching(pod, "InstanceLaunching", message),
+                status::status_while_launching(
+                    pod,
+                    "InstanceLaunching",
+                    format!("launching a {what}"),
+                ),
                 ctx,
             )
             .await?;
             Ok(Action::requeue(ctx.config.sync_interval.get()))
         }
-        Err(error) if error.class == ErrorClass::Transient => {
+        Err(failed) if failed.error.class == ErrorClass::Transient => {
+            let error = failed.error;
             let failures = {
                 let mut all = lock(&ctx.launch_failures);
                 let count = all.entry(key.uid.clone()).or_insert(0);
@@ -200,15 +224,33 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, Reconc
             .await?;
             Ok(Action::requeue(delay))
         }
-        Err(error) => {
-            let message = format!("launching a {what} failed: {error}");
+        Err(failed) => {
+            let error = &failed.error;
+            let reason = if error.code == INVALID_ANNOTATION {
+                INVALID_ANNOTATION
+            } else {
+                "InstanceCreationFailed"
+            };
+            let message = if failed.passed_over.len() > 1 {
+                let tried: Vec<String> = failed
+                    .passed_over
+                    .iter()
+                    .map(|p| format!("{} ({})", p.offering, p.error.code))
+                    .collect();
+                format!(
+                    "no offering could be launched; tried {}; last error: {error}",
+                    tried.join(", ")
+                )
+            } else {
+                format!("launching a {what} failed: {error}")
+            };
             warn_and_record(
                 pod,
                 key,
                 ctx,
                 ("ProviderCreateFailed", "Launch"),
                 message,
-                |pod, message| status::status_failed(pod, "InstanceCreationFailed", message),
+                |pod, message| status::status_failed(pod, reason, message),
             )
             .await?;
             Ok(Action::await_change())

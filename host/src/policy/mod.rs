@@ -7,7 +7,6 @@ mod convert;
 pub mod decision;
 pub mod embedded;
 pub mod native;
-pub mod ownership;
 pub mod pipeline;
 mod pod_view;
 pub mod registry;

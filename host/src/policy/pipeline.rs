@@ -12,7 +12,6 @@ use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
-use super::ownership::ownership_tags;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, Hook, Market, PolicyError, TagContext};
@@ -20,6 +19,7 @@ use super::{PlanError, convert, pod_view};
 use crate::config::{OnError, PluginStep, PolicyConfig};
 use crate::plan::{self, InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
+use crate::provider::ownership::ownership_tags;
 
 pub const REASON_POLICY_ERROR: &str = "PolicyError";
 pub const REASON_INVALID_ANNOTATION: &str = "InvalidAnnotation";

@@ -26,6 +26,17 @@ pub struct InstanceCatalogue {
     snapshot: ArcSwap<Snapshot>,
 }
 
+/// What EC2 reports about one instance type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeSpec {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub gpus: u32,
+    pub gpu_model: Option<String>,
+    pub architecture: Architecture,
+}
+
 /// One consistent version of the data: the types in query order and an index by name, so
 /// membership checks and `names` queries do not scan 1,400 types per candidate.
 struct Snapshot {
@@ -126,6 +137,38 @@ impl InstanceCatalogue {
 
     pub fn get(&self, name: &str) -> Option<InstanceType> {
         self.snapshot.load().get(name).cloned()
+    }
+
+    /// Replaces the specs with those EC2 reports for the region (`DescribeInstanceTypes`):
+    /// known types keep their prices, new types join without an on-demand price (so they
+    /// sort last), and types the region no longer offers leave. An empty report changes
+    /// nothing. Answers how many types are new.
+    pub fn update_specs(&self, specs: &[TypeSpec]) -> usize {
+        if specs.is_empty() {
+            return 0;
+        }
+        let current = self.snapshot.load();
+        let mut added = 0;
+        let types = specs
+            .iter()
+            .map(|spec| {
+                let known = current.get(&spec.name);
+                added += usize::from(known.is_none());
+                InstanceType {
+                    name: spec.name.clone(),
+                    family: family_of(&spec.name).to_owned(),
+                    vcpus: spec.vcpus,
+                    memory_mib: spec.memory_mib,
+                    gpus: spec.gpus,
+                    gpu_model: spec.gpu_model.clone(),
+                    architecture: spec.architecture,
+                    on_demand_price: known.and_then(|t| t.on_demand_price),
+                    spot_price: known.and_then(|t| t.spot_price),
+                }
+            })
+            .collect();
+        self.snapshot.store(Arc::new(Snapshot::new(types)));
+        added
     }
 
     /// Replaces spot prices (USD/hour by type name) with fresh ones, e.g. from

@@ -85,3 +85,37 @@ fn spot_prices_are_replaced_as_a_whole() {
     catalogue.set_spot_prices(&HashMap::new());
     assert_eq!(catalogue.get("m5.large").unwrap().spot_price, None);
 }
+
+#[test]
+fn a_spec_refresh_keeps_prices_adds_new_types_and_drops_withdrawn_ones() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    let spec = |name: &str, vcpus| TypeSpec {
+        name: name.to_owned(),
+        vcpus,
+        memory_mib: 8192,
+        gpus: 0,
+        gpu_model: None,
+        architecture: Architecture::Amd64,
+    };
+    assert_eq!(catalogue.update_specs(&[]), 0);
+    assert!(catalogue.len() > 1000, "an empty report changes nothing");
+    let added = catalogue.update_specs(&[spec("m5.large", 2), spec("m99.large", 4)]);
+    assert_eq!(added, 1);
+    assert_eq!(catalogue.len(), 2);
+    assert_eq!(
+        catalogue.get("m5.large").unwrap().on_demand_price,
+        Some(0.096)
+    );
+    let new = catalogue.get("m99.large").unwrap();
+    assert_eq!(
+        (new.family.as_str(), new.vcpus, new.on_demand_price),
+        ("m99", 4, None)
+    );
+    assert!(catalogue.get("p5.48xlarge").is_none());
+    let order: Vec<String> = catalogue
+        .query(&any_query())
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(order, ["m5.large", "m99.large"], "unpriced types sort last");
+}

@@ -20,7 +20,10 @@ use instance::{Phase, SimInstance};
 pub use journal::JournalError;
 use journal::{Journal, Record};
 
-use super::{ErrorClass, InstanceStatus, LogOptions, PodKey, Provider, ProviderError};
+use super::{
+    ErrorClass, InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PodKey, Provider,
+    ProviderError,
+};
 use crate::config::SimulatedConfig;
 use crate::errors::lock;
 use crate::plan::LaunchPlan;
@@ -116,7 +119,7 @@ fn injected(fault: LaunchFault, attempt: u32) -> Option<ProviderError> {
 
 #[async_trait]
 impl Provider for SimulatedProvider {
-    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<(), ProviderError> {
+    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed> {
         let key = PodKey::of(pod)
             .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
         let annotations: BTreeMap<String, String> =
@@ -125,10 +128,19 @@ impl Provider for SimulatedProvider {
         let candidate = plan.candidates.first().ok_or_else(|| {
             ProviderError::permanent("NoInstanceType", "the launch plan has no instance type")
         })?;
+        let offering = Offering {
+            instance_type: candidate.instance_type.clone(),
+            market: plan.market.market,
+        };
         let mut state = lock(&self.state);
         // Idempotent per pod UID, like EC2's ClientToken.
-        if state.instances.contains_key(&key.uid) {
-            return Ok(());
+        if let Some(existing) = state.instances.get(&key.uid) {
+            return Ok(Launched {
+                instance_id: existing.instance_id.clone(),
+                offering,
+                adopted: true,
+                passed_over: Vec::new(),
+            });
         }
         let attempt = {
             let attempts = state.launch_attempts.entry(key.uid.clone()).or_insert(0);
@@ -136,14 +148,15 @@ impl Provider for SimulatedProvider {
             *attempts
         };
         if let Some(error) = fault.and_then(|fault| injected(fault, attempt)) {
-            return Err(error);
+            return Err(error.into());
         }
         let serial = state.next_serial;
         state.next_serial += 1;
+        let instance_id = format!("i-0sim{serial:012x}");
         let instance = SimInstance {
-            instance_id: format!("i-0sim{serial:012x}"),
-            instance_type: candidate.instance_type.clone(),
-            market: plan.market.market,
+            instance_id: instance_id.clone(),
+            instance_type: offering.instance_type.clone(),
+            market: offering.market,
             private_ip: Ipv4Addr::from(
                 u32::from(Ipv4Addr::new(10, 200, 0, 0)) + (serial as u32 & 0xffff),
             ),
@@ -153,7 +166,13 @@ impl Provider for SimulatedProvider {
             pod: key.clone(),
         };
         state.launch_attempts.remove(&key.uid);
-        state.record(Record::Launch(Box::new(instance)))
+        state.record(Record::Launch(Box::new(instance)))?;
+        Ok(Launched {
+            instance_id,
+            offering,
+            adopted: false,
+            passed_over: Vec::new(),
+        })
     }
 
     async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {

@@ -73,7 +73,7 @@ async fn injected_transient_error_clears_after_n_attempts() {
     let provider = SimulatedProvider::new(fast()).unwrap();
     let flaky = pod("a", &[("launch-error", "transient:2")]);
     for _ in 0..2 {
-        let error = provider.create(&flaky, &plan()).await.unwrap_err();
+        let error = provider.create(&flaky, &plan()).await.unwrap_err().error;
         assert_eq!(error.class, ErrorClass::Transient);
     }
     provider.create(&flaky, &plan()).await.unwrap();
@@ -86,7 +86,8 @@ async fn capacity_error_carries_the_aws_code() {
     let error = provider
         .create(&pod("a", &[("launch-error", "capacity")]), &plan())
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .error;
     assert_eq!(
         (error.class, error.code.as_str()),
         (ErrorClass::Capacity, "InsufficientInstanceCapacity")

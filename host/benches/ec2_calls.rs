@@ -1,0 +1,182 @@
+//! EC2 requests per pod: the aws provider (with its real SDK client, batching and rate limit)
+//! against moto's EC2 server, counting every HTTP request by operation (pages and retries
+//! included) with an SDK interceptor.
+//!
+//! ```sh
+//! set -a; . "$(tests/cluster/up | tail -n1)"; set +a     # moto's endpoint and dummy credentials
+//! cargo bench -p orca --bench ec2_calls [-- PODS [PERIODS]]
+//! ```
+//!
+//! Three phases, each counted on its own: PODS pods launched at once; PERIODS status syncs
+//! (one per `pods.syncInterval`, 5 s by default: 120 periods are ten minutes) over all of
+//! them; every pod deleted at once. Then one pod's whole lifecycle alone. The sync periods
+//! run back to back: what is measured is requests per period, not the wait between them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use orca::config::{AwsConfig, RateLimitConfig};
+use orca::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
+use orca::provider::aws::sdk::SdkEc2;
+use orca::provider::aws::workload::{EnvSource, EnvSourceError, ObjectData};
+use orca::provider::aws::{AwsProvider, Ec2Calls, Identity, RateLimited};
+use orca::provider::ownership::ownership_tags;
+use orca::provider::{PodKey, Provider};
+
+struct NoObjects;
+
+#[async_trait]
+impl EnvSource for NoObjects {
+    async fn config_map(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
+        Ok(None)
+    }
+
+    async fn secret(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
+        Ok(None)
+    }
+}
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .filter_map(|arg| arg.parse::<usize>().ok());
+    let pods = args.next().unwrap_or(1000);
+    let periods = args.next().unwrap_or(120);
+    let endpoint = std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL: source the harness env file (see the doc comment)");
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    runtime.block_on(run(&endpoint, &region, pods, periods));
+}
+
+async fn run(endpoint: &str, region: &str, pods: usize, periods: usize) {
+    let run_id = format!("{:x}", std::process::id());
+    let (provider, calls) = connect(endpoint, region, &format!("bench-{run_id}")).await;
+    let all: Vec<Pod> = (0..pods).map(|i| pod(&format!("p{i}-{run_id}"))).collect();
+    let plans: Vec<LaunchPlan> = all
+        .iter()
+        .map(|p| plan(p, &format!("bench-{run_id}")))
+        .collect();
+
+    let started = Instant::now();
+    let launched =
+        futures::future::join_all(all.iter().zip(&plans).map(|(p, l)| provider.create(p, l))).await;
+    let failed = launched.iter().filter(|r| r.is_err()).count();
+    let launch = phase(&calls, &BTreeMap::new());
+    println!(
+        "{pods} pods launched at once in {:.1} s ({failed} failed)",
+        started.elapsed().as_secs_f64()
+    );
+    print_phase("launch", &launch, pods);
+
+    let before = calls.snapshot();
+    let mut listed = 0;
+    for _ in 0..periods {
+        listed = provider.statuses().await.map(|s| s.len()).unwrap_or(0);
+    }
+    let steady = phase(&calls, &before);
+    println!("{periods} status syncs over {listed} instances:");
+    print_phase("per sync period", &divide(&steady, periods), 1);
+
+    let before = calls.snapshot();
+    let keys: Vec<PodKey> = all.iter().filter_map(PodKey::of).collect();
+    futures::future::join_all(keys.iter().map(|k| provider.delete(k))).await;
+    let delete = phase(&calls, &before);
+    print_phase("delete", &delete, pods);
+
+    let (alone, calls) = connect(endpoint, region, &format!("bench-one-{run_id}")).await;
+    let one = pod(&format!("single-{run_id}"));
+    let _ = alone
+        .create(&one, &plan(&one, &format!("bench-one-{run_id}")))
+        .await;
+    let _ = alone.statuses().await;
+    let _ = alone.delete(&PodKey::of(&one).expect("key")).await;
+    println!("one pod alone: launch, one status sync, delete:");
+    print_phase("lifecycle", &calls.snapshot(), 1);
+}
+
+async fn connect(endpoint: &str, region: &str, node: &str) -> (AwsProvider, Arc<Ec2Calls>) {
+    let calls = Arc::new(Ec2Calls::default());
+    let sdk = SdkEc2::connect(region, Some(endpoint), calls.clone()).await;
+    // Request counts do not depend on the rate limit; a high one keeps the bench short.
+    let limits = RateLimitConfig {
+        mutating_per_second: 1000,
+        mutating_burst: 1000,
+        describe_per_second: 1000,
+        describe_burst: 1000,
+    };
+    let provider = AwsProvider::new(
+        Arc::new(RateLimited::new(sdk, limits)),
+        Identity {
+            node: node.to_owned(),
+            cluster: node.to_owned(),
+        },
+        AwsConfig {
+            default_ami: Some("ami-0123456789abcdef0".to_owned()),
+            ..AwsConfig::default()
+        },
+        Arc::new(NoObjects),
+    );
+    (provider, calls)
+}
+
+fn phase(calls: &Ec2Calls, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    calls
+        .snapshot()
+        .into_iter()
+        .map(|(op, n)| {
+            let earlier = before.get(&op).copied().unwrap_or(0);
+            (op, n - earlier)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+fn divide(counts: &BTreeMap<String, u64>, by: usize) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .map(|(op, n)| (op.clone(), n / by.max(1) as u64))
+        .collect()
+}
+
+fn print_phase(name: &str, counts: &BTreeMap<String, u64>, pods: usize) {
+    let total: u64 = counts.values().sum();
+    let detail: Vec<String> = counts.iter().map(|(op, n)| format!("{op} {n}")).collect();
+    println!(
+        "  {name}: {total} requests ({:.3} per pod): {}",
+        total as f64 / pods.max(1) as f64,
+        detail.join(", ")
+    );
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "namespace": "bench", "uid": format!("uid-{name}") },
+        "spec": { "containers": [ { "name": "main", "image": "busybox", "command": ["true"] } ] }
+    }))
+    .expect("bench pod")
+}
+
+fn plan(pod: &Pod, node: &str) -> LaunchPlan {
+    let key = PodKey::of(pod).expect("key");
+    LaunchPlan {
+        candidates: vec![InstanceCandidate {
+            instance_type: "m5.large".to_owned(),
+            reason: "bench".to_owned(),
+        }],
+        market: MarketDecision {
+            market: Market::OnDemand,
+            max_price: None,
+            fallback_to_on_demand: false,
+            reason: "bench".to_owned(),
+        },
+        tags: ownership_tags(node, node, &key)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    }
+}

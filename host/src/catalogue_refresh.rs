@@ -1,0 +1,138 @@
+//! Keeps the instance-type catalogue current while the EC2 provider runs: instance types from
+//! `DescribeInstanceTypes` (new types appear without a rebuild) and spot prices from
+//! `DescribeSpotPriceHistory`. A failed refresh keeps the data the catalogue had.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::policy::catalogue::{InstanceCatalogue, TypeSpec};
+use crate::policy::wasm::Architecture;
+use crate::provider::aws::api::{Ec2Api, InstanceTypeInfo};
+
+/// Refreshes now and then every `period` until `shutdown`.
+pub fn spawn(
+    api: Arc<dyn Ec2Api>,
+    catalogue: Arc<InstanceCatalogue>,
+    period: Duration,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(period);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = ticks.tick() => refresh(api.as_ref(), &catalogue).await,
+            }
+        }
+    })
+}
+
+/// One refresh: types first (so spot prices land on the new set), each step on its own.
+pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
+    match api.describe_instance_types().await {
+        Ok(types) => {
+            let specs: Vec<TypeSpec> = types.iter().filter_map(type_spec).collect();
+            let added = catalogue.update_specs(&specs);
+            tracing::info!(
+                types = specs.len(),
+                added,
+                "instance types refreshed from DescribeInstanceTypes"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(%error, "refreshing instance types failed; keeping the current catalogue");
+        }
+    }
+    match api.spot_prices().await {
+        Ok(prices) => {
+            catalogue.set_spot_prices(&prices);
+            tracing::info!(
+                types = prices.len(),
+                "spot prices refreshed from DescribeSpotPriceHistory"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(%error, "refreshing spot prices failed; keeping the current ones");
+        }
+    }
+}
+
+fn type_spec(info: &InstanceTypeInfo) -> Option<TypeSpec> {
+    let architecture = info.architectures.iter().find_map(|a| match a.as_str() {
+        "x86_64" => Some(Architecture::Amd64),
+        "arm64" => Some(Architecture::Arm64),
+        _ => None,
+    })?;
+    Some(TypeSpec {
+        name: info.name.clone(),
+        vcpus: info.vcpus,
+        memory_mib: info.memory_mib,
+        gpus: info.gpus,
+        gpu_model: info.gpu_model.clone(),
+        architecture,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::aws::api::ApiError;
+    use crate::provider::aws::fake::FakeEc2;
+
+    fn info(name: &str, architectures: &[&str]) -> InstanceTypeInfo {
+        InstanceTypeInfo {
+            name: name.to_owned(),
+            vcpus: 2,
+            memory_mib: 8192,
+            gpus: 0,
+            gpu_model: None,
+            architectures: architectures.iter().map(|a| (*a).to_owned()).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refresh_brings_new_types_and_spot_prices_into_the_catalogue() {
+        let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+        let fake = FakeEc2::default();
+        fake.offer(
+            vec![
+                info("m5.large", &["x86_64", "i386"]),
+                info("m8g.large", &["arm64"]),
+                info("mac2.metal", &["arm64_mac"]),
+            ],
+            [("m5.large".to_owned(), 0.031)].into(),
+        );
+        refresh(&fake, &catalogue).await;
+        let m5 = catalogue.get("m5.large").unwrap();
+        assert_eq!(
+            (m5.on_demand_price, m5.spot_price),
+            (Some(0.096), Some(0.031))
+        );
+        assert_eq!(
+            catalogue.get("m8g.large").unwrap().architecture,
+            Architecture::Arm64
+        );
+        assert!(
+            catalogue.get("mac2.metal").is_none(),
+            "no Kubernetes architecture"
+        );
+        assert_eq!(catalogue.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_refresh_keeps_what_the_catalogue_had() {
+        let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+        let before = catalogue.len();
+        let fake = FakeEc2::default();
+        fake.fail_next_call(ApiError::service("UnauthorizedOperation", "no"));
+        fake.fail_next_call(ApiError::transport("timeout"));
+        refresh(&fake, &catalogue).await;
+        assert_eq!(catalogue.len(), before);
+        assert_eq!(
+            fake.calls(),
+            ["DescribeInstanceTypes", "DescribeSpotPriceHistory"]
+        );
+    }
+}

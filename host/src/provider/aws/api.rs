@@ -1,0 +1,156 @@
+//! The narrow seam between the provider and EC2: only the calls orca makes, in orca's own
+//! types. The SDK client implements it for real; fakes implement it in unit tests for what
+//! moto cannot show (capacity errors, throttling, eventual consistency, crashes mid-call).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::net::IpAddr;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::plan::Market;
+use crate::provider::{InstanceState, StateReason};
+
+/// Everything one `RunInstances` call carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// Makes the call idempotent: EC2 answers a repeated token with the instance it launched.
+    pub client_token: String,
+    pub instance_type: String,
+    pub market: Market,
+    /// Spot only: USD per hour; absent: up to the on-demand price.
+    pub max_price: Option<f64>,
+    pub image_id: String,
+    pub subnet_id: Option<String>,
+    pub security_group_ids: Vec<String>,
+    /// Name or ARN.
+    pub instance_profile: Option<String>,
+    pub key_name: Option<String>,
+    pub root_volume: Option<RootVolume>,
+    /// Raw user data (the SDK call base64-encodes it).
+    pub user_data: String,
+    /// Put on the instance and its volumes at launch.
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootVolume {
+    pub device_name: String,
+    pub size_gib: u32,
+    pub volume_type: String,
+    pub encrypted: bool,
+}
+
+/// One instance as `DescribeInstances` or `RunInstances` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ec2Instance {
+    pub instance_id: String,
+    pub instance_type: String,
+    pub state: InstanceState,
+    pub private_ip: Option<IpAddr>,
+    pub launch_time: Timestamp,
+    pub spot: bool,
+    pub state_reason: Option<StateReason>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A `Name=tag:…, Values=[…]` style filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+impl Filter {
+    pub fn new(name: impl Into<String>, values: impl IntoIterator<Item = String>) -> Filter {
+        Filter {
+            name: name.into(),
+            values: values.into_iter().collect(),
+        }
+    }
+
+    pub fn tag(key: &str, value: impl Into<String>) -> Filter {
+        Filter::new(format!("tag:{key}"), [value.into()])
+    }
+}
+
+/// The specs `DescribeInstanceTypes` reports, for the catalogue refresh.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceTypeInfo {
+    pub name: String,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub gpus: u32,
+    pub gpu_model: Option<String>,
+    /// `x86_64`, `arm64`, … as EC2 names them.
+    pub architectures: Vec<String>,
+}
+
+/// What kind of failure a call met, before any class is assigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// EC2 answered with an error code.
+    Service,
+    /// The request never got an answer (connection, DNS, TLS, timeout).
+    Transport,
+}
+
+/// A failed call: EC2's code and message, or what went wrong on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub kind: ApiErrorKind,
+    pub code: String,
+    pub message: String,
+    /// The HTTP status when there was an answer.
+    pub status: Option<u16>,
+}
+
+impl ApiError {
+    pub fn service(code: impl Into<String>, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind: ApiErrorKind::Service,
+            code: code.into(),
+            message: message.into(),
+            status: Some(400),
+        }
+    }
+
+    pub fn transport(message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind: ApiErrorKind::Transport,
+            code: "RequestFailed".to_owned(),
+            message: message.into(),
+            status: None,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// The EC2 calls orca makes.
+///
+/// # Guarantees an implementation gives
+/// - `describe_instances` returns every page.
+/// - `terminate_instances` of an instance that no longer exists is not an error for the
+///   others in the call (the caller treats `InvalidInstanceID.NotFound` as done).
+#[async_trait]
+pub trait Ec2Api: Send + Sync + 'static {
+    async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError>;
+    async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError>;
+    /// Returns the ids EC2 accepted.
+    async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError>;
+    /// The latest serial console output, decoded; `None` when there is none yet.
+    async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError>;
+    async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError>;
+    /// The current Linux spot price per instance type (the lowest across zones).
+    async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError>;
+    /// A cheap call that proves credentials and endpoint work.
+    async fn ping(&self) -> Result<(), ApiError>;
+}

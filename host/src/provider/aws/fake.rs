@@ -1,0 +1,232 @@
+//! A fault-injecting [`Ec2Api`] for unit tests: what moto cannot show. It keeps instances in
+//! memory, honours `ClientToken`s the way EC2 does, records every call, and can be told to
+//! refuse launches per offering, throttle, hide new instances from describes (eventual
+//! consistency), or launch and then lose the answer (a crash or timeout mid-call).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use super::api::{ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest};
+use crate::errors::lock;
+use crate::plan::Market;
+use crate::provider::InstanceState;
+
+#[derive(Default)]
+pub struct FakeEc2 {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    instances: Vec<Ec2Instance>,
+    tokens: HashMap<String, String>,
+    calls: Vec<String>,
+    /// Errors `RunInstances` answers, per `type/market`, in order.
+    run_errors: HashMap<String, VecDeque<ApiError>>,
+    /// Errors any call answers next, before doing anything.
+    next_errors: VecDeque<ApiError>,
+    /// Launch, then answer with this error instead of the instance.
+    lose_next_answer: Option<ApiError>,
+    /// Describes that will not show instances launched from now on.
+    hidden_for: usize,
+    hidden: Vec<String>,
+    serial: u64,
+    types: Vec<InstanceTypeInfo>,
+    spot_prices: HashMap<String, f64>,
+}
+
+impl FakeEc2 {
+    pub fn refuse(&self, instance_type: &str, market: Market, error: ApiError) {
+        lock(&self.state)
+            .run_errors
+            .entry(format!("{instance_type}/{}", market.as_str()))
+            .or_default()
+            .push_back(error);
+    }
+
+    /// What `DescribeInstanceTypes` and `DescribeSpotPriceHistory` answer.
+    pub fn offer(&self, types: Vec<InstanceTypeInfo>, spot_prices: HashMap<String, f64>) {
+        let mut state = lock(&self.state);
+        state.types = types;
+        state.spot_prices = spot_prices;
+    }
+
+    pub fn fail_next_call(&self, error: ApiError) {
+        lock(&self.state).next_errors.push_back(error);
+    }
+
+    pub fn lose_next_answer(&self, error: ApiError) {
+        lock(&self.state).lose_next_answer = Some(error);
+    }
+
+    /// Instances launched from now on stay out of the next `describes` describe answers
+    /// given after their launch.
+    pub fn hide_new_instances_for(&self, describes: usize) {
+        lock(&self.state).hidden_for = describes;
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        lock(&self.state).calls.clone()
+    }
+
+    pub fn count(&self, call: &str) -> usize {
+        lock(&self.state)
+            .calls
+            .iter()
+            .filter(|c| *c == call)
+            .count()
+    }
+
+    pub fn instances(&self) -> Vec<Ec2Instance> {
+        lock(&self.state).instances.clone()
+    }
+
+    pub fn set_tag(&self, instance_id: &str, key: &str, value: &str) {
+        let mut state = lock(&self.state);
+        if let Some(instance) = state
+            .instances
+            .iter_mut()
+            .find(|i| i.instance_id == instance_id)
+        {
+            instance.tags.insert(key.to_owned(), value.to_owned());
+        }
+    }
+
+    fn begin(&self, call: &str) -> Result<std::sync::MutexGuard<'_, State>, ApiError> {
+        let mut state = lock(&self.state);
+        state.calls.push(call.to_owned());
+        match state.next_errors.pop_front() {
+            Some(error) => Err(error),
+            None => Ok(state),
+        }
+    }
+}
+
+fn matches(instance: &Ec2Instance, filter: &Filter) -> bool {
+    if let Some(key) = filter.name.strip_prefix("tag:") {
+        return instance
+            .tags
+            .get(key)
+            .is_some_and(|value| filter.values.contains(value));
+    }
+    match filter.name.as_str() {
+        "instance-state-name" => {
+            let name = serde_json::to_value(instance.state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            filter.values.contains(&name)
+        }
+        _ => true,
+    }
+}
+
+#[async_trait]
+impl Ec2Api for FakeEc2 {
+    async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
+        let mut state = self.begin("RunInstances")?;
+        if let Some(id) = state.tokens.get(&request.client_token).cloned() {
+            // EC2's idempotency: the same token answers the instance it launched.
+            return Ok(state
+                .instances
+                .iter()
+                .find(|i| i.instance_id == id)
+                .cloned()
+                .expect("a token points at a launched instance"));
+        }
+        let offering = format!("{}/{}", request.instance_type, request.market.as_str());
+        if let Some(error) = state
+            .run_errors
+            .get_mut(&offering)
+            .and_then(VecDeque::pop_front)
+        {
+            return Err(error);
+        }
+        state.serial += 1;
+        let instance = Ec2Instance {
+            instance_id: format!("i-{:017x}", state.serial),
+            instance_type: request.instance_type.clone(),
+            state: InstanceState::Pending,
+            private_ip: Some(std::net::IpAddr::from([10, 0, 0, state.serial as u8])),
+            launch_time: Timestamp::now(),
+            spot: request.market == Market::Spot,
+            state_reason: None,
+            tags: request.tags.clone(),
+        };
+        state
+            .tokens
+            .insert(request.client_token.clone(), instance.instance_id.clone());
+        if state.hidden_for > 0 {
+            state.hidden.push(instance.instance_id.clone());
+        }
+        state.instances.push(instance.clone());
+        match state.lose_next_answer.take() {
+            Some(error) => Err(error),
+            None => Ok(instance),
+        }
+    }
+
+    async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
+        let mut state = self.begin("DescribeInstances")?;
+        let hidden = state.hidden.clone();
+        // The countdown starts with the first describe that has something to hide.
+        if state.hidden_for > 0 && !hidden.is_empty() {
+            state.hidden_for -= 1;
+            if state.hidden_for == 0 {
+                state.hidden.clear();
+            }
+        }
+        Ok(state
+            .instances
+            .iter()
+            .filter(|i| !hidden.contains(&i.instance_id))
+            .filter(|i| filters.iter().all(|f| matches(i, f)))
+            .cloned()
+            .collect())
+    }
+
+    async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
+        let mut state = self.begin("TerminateInstances")?;
+        if let Some(unknown) = instance_ids
+            .iter()
+            .find(|id| !state.instances.iter().any(|i| &i.instance_id == *id))
+        {
+            return Err(ApiError::service(
+                "InvalidInstanceID.NotFound",
+                format!("The instance ID '{unknown}' does not exist"),
+            ));
+        }
+        for instance in &mut state.instances {
+            if instance_ids.contains(&instance.instance_id) {
+                instance.state = InstanceState::ShuttingDown;
+            }
+        }
+        Ok(instance_ids.to_vec())
+    }
+
+    async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {
+        let state = self.begin("GetConsoleOutput")?;
+        Ok(state
+            .instances
+            .iter()
+            .find(|i| i.instance_id == instance_id)
+            .and_then(|i| i.tags.get("fake/console").cloned()))
+    }
+
+    async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError> {
+        let state = self.begin("DescribeInstanceTypes")?;
+        Ok(state.types.clone())
+    }
+
+    async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
+        let state = self.begin("DescribeSpotPriceHistory")?;
+        Ok(state.spot_prices.clone())
+    }
+
+    async fn ping(&self) -> Result<(), ApiError> {
+        self.begin("DescribeAvailabilityZones").map(|_| ())
+    }
+}

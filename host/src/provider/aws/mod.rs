@@ -1,0 +1,401 @@
+//! The `aws` provider: one EC2 instance per pod.
+//!
+//! - Launch: the pod's offerings in order (see [`crate::provider::offerings`]), skipping those
+//!   that recently had no capacity; each `RunInstances` carries a `ClientToken` derived from
+//!   the pod UID and offering, and instances already tagged for the pod are adopted first, so
+//!   no retry, crash or restart creates a second instance.
+//! - Status: one paginated `DescribeInstances` per sync period for the whole node.
+//! - Delete: batched `TerminateInstances`; an instance already gone counts as terminated.
+//! - Logs: the serial console (`GetConsoleOutput`), as the bootstrap writes it.
+
+pub mod api;
+mod batch;
+mod calls;
+mod classify;
+mod rate;
+pub mod sdk;
+mod status;
+mod token;
+mod unavailable;
+pub mod workload;
+
+#[cfg(test)]
+pub(crate) mod fake;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use sha2::{Digest, Sha256};
+
+use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
+use self::batch::Batcher;
+pub use self::calls::Ec2Calls;
+use self::classify::{is_not_found, provider_error};
+pub use self::rate::RateLimited;
+use self::unavailable::UnavailableOfferings;
+use self::workload::EnvSource;
+use super::logs::render;
+use super::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID};
+use super::{
+    InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey, Provider,
+    ProviderError, offerings,
+};
+use crate::config::AwsConfig;
+use crate::plan::{LaunchPlan, Market};
+
+/// A pod may pick its AMI with this annotation; otherwise `provider.aws.defaultAmi`.
+pub const AMI_ANNOTATION: &str = "orca.research/ami";
+
+/// How long per-pod lookups and terminations wait for company before one batched call.
+const BATCH_WINDOW: Duration = Duration::from_millis(50);
+/// Values per `DescribeInstances` filter (EC2 accepts up to 200).
+const MAX_FILTER_VALUES: usize = 200;
+/// Instance ids per `TerminateInstances` call (EC2 accepts up to 1000).
+const MAX_TERMINATE: usize = 1000;
+
+/// States in which an instance still runs (or will) the pod's workload.
+const LIVE_STATES: [&str; 4] = ["pending", "running", "stopping", "stopped"];
+
+/// Who this provider launches for: the node and cluster its tags name.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub node: String,
+    pub cluster: String,
+}
+
+pub struct AwsProvider {
+    api: Arc<dyn Ec2Api>,
+    identity: Identity,
+    config: AwsConfig,
+    env: Arc<dyn EnvSource>,
+    unavailable: UnavailableOfferings,
+    lookups: Batcher<String, Ec2Instance>,
+    terminations: Batcher<String, Vec<String>>,
+}
+
+impl AwsProvider {
+    /// Must be called inside a tokio runtime (it spawns the batching tasks).
+    pub fn new(
+        api: Arc<dyn Ec2Api>,
+        identity: Identity,
+        config: AwsConfig,
+        env: Arc<dyn EnvSource>,
+    ) -> AwsProvider {
+        let lookups = {
+            let api = api.clone();
+            let identity = identity.clone();
+            Batcher::spawn(BATCH_WINDOW, MAX_FILTER_VALUES, move |uids: Vec<String>| {
+                let api = api.clone();
+                let identity = identity.clone();
+                async move { live_instances_of(api.as_ref(), &identity, uids).await }
+            })
+        };
+        let terminations = {
+            let api = api.clone();
+            let identity = identity.clone();
+            Batcher::spawn(BATCH_WINDOW, MAX_FILTER_VALUES, move |uids: Vec<String>| {
+                let api = api.clone();
+                let identity = identity.clone();
+                async move { terminate_for(api.as_ref(), &identity, uids).await }
+            })
+        };
+        AwsProvider {
+            unavailable: UnavailableOfferings::new(config.unavailable_offering_ttl.get()),
+            api,
+            identity,
+            config,
+            env,
+            lookups,
+            terminations,
+        }
+    }
+
+    fn image_for(&self, pod: &Pod) -> Result<String, ProviderError> {
+        let annotation = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(AMI_ANNOTATION));
+        match annotation {
+            Some(ami) if crate::config::is_resource_id(ami.trim(), "ami-") => {
+                Ok(ami.trim().to_owned())
+            }
+            Some(ami) => Err(ProviderError::permanent(
+                "InvalidAnnotation",
+                format!(
+                    "annotation {AMI_ANNOTATION}: {ami:?} is not an AMI id (ami- and 8 or 17 hex digits)"
+                ),
+            )),
+            None => self.config.default_ami.clone().ok_or_else(|| {
+                ProviderError::permanent(
+                    "InvalidAnnotation",
+                    format!("no {AMI_ANNOTATION} annotation and no provider.aws.defaultAmi"),
+                )
+            }),
+        }
+    }
+
+    /// The pod's subnet: stable per pod, spread across the configured subnets.
+    fn subnet_for(&self, pod: &PodKey) -> Option<String> {
+        let subnets = &self.config.subnet_ids;
+        if subnets.is_empty() {
+            return None;
+        }
+        let digest = Sha256::digest(pod.uid.as_bytes());
+        let index = usize::from(digest[0]) << 8 | usize::from(digest[1]);
+        Some(subnets[index % subnets.len()].clone())
+    }
+
+    fn run_request(
+        &self,
+        key: &PodKey,
+        plan: &LaunchPlan,
+        offering: &Offering,
+        image_id: &str,
+        user_data: &str,
+    ) -> RunRequest {
+        let volume = &self.config.root_volume;
+        RunRequest {
+            client_token: token::client_token(&key.uid, offering),
+            instance_type: offering.instance_type.clone(),
+            market: offering.market,
+            max_price: match offering.market {
+                Market::Spot => plan.market.max_price,
+                Market::OnDemand => None,
+            },
+            image_id: image_id.to_owned(),
+            subnet_id: self.subnet_for(key),
+            security_group_ids: self.config.security_group_ids.clone(),
+            instance_profile: self.config.instance_profile.clone(),
+            key_name: self.config.key_name.clone(),
+            root_volume: Some(RootVolume {
+                device_name: volume.device_name.clone(),
+                size_gib: volume.size_gib,
+                volume_type: volume.volume_type.clone(),
+                encrypted: volume.encrypted,
+            }),
+            user_data: user_data.to_owned(),
+            tags: plan.tags.clone(),
+        }
+    }
+
+    /// The pod's newest instance in any state, for logs.
+    async fn newest_instance(&self, pod: &PodKey) -> Result<Option<Ec2Instance>, ProviderError> {
+        let mut filters = self.identity_filters();
+        filters.push(Filter::tag(TAG_POD_UID, pod.uid.clone()));
+        let found = self
+            .api
+            .describe_instances(&filters)
+            .await
+            .map_err(provider_error)?;
+        Ok(found.into_iter().max_by_key(|i| i.launch_time))
+    }
+
+    fn identity_filters(&self) -> Vec<Filter> {
+        identity_filters(&self.identity)
+    }
+}
+
+fn identity_filters(identity: &Identity) -> Vec<Filter> {
+    vec![
+        Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
+        Filter::tag(TAG_NODE, identity.node.clone()),
+        Filter::tag(TAG_CLUSTER, identity.cluster.clone()),
+    ]
+}
+
+/// The live instance of each pod in `uids`, in one `DescribeInstances`.
+async fn live_instances_of(
+    api: &dyn Ec2Api,
+    identity: &Identity,
+    uids: Vec<String>,
+) -> Result<HashMap<String, Ec2Instance>, api::ApiError> {
+    let mut filters = identity_filters(identity);
+    filters.push(Filter::new(format!("tag:{TAG_POD_UID}"), uids));
+    filters.push(Filter::new(
+        "instance-state-name",
+        LIVE_STATES.map(str::to_owned),
+    ));
+    let mut found = HashMap::new();
+    for instance in api.describe_instances(&filters).await? {
+        if let Some(uid) = instance.tags.get(TAG_POD_UID).cloned() {
+            found.insert(uid, instance);
+        }
+    }
+    Ok(found)
+}
+
+/// Terminates the live instances of the pods in `uids`: one describe, then as few
+/// `TerminateInstances` calls as the ids need. Answers the ids terminated per pod.
+async fn terminate_for(
+    api: &dyn Ec2Api,
+    identity: &Identity,
+    uids: Vec<String>,
+) -> Result<HashMap<String, Vec<String>>, api::ApiError> {
+    let mut filters = identity_filters(identity);
+    filters.push(Filter::new(format!("tag:{TAG_POD_UID}"), uids.clone()));
+    filters.push(Filter::new(
+        "instance-state-name",
+        LIVE_STATES.map(str::to_owned),
+    ));
+    let mut by_pod: HashMap<String, Vec<String>> =
+        uids.into_iter().map(|uid| (uid, Vec::new())).collect();
+    let instances = api.describe_instances(&filters).await?;
+    for instance in &instances {
+        if let Some(ids) = instance
+            .tags
+            .get(TAG_POD_UID)
+            .and_then(|uid| by_pod.get_mut(uid))
+        {
+            ids.push(instance.instance_id.clone());
+        }
+    }
+    let ids: Vec<String> = instances.into_iter().map(|i| i.instance_id).collect();
+    for chunk in ids.chunks(MAX_TERMINATE) {
+        match api.terminate_instances(chunk).await {
+            Ok(_) => {}
+            // One id vanished between the describe and now: the call as a whole is refused,
+            // so end the others one by one.
+            Err(error) if is_not_found(&error) => {
+                for id in chunk {
+                    match api.terminate_instances(std::slice::from_ref(id)).await {
+                        Ok(_) => {}
+                        Err(error) if is_not_found(&error) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(by_pod)
+}
+
+#[async_trait]
+impl Provider for AwsProvider {
+    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed> {
+        let key = PodKey::of(pod)
+            .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
+        let image_id = self.image_for(pod)?;
+        let all = offerings(plan);
+        let Some(first) = all.first().cloned() else {
+            return Err(ProviderError::permanent(
+                "NoInstanceType",
+                "the launch plan has no instance type",
+            )
+            .into());
+        };
+        // An instance launched for this pod before (a retry, a restart) is the pod's instance.
+        if let Some(existing) = self
+            .lookups
+            .call(key.uid.clone())
+            .await
+            .map_err(provider_error)?
+        {
+            return Ok(Launched {
+                offering: Offering {
+                    instance_type: existing.instance_type.clone(),
+                    market: if existing.spot {
+                        Market::Spot
+                    } else {
+                        first.market
+                    },
+                },
+                instance_id: existing.instance_id,
+                adopted: true,
+                passed_over: Vec::new(),
+            });
+        }
+        let spec = workload::workload_spec(pod, self.env.as_ref())
+            .await
+            .map_err(workload_error)?;
+        let user_data = workload::user_data(&spec)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+
+        let mut passed_over = Vec::new();
+        let mut last_error = None;
+        for offering in all {
+            if let Some(error) = self.unavailable.check(&offering) {
+                last_error = Some(error.clone());
+                passed_over.push(PassedOver { offering, error });
+                continue;
+            }
+            let request = self.run_request(&key, plan, &offering, &image_id, &user_data);
+            match self.api.run_instance(&request).await {
+                Ok(instance) => {
+                    return Ok(Launched {
+                        instance_id: instance.instance_id,
+                        offering,
+                        adopted: false,
+                        passed_over,
+                    });
+                }
+                Err(error) => {
+                    let error = provider_error(error);
+                    if error.class != super::ErrorClass::Capacity {
+                        return Err(LaunchFailed { error, passed_over });
+                    }
+                    tracing::info!(pod = %key, %offering, %error, "offering unavailable; trying the next");
+                    self.unavailable.mark(&offering, &error);
+                    last_error = Some(error.clone());
+                    passed_over.push(PassedOver { offering, error });
+                }
+            }
+        }
+        let error = last_error.unwrap_or_else(|| {
+            ProviderError::capacity("NoOfferingAvailable", "every offering was unavailable")
+        });
+        Err(LaunchFailed { error, passed_over })
+    }
+
+    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {
+        self.terminations
+            .call(pod.uid.clone())
+            .await
+            .map(|_| ())
+            .map_err(provider_error)
+    }
+
+    async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {
+        let instances = self
+            .api
+            .describe_instances(&self.identity_filters())
+            .await
+            .map_err(provider_error)?;
+        Ok(status::newest_per_pod(instances))
+    }
+
+    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
+        let instance = self.newest_instance(pod).await?.ok_or_else(|| {
+            ProviderError::permanent("InstanceNotFound", format!("pod {pod} has no instance"))
+        })?;
+        let console = self
+            .api
+            .console_output(&instance.instance_id)
+            .await
+            .map_err(provider_error)?
+            .unwrap_or_default();
+        let lines = workload::console::container_lines(&console, options.container.as_deref());
+        Ok(render(&lines, options, Timestamp::now()))
+    }
+
+    async fn ping(&self) -> Result<(), ProviderError> {
+        self.api.ping().await.map_err(provider_error)
+    }
+}
+
+/// A ConfigMap or Secret the pod needs may appear later (the kubelet waits too); anything
+/// else about the pod cannot change.
+fn workload_error(error: workload::WorkloadError) -> ProviderError {
+    if error.may_resolve_later() {
+        ProviderError::transient("CreateContainerConfigError", error.to_string())
+    } else {
+        ProviderError::permanent("UnsupportedPodSpec", error.to_string())
+    }
+}

@@ -1,0 +1,366 @@
+//! [`Ec2Api`] over aws-sdk-ec2: credentials from aws-config's default chain (environment,
+//! profile, IRSA web identity, instance role), the SDK's standard retries for throttling and
+//! 5xx answers, and per-call timeouts so a hung endpoint cannot stall a reconcile.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_sdk_ec2::Client;
+use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_ec2::types::{
+    self as ec2, BlockDeviceMapping, EbsBlockDevice, HttpTokensState,
+    IamInstanceProfileSpecification, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
+    InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, MarketType, ResourceType,
+    ShutdownBehavior, SpotInstanceType, SpotMarketOptions, TagSpecification,
+};
+use base64::Engine as _;
+use jiff::Timestamp;
+
+use super::api::{
+    ApiError, ApiErrorKind, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest,
+};
+use super::calls::{CountRequests, Ec2Calls};
+use crate::plan::Market;
+use crate::provider::{InstanceState, StateReason};
+
+/// Attempts per call, the first included; the SDK backs off between them.
+const MAX_ATTEMPTS: u32 = 4;
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct SdkEc2 {
+    client: Client,
+}
+
+impl SdkEc2 {
+    /// A client for `region`, optionally at another endpoint (moto, LocalStack, a VPC
+    /// endpoint).
+    /// Every HTTP request is counted in `calls`.
+    pub async fn connect(region: &str, endpoint_url: Option<&str>, calls: Arc<Ec2Calls>) -> SdkEc2 {
+        let shared = aws_config::defaults(BehaviorVersion::latest())
+            .region(aws_config::Region::new(region.to_owned()))
+            .load()
+            .await;
+        let mut config = aws_sdk_ec2::config::Builder::from(&shared)
+            .interceptor(CountRequests(calls))
+            .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .operation_timeout(CALL_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .build(),
+            );
+        if let Some(url) = endpoint_url {
+            config = config.endpoint_url(url);
+        }
+        SdkEc2 {
+            client: Client::from_conf(config.build()),
+        }
+    }
+}
+
+#[async_trait]
+impl Ec2Api for SdkEc2 {
+    async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
+        let tags: Vec<ec2::Tag> = request
+            .tags
+            .iter()
+            .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
+            .collect();
+        let tag_spec = |resource| {
+            TagSpecification::builder()
+                .resource_type(resource)
+                .set_tags(Some(tags.clone()))
+                .build()
+        };
+        let mut call = self
+            .client
+            .run_instances()
+            .client_token(&request.client_token)
+            .instance_type(ec2::InstanceType::from(request.instance_type.as_str()))
+            .image_id(&request.image_id)
+            .min_count(1)
+            .max_count(1)
+            .set_subnet_id(request.subnet_id.clone())
+            .set_key_name(request.key_name.clone())
+            .user_data(base64::engine::general_purpose::STANDARD.encode(&request.user_data))
+            // The bootstrap powers off when the workload ends: that ends the instance.
+            .instance_initiated_shutdown_behavior(ShutdownBehavior::Terminate)
+            .metadata_options(
+                InstanceMetadataOptionsRequest::builder()
+                    .http_tokens(HttpTokensState::Required)
+                    .http_endpoint(InstanceMetadataEndpointState::Enabled)
+                    .http_put_response_hop_limit(1)
+                    .build(),
+            )
+            .tag_specifications(tag_spec(ResourceType::Instance))
+            .tag_specifications(tag_spec(ResourceType::Volume));
+        if !request.security_group_ids.is_empty() {
+            call = call.set_security_group_ids(Some(request.security_group_ids.clone()));
+        }
+        if let Some(profile) = &request.instance_profile {
+            let spec = IamInstanceProfileSpecification::builder();
+            call = call.iam_instance_profile(if profile.starts_with("arn:") {
+                spec.arn(profile).build()
+            } else {
+                spec.name(profile).build()
+            });
+        }
+        if let Some(volume) = &request.root_volume {
+            call = call.block_device_mappings(
+                BlockDeviceMapping::builder()
+                    .device_name(&volume.device_name)
+                    .ebs(
+                        EbsBlockDevice::builder()
+                            .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
+                            .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
+                            .encrypted(volume.encrypted)
+                            .delete_on_termination(true)
+                            .build(),
+                    )
+                    .build(),
+            );
+        }
+        if request.market == Market::Spot {
+            let mut spot = SpotMarketOptions::builder()
+                .spot_instance_type(SpotInstanceType::OneTime)
+                .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate);
+            if let Some(price) = request.max_price {
+                spot = spot.max_price(format!("{price}"));
+            }
+            call = call.instance_market_options(
+                InstanceMarketOptionsRequest::builder()
+                    .market_type(MarketType::Spot)
+                    .spot_options(spot.build())
+                    .build(),
+            );
+        }
+        let output = call.send().await.map_err(api_error)?;
+        output
+            .instances()
+            .first()
+            .map(instance)
+            .ok_or_else(|| ApiError::transport("RunInstances answered without an instance"))
+    }
+
+    async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
+        let filters: Vec<ec2::Filter> = filters
+            .iter()
+            .map(|f| {
+                ec2::Filter::builder()
+                    .name(&f.name)
+                    .set_values(Some(f.values.clone()))
+                    .build()
+            })
+            .collect();
+        let mut pages = self
+            .client
+            .describe_instances()
+            .set_filters(Some(filters))
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        let mut found = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            for reservation in page.reservations() {
+                found.extend(reservation.instances().iter().map(instance));
+            }
+        }
+        Ok(found)
+    }
+
+    async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
+        let output = self
+            .client
+            .terminate_instances()
+            .set_instance_ids(Some(instance_ids.to_vec()))
+            .send()
+            .await
+            .map_err(api_error)?;
+        Ok(output
+            .terminating_instances()
+            .iter()
+            .filter_map(|change| change.instance_id().map(str::to_owned))
+            .collect())
+    }
+
+    async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {
+        let output = self
+            .client
+            .get_console_output()
+            .instance_id(instance_id)
+            .latest(true)
+            .send()
+            .await
+            .map_err(api_error)?;
+        let Some(encoded) = output.output() else {
+            return Ok(None);
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|error| {
+                ApiError::transport(format!("console output is not base64: {error}"))
+            })?;
+        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError> {
+        let mut pages = self
+            .client
+            .describe_instance_types()
+            .max_results(100)
+            .into_paginator()
+            .send();
+        let mut types = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            types.extend(page.instance_types().iter().filter_map(instance_type_info));
+        }
+        Ok(types)
+    }
+
+    async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
+        // With a start time of now, EC2 answers the current price per type and zone.
+        let mut pages = self
+            .client
+            .describe_spot_price_history()
+            .product_descriptions("Linux/UNIX")
+            .start_time(aws_sdk_ec2::primitives::DateTime::from_secs(
+                Timestamp::now().as_second(),
+            ))
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        let mut prices: HashMap<String, f64> = HashMap::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            for entry in page.spot_price_history() {
+                let (Some(kind), Some(price)) = (
+                    entry.instance_type(),
+                    entry.spot_price().and_then(|p| p.parse::<f64>().ok()),
+                ) else {
+                    continue;
+                };
+                let lowest = prices.entry(kind.as_str().to_owned()).or_insert(price);
+                *lowest = lowest.min(price);
+            }
+        }
+        Ok(prices)
+    }
+
+    async fn ping(&self) -> Result<(), ApiError> {
+        self.client
+            .describe_availability_zones()
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(api_error)
+    }
+}
+
+fn api_error<E, R>(error: SdkError<E, R>) -> ApiError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + HasStatus,
+{
+    match &error {
+        SdkError::ServiceError(service) => ApiError {
+            kind: ApiErrorKind::Service,
+            code: service.err().code().unwrap_or("Unknown").to_owned(),
+            message: service
+                .err()
+                .message()
+                .map_or_else(|| format!("{}", DisplayErrorContext(&error)), str::to_owned),
+            status: Some(service.raw().status_code()),
+        },
+        _ => ApiError::transport(format!("{}", DisplayErrorContext(&error))),
+    }
+}
+
+/// The HTTP status of a raw response, whatever its type.
+trait HasStatus {
+    fn status_code(&self) -> u16;
+}
+
+impl HasStatus for aws_sdk_ec2::config::http::HttpResponse {
+    fn status_code(&self) -> u16 {
+        self.status().as_u16()
+    }
+}
+
+fn instance(raw: &ec2::Instance) -> Ec2Instance {
+    Ec2Instance {
+        instance_id: raw.instance_id().unwrap_or_default().to_owned(),
+        instance_type: raw
+            .instance_type()
+            .map(|t| t.as_str().to_owned())
+            .unwrap_or_default(),
+        state: raw
+            .state()
+            .and_then(|s| s.name())
+            .map_or(InstanceState::Pending, state),
+        private_ip: raw.private_ip_address().and_then(|ip| ip.parse().ok()),
+        launch_time: raw
+            .launch_time()
+            .and_then(|t| Timestamp::from_second(t.secs()).ok())
+            .unwrap_or_else(Timestamp::now),
+        spot: raw.instance_lifecycle() == Some(&ec2::InstanceLifecycleType::Spot),
+        state_reason: raw.state_reason().and_then(|reason| {
+            Some(StateReason {
+                code: reason.code()?.to_owned(),
+                message: reason.message().unwrap_or_default().to_owned(),
+            })
+        }),
+        tags: raw
+            .tags()
+            .iter()
+            .filter_map(|tag| Some((tag.key()?.to_owned(), tag.value()?.to_owned())))
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn state(name: &ec2::InstanceStateName) -> InstanceState {
+    match name {
+        ec2::InstanceStateName::Running => InstanceState::Running,
+        ec2::InstanceStateName::ShuttingDown => InstanceState::ShuttingDown,
+        ec2::InstanceStateName::Terminated => InstanceState::Terminated,
+        ec2::InstanceStateName::Stopping => InstanceState::Stopping,
+        ec2::InstanceStateName::Stopped => InstanceState::Stopped,
+        _ => InstanceState::Pending,
+    }
+}
+
+fn instance_type_info(raw: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
+    let gpus = raw.gpu_info().map(|info| info.gpus()).unwrap_or_default();
+    Some(InstanceTypeInfo {
+        name: raw.instance_type()?.as_str().to_owned(),
+        vcpus: u32::try_from(raw.v_cpu_info()?.default_v_cpus()?).ok()?,
+        memory_mib: u64::try_from(raw.memory_info()?.size_in_mib()?).ok()?,
+        gpus: gpus
+            .iter()
+            .filter_map(|gpu| u32::try_from(gpu.count()?).ok())
+            .sum(),
+        gpu_model: gpus.first().and_then(|gpu| {
+            let name = gpu.name()?;
+            Some(match gpu.manufacturer() {
+                Some(maker) => format!("{maker} {name}"),
+                None => name.to_owned(),
+            })
+        }),
+        architectures: raw
+            .processor_info()
+            .map(|p| {
+                p.supported_architectures()
+                    .iter()
+                    .map(|a| a.as_str().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}

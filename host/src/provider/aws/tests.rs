@@ -1,0 +1,393 @@
+//! The provider against the fault-injecting fake: offering fallback on each capacity error,
+//! throttling, eventual consistency, a crash between `RunInstances` and its answer, and
+//! batched status and termination calls.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::api::ApiError;
+use super::fake::FakeEc2;
+use super::workload::EnvSource;
+use super::*;
+use crate::config::{AwsConfig, Seconds};
+use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
+use crate::provider::ErrorClass;
+
+/// ConfigMaps and Secrets: none exist.
+struct NoObjects;
+
+#[async_trait]
+impl EnvSource for NoObjects {
+    async fn config_map(
+        &self,
+        _namespace: &str,
+        _name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
+        Ok(None)
+    }
+
+    async fn secret(
+        &self,
+        _namespace: &str,
+        _name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
+        Ok(None)
+    }
+}
+
+fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
+    AwsProvider::new(
+        fake,
+        Identity {
+            node: "orca-aws-node".to_owned(),
+            cluster: "research".to_owned(),
+        },
+        AwsConfig {
+            default_ami: Some("ami-0123456789abcdef0".to_owned()),
+            unavailable_offering_ttl: Seconds::from_secs(180),
+            ..AwsConfig::default()
+        },
+        Arc::new(NoObjects),
+    )
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "namespace": "ml", "uid": format!("uid-{name}") },
+        "spec": { "containers": [ { "name": "main", "image": "busybox", "command": ["true"] } ] }
+    }))
+    .unwrap()
+}
+
+fn plan(pod: &Pod, market: Market, fallback: bool) -> LaunchPlan {
+    let key = PodKey::of(pod).unwrap();
+    let tags = crate::provider::ownership::ownership_tags("orca-aws-node", "research", &key)
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    LaunchPlan {
+        candidates: ["m5.large", "m6i.large"]
+            .map(|t| InstanceCandidate {
+                instance_type: t.to_owned(),
+                reason: "fits".to_owned(),
+            })
+            .to_vec(),
+        market: MarketDecision {
+            market,
+            max_price: Some(0.05),
+            fallback_to_on_demand: fallback,
+            reason: "test".to_owned(),
+        },
+        tags,
+    }
+}
+
+fn offering(instance_type: &str, market: Market) -> String {
+    Offering {
+        instance_type: instance_type.to_owned(),
+        market,
+    }
+    .to_string()
+}
+
+#[tokio::test]
+async fn each_capacity_error_moves_to_the_next_offering_then_to_on_demand() {
+    for code in [
+        "InsufficientInstanceCapacity",
+        "SpotMaxPriceTooLow",
+        "MaxSpotInstanceCountExceeded",
+        "InstanceLimitExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+    ] {
+        let fake = Arc::new(FakeEc2::default());
+        fake.refuse("m5.large", Market::Spot, ApiError::service(code, "no room"));
+        fake.refuse(
+            "m6i.large",
+            Market::Spot,
+            ApiError::service(code, "no room"),
+        );
+        let pod = pod("trainer");
+        let launched = provider(fake.clone())
+            .create(&pod, &plan(&pod, Market::Spot, true))
+            .await
+            .unwrap();
+        assert_eq!(
+            launched.offering.to_string(),
+            offering("m5.large", Market::OnDemand),
+            "{code}"
+        );
+        let skipped: Vec<String> = launched
+            .passed_over
+            .iter()
+            .map(|p| format!("{} {}", p.offering, p.error.code))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                format!("m5.large spot {code}"),
+                format!("m6i.large spot {code}")
+            ]
+        );
+        assert_eq!(fake.count("RunInstances"), 3);
+        let instances = fake.instances();
+        assert_eq!(instances.len(), 1);
+        assert!(!instances[0].spot);
+    }
+}
+
+#[tokio::test]
+async fn an_unavailable_offering_is_skipped_without_asking_ec2_again() {
+    let fake = Arc::new(FakeEc2::default());
+    fake.refuse(
+        "m5.large",
+        Market::OnDemand,
+        ApiError::service("InsufficientInstanceCapacity", "no m5 in us-east-1a"),
+    );
+    let provider = provider(fake.clone());
+    let first = pod("first");
+    provider
+        .create(&first, &plan(&first, Market::OnDemand, false))
+        .await
+        .unwrap();
+    assert_eq!(fake.count("RunInstances"), 2);
+    let second = pod("second");
+    let launched = provider
+        .create(&second, &plan(&second, Market::OnDemand, false))
+        .await
+        .unwrap();
+    assert_eq!(launched.offering.instance_type, "m6i.large");
+    assert_eq!(
+        fake.count("RunInstances"),
+        3,
+        "m5.large was not asked again"
+    );
+    assert!(
+        launched.passed_over[0]
+            .error
+            .message
+            .contains("skipped for 180s")
+    );
+}
+
+#[tokio::test]
+async fn when_no_offering_is_left_the_pod_fails_with_the_last_aws_code() {
+    let fake = Arc::new(FakeEc2::default());
+    fake.refuse(
+        "m5.large",
+        Market::Spot,
+        ApiError::service("InsufficientInstanceCapacity", "a"),
+    );
+    fake.refuse(
+        "m6i.large",
+        Market::Spot,
+        ApiError::service("SpotMaxPriceTooLow", "b"),
+    );
+    let pod = pod("trainer");
+    let failed = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::Spot, false))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Capacity);
+    assert_eq!(failed.error.code, "SpotMaxPriceTooLow");
+    assert_eq!(failed.passed_over.len(), 2);
+    assert!(fake.instances().is_empty());
+}
+
+#[tokio::test]
+async fn a_permanent_error_stops_the_walk() {
+    let fake = Arc::new(FakeEc2::default());
+    fake.refuse(
+        "m5.large",
+        Market::Spot,
+        ApiError::service("UnauthorizedOperation", "You are not authorized"),
+    );
+    let pod = pod("trainer");
+    let failed = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::Spot, true))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Permanent);
+    assert_eq!(failed.error.code, "UnauthorizedOperation");
+    assert_eq!(fake.count("RunInstances"), 1);
+}
+
+#[tokio::test]
+async fn throttling_is_transient_and_the_retry_launches_once() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pod = pod("trainer");
+    let plan = plan(&pod, Market::OnDemand, false);
+    fake.fail_next_call(ApiError::service(
+        "RequestLimitExceeded",
+        "Request limit exceeded.",
+    ));
+    let failed = provider.create(&pod, &plan).await.unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Transient);
+    provider.create(&pod, &plan).await.unwrap();
+    assert_eq!(fake.instances().len(), 1);
+}
+
+#[tokio::test]
+async fn a_crash_between_run_instances_and_its_answer_never_duplicates() {
+    let fake = Arc::new(FakeEc2::default());
+    let pod = pod("trainer");
+    let plan = plan(&pod, Market::OnDemand, false);
+    // The instance is launched but the answer is lost, and the new instance is not yet
+    // visible to describes (EC2's eventual consistency), so the lookup by tag misses it.
+    fake.hide_new_instances_for(5);
+    fake.lose_next_answer(ApiError::transport("operation timed out"));
+    let failed = provider(fake.clone())
+        .create(&pod, &plan)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Transient);
+    // A new process (after a crash) retries: the ClientToken brings back the same instance.
+    let launched = provider(fake.clone()).create(&pod, &plan).await.unwrap();
+    assert_eq!(fake.instances().len(), 1);
+    assert_eq!(launched.instance_id, fake.instances()[0].instance_id);
+}
+
+#[tokio::test]
+async fn an_instance_tagged_for_the_pod_is_adopted_not_relaunched() {
+    let fake = Arc::new(FakeEc2::default());
+    let pod = pod("trainer");
+    let plan = plan(&pod, Market::Spot, false);
+    let first = provider(fake.clone()).create(&pod, &plan).await.unwrap();
+    let again = provider(fake.clone()).create(&pod, &plan).await.unwrap();
+    assert!(again.adopted);
+    assert_eq!(again.instance_id, first.instance_id);
+    assert_eq!(again.offering.market, Market::Spot);
+    assert_eq!(fake.count("RunInstances"), 1);
+}
+
+#[tokio::test]
+async fn a_just_launched_instance_missing_from_the_listing_is_not_reported() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pod = pod("trainer");
+    fake.hide_new_instances_for(1);
+    provider
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap();
+    // The reconciler's launch grace covers this gap; the provider just reports what EC2 shows.
+    assert!(provider.statuses().await.unwrap().is_empty());
+    assert_eq!(provider.statuses().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn statuses_take_one_call_for_all_pods_and_read_the_exit_tags() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pods: Vec<Pod> = (0..30).map(|i| pod(&format!("p{i}"))).collect();
+    let plans: Vec<LaunchPlan> = pods.iter().map(plan_for).collect();
+    futures::future::join_all(
+        pods.iter()
+            .zip(&plans)
+            .map(|(pod, plan)| provider.create(pod, plan)),
+    )
+    .await;
+    let id = fake.instances()[0].instance_id.clone();
+    fake.set_tag(&id, workload::TAG_EXIT_CODE, "3");
+    fake.set_tag(&id, workload::TAG_FINISHED_AT, "2026-11-22T10:00:00Z");
+    let before = fake.count("DescribeInstances");
+    let statuses = provider.statuses().await.unwrap();
+    assert_eq!(fake.count("DescribeInstances") - before, 1);
+    assert_eq!(statuses.len(), 30);
+    let ended = statuses.iter().find(|s| s.instance_id == id).unwrap();
+    assert_eq!(ended.workload_exit.as_ref().unwrap().exit_code, 3);
+    assert!(
+        fake.count("DescribeInstances") < 30,
+        "launch lookups were batched: {} describes for 30 pods",
+        fake.count("DescribeInstances")
+    );
+}
+
+fn plan_for(pod: &Pod) -> LaunchPlan {
+    plan(pod, Market::OnDemand, false)
+}
+
+#[tokio::test]
+async fn deletes_are_batched_and_an_instance_already_gone_counts_as_done() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pods: Vec<Pod> = (0..50).map(|i| pod(&format!("p{i}"))).collect();
+    for pod in &pods {
+        provider.create(pod, &plan_for(pod)).await.unwrap();
+    }
+    let keys: Vec<PodKey> = pods.iter().map(|p| PodKey::of(p).unwrap()).collect();
+    let results = futures::future::join_all(keys.iter().map(|k| provider.delete(k))).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(fake.count("TerminateInstances"), 1);
+    assert!(
+        fake.instances()
+            .iter()
+            .all(|i| i.state == crate::provider::InstanceState::ShuttingDown)
+    );
+    // Deleting again (a retry after a restart) finds nothing live and succeeds.
+    provider.delete(&keys[0]).await.unwrap();
+    let unknown = PodKey {
+        namespace: "ml".to_owned(),
+        name: "never".to_owned(),
+        uid: "uid-never".to_owned(),
+    };
+    provider.delete(&unknown).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bad_ami_annotation_fails_before_any_call() {
+    let fake = Arc::new(FakeEc2::default());
+    let mut pod = pod("trainer");
+    pod.metadata.annotations = Some([(AMI_ANNOTATION.to_owned(), "ubuntu".to_owned())].into());
+    let failed = provider(fake.clone())
+        .create(&pod, &plan_for(&pod))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.code, "InvalidAnnotation");
+    assert!(failed.error.message.contains(AMI_ANNOTATION));
+    assert!(fake.calls().is_empty());
+}
+
+#[tokio::test]
+async fn the_run_request_carries_token_tags_market_and_imds_settings() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pod = pod("trainer");
+    let plan = plan(&pod, Market::Spot, false);
+    let key = PodKey::of(&pod).unwrap();
+    let offering = Offering {
+        instance_type: "m5.large".to_owned(),
+        market: Market::Spot,
+    };
+    let request = provider.run_request(
+        &key,
+        &plan,
+        &offering,
+        "ami-0123456789abcdef0",
+        "#!/bin/bash",
+    );
+    assert_eq!(
+        request.client_token,
+        token::client_token(&key.uid, &offering)
+    );
+    assert_eq!(request.max_price, Some(0.05));
+    assert_eq!(
+        request.tags.get(TAG_POD_UID).map(String::as_str),
+        Some("uid-trainer")
+    );
+    let on_demand = Offering {
+        market: Market::OnDemand,
+        ..offering
+    };
+    assert_eq!(
+        provider
+            .run_request(&key, &plan, &on_demand, "ami-0123456789abcdef0", "")
+            .max_price,
+        None,
+        "a spot price never goes on an on-demand request"
+    );
+}

@@ -1,0 +1,266 @@
+//! The instance's user data: `bootstrap.sh` (the logic, the same for every pod) with the pod's
+//! data (containers, arguments, volume contents) rendered as shell words in front of its main
+//! function. Comment lines and indentation of the template are dropped, as EC2 allows only
+//! 16 KiB of user data.
+
+use std::fmt::Write as _;
+
+use super::docker_args::docker_args;
+use super::quote::quote;
+use super::spec::{ContainerSpec, WorkloadSpec};
+use super::value::{EnvPart, EnvValue};
+use super::volumes::VolumeSpec;
+
+/// The instance tag the bootstrap sets to the pod's exit code when the workload ends.
+pub const TAG_EXIT_CODE: &str = "orca.research/exit-code";
+/// The instance tag the bootstrap sets to the RFC 3339 time the workload ended.
+pub const TAG_FINISHED_AT: &str = "orca.research/finished-at";
+/// EC2's limit on user data, in bytes before base64 encoding.
+pub const USER_DATA_LIMIT: usize = 16 * 1024;
+
+const TEMPLATE: &str = include_str!("bootstrap.sh");
+/// Where in the template the pod's data goes.
+const WORKLOAD_MARKER: &str = "# @WORKLOAD@\n";
+
+/// Why a workload cannot be turned into user data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootstrapError {
+    #[error(
+        "the instance's user data would be {bytes} bytes, over EC2's limit of {limit}; the \
+         largest part is {largest}. orca carries environment values and configMap and secret \
+         volume contents in the user data (no other volume kinds are supported to move large \
+         configuration into), so shorten or drop some of them"
+    )]
+    TooLarge {
+        bytes: usize,
+        limit: usize,
+        largest: String,
+    },
+    #[error("{place} contains a NUL byte, which cannot be passed to a container")]
+    NulByte { place: String },
+}
+
+/// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance.
+///
+/// # Guarantees
+/// - Every value from the pod reaches Docker as one argument, byte for byte; none is
+///   interpreted by the shell.
+/// - The result is at most [`USER_DATA_LIMIT`] bytes.
+///
+/// # Errors
+/// [`BootstrapError::TooLarge`] past EC2's limit (naming the largest part);
+/// [`BootstrapError::NulByte`] for a value bash cannot carry.
+pub fn user_data(spec: &WorkloadSpec) -> Result<String, BootstrapError> {
+    check_nul(spec)?;
+    let (head, tail) = TEMPLATE
+        .split_once(WORKLOAD_MARKER)
+        .expect("bootstrap.sh has the workload marker");
+    let parts = workload_parts(spec);
+    let mut script = minify(head);
+    for (_, text) in &parts {
+        script.push_str(text);
+    }
+    script.push_str(&minify(tail));
+    if script.len() > USER_DATA_LIMIT {
+        let largest = parts
+            .iter()
+            .max_by_key(|(_, text)| text.len())
+            .map(|(label, text)| format!("{label} ({} bytes)", text.len()))
+            .unwrap_or_default();
+        return Err(BootstrapError::TooLarge {
+            bytes: script.len(),
+            limit: USER_DATA_LIMIT,
+            largest,
+        });
+    }
+    Ok(script)
+}
+
+/// The pod's data as shell assignments and functions, each with a label for size reports.
+fn workload_parts(spec: &WorkloadSpec) -> Vec<(String, String)> {
+    let all: Vec<(&ContainerSpec, &str)> = spec
+        .init_containers
+        .iter()
+        .map(|c| (c, if c.sidecar { "sidecar" } else { "init" }))
+        .chain(spec.containers.iter().map(|c| (c, "main")))
+        .collect();
+    let list = |words: Vec<String>| words.join(" ");
+    let mut pod = String::new();
+    let _ = writeln!(pod, "orca_pod={}", quote(&spec.pod));
+    let _ = writeln!(pod, "orca_restart_policy={}", spec.restart_policy.as_str());
+    let _ = writeln!(pod, "orca_tag_exit_code={}", quote(TAG_EXIT_CODE));
+    let _ = writeln!(pod, "orca_tag_finished_at={}", quote(TAG_FINISHED_AT));
+    let default = spec.containers.first().map_or("", |c| c.name.as_str());
+    let _ = writeln!(pod, "orca_default={}", quote(default));
+    let _ = writeln!(
+        pod,
+        "orca_names=({})",
+        list(all.iter().map(|(c, _)| quote(&c.name)).collect())
+    );
+    let _ = writeln!(
+        pod,
+        "orca_kinds=({})",
+        list(all.iter().map(|(_, kind)| (*kind).to_owned()).collect())
+    );
+    let _ = writeln!(
+        pod,
+        "orca_images=({})",
+        list(all.iter().map(|(c, _)| quote(&c.image)).collect())
+    );
+    let _ = writeln!(
+        pod,
+        "orca_pulls=({})",
+        list(
+            all.iter()
+                .map(|(c, _)| c.pull_policy.as_str().to_owned())
+                .collect()
+        )
+    );
+    let mut parts = vec![("the pod's settings".to_owned(), pod)];
+
+    parts.push((
+        "the volume helpers".to_owned(),
+        "orca_volumes() {\n:\n".to_owned(),
+    ));
+    for volume in &spec.volumes {
+        parts.push((format!("volume {:?}", volume.name()), volume_lines(volume)));
+    }
+    parts.push((
+        "the volume helpers".to_owned(),
+        sub_path_lines(spec) + "}\n",
+    ));
+
+    for (index, (container, _)) in all.iter().enumerate() {
+        let args = docker_args(container).join(" ");
+        parts.push((
+            format!("container {:?}", container.name),
+            format!("orca_args_{index}() {{\norca_a=({args})\n}}\n"),
+        ));
+    }
+    parts
+}
+
+/// The lines of `orca_volumes` that create one volume on the instance.
+fn volume_lines(volume: &VolumeSpec) -> String {
+    let name = quote(volume.name());
+    match volume {
+        VolumeSpec::Directory { .. } => format!("orca_dir {name}\n"),
+        VolumeSpec::Memory { size_bytes, .. } => {
+            let size = size_bytes.map_or_else(|| "50%".to_owned(), |bytes| bytes.to_string());
+            format!("orca_tmpfs {name} {size}\n")
+        }
+        VolumeSpec::Files { files, .. } => {
+            let mut lines = format!("orca_dir {name}\n");
+            for file in files {
+                let _ = writeln!(
+                    lines,
+                    "orca_file {name} {} {:04o} {}",
+                    quote(&file.path),
+                    file.mode,
+                    quote(&base64(file.content.as_bytes()))
+                );
+            }
+            lines
+        }
+    }
+}
+
+/// Directories for `subPath` mounts of emptyDir volumes, which the kubelet creates too.
+fn sub_path_lines(spec: &WorkloadSpec) -> String {
+    let mut lines = String::new();
+    let containers = spec.init_containers.iter().chain(&spec.containers);
+    for mount in containers.flat_map(|c| &c.mounts) {
+        let is_empty_dir = spec.volumes.iter().any(|v| {
+            v.name() == mount.volume
+                && matches!(v, VolumeSpec::Directory { .. } | VolumeSpec::Memory { .. })
+        });
+        if let (true, Some(sub_path)) = (is_empty_dir, &mount.sub_path) {
+            let _ = writeln!(
+                lines,
+                "orca_dir {}",
+                quote(&format!("{}/{sub_path}", mount.volume))
+            );
+        }
+    }
+    lines
+}
+
+/// Rejects text bash cannot carry, naming where it is.
+fn check_nul(spec: &WorkloadSpec) -> Result<(), BootstrapError> {
+    let nul = |place: String, text: &str| {
+        if text.contains('\0') {
+            Err(BootstrapError::NulByte { place })
+        } else {
+            Ok(())
+        }
+    };
+    let value_nul = |place: String, value: &EnvValue| match value
+        .parts()
+        .iter()
+        .any(|part| matches!(part, EnvPart::Literal(text) if text.contains('\0')))
+    {
+        true => Err(BootstrapError::NulByte { place }),
+        false => Ok(()),
+    };
+    for container in spec.init_containers.iter().chain(&spec.containers) {
+        let at = |what: &str| format!("container {:?}: {what}", container.name);
+        nul(at("image"), &container.image)?;
+        for (name, value) in &container.env {
+            nul(at(&format!("env {name}")), name)?;
+            value_nul(at(&format!("env {name}")), value)?;
+        }
+        for word in &container.command {
+            value_nul(at("command"), word)?;
+        }
+        for word in &container.args {
+            value_nul(at("args"), word)?;
+        }
+        nul(
+            at("workingDir"),
+            container.working_dir.as_deref().unwrap_or(""),
+        )?;
+        nul(
+            at("securityContext"),
+            container.user.as_deref().unwrap_or(""),
+        )?;
+        for mount in &container.mounts {
+            let place = at(&format!("volumeMount {}", mount.volume));
+            nul(place.clone(), &mount.container_path)?;
+            nul(place, mount.sub_path.as_deref().unwrap_or(""))?;
+        }
+    }
+    for volume in &spec.volumes {
+        if let VolumeSpec::Files { name, files } = volume {
+            for file in files {
+                nul(format!("volume {name:?}: {}", file.path), &file.path)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The template without comment lines, blank lines and indentation (the shebang is kept).
+fn minify(template: &str) -> String {
+    let mut out = String::with_capacity(template.len() / 2);
+    for (number, line) in template.lines().enumerate() {
+        let line = line.trim_start();
+        let keep =
+            (number == 0 && line.starts_with("#!")) || !(line.is_empty() || line.starts_with('#'));
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Standard base64 with padding, for file contents the bootstrap decodes with `base64 -d`.
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod runs;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+#!/bin/bash
+# orca bootstrap: runs one Kubernetes pod's containers with Docker on this instance, reports how
+# they ended, and powers the instance off (orca launches it to terminate on shutdown).
+#
+# This file is a template: orca drops comment lines and indentation to save user-data bytes, and
+# puts the pod's data where the WORKLOAD marker is. It must not use heredocs or strings that span
+# lines, since indentation is stripped. ORCA_ROOT, ORCA_CONSOLE, ORCA_IMDS, ORCA_BACKOFF_SECONDS
+# and ORCA_DRAIN_SECONDS exist for tests; cloud-init sets none of them.
+#
+# Serial-console lines (read back with GetConsoleOutput):
+#   orca[CONTAINER] TIMESTAMP LINE   a line of a container's output, with docker's timestamp
+#   orca-exit[CONTAINER]=N           a run of a container ended with exit code N
+#   orca-exit-code=N                 the pod ended with exit code N
+# Exit code 125 means Docker could not run a container (as `docker run` reports): the image did
+# not pull, Docker is missing, or a volume could not be prepared; the container's log says why.
+set -u -o pipefail
+
+orca_root=${ORCA_ROOT:-/var/lib/orca}
+orca_state=$orca_root/state
+orca_imds_url=${ORCA_IMDS:-http://169.254.169.254}
+orca_backoff=${ORCA_BACKOFF_SECONDS:-10}
+orca_console=${ORCA_CONSOLE:-}
+if [ -z "$orca_console" ]; then
+  for orca_device in /dev/ttyS0 /dev/console; do
+    if [ -w "$orca_device" ]; then
+      orca_console=$orca_device
+      break
+    fi
+  done
+fi
+orca_console=${orca_console:-/dev/null}
+# Every container gets the host's network: the pod IP is the instance's IP, and IMDS (hop
+# limit 1) stays reachable from containers, as a pod's containers share one network namespace.
+orca_docker=(--network host --log-driver json-file --log-opt max-size=100m --log-opt max-file=3)
+
+orca_now() {
+  date -u +%Y-%m-%dT%H:%M:%S.%NZ
+}
+
+# orca_say CONTAINER TEXT: a line from orca itself in the container's log (and cloud-init's).
+orca_say() {
+  printf 'orca[%s] %s orca: %s\n' "$1" "$(orca_now)" "$2" >>"$orca_console"
+  printf 'orca: %s: %s\n' "$1" "$2"
+}
+
+# orca_say_file CONTAINER FILE: each line of FILE (an error output) in the container's log.
+orca_say_file() {
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    orca_say "$1" "$line"
+  done <"$2"
+}
+
+# orca_mark TEXT: a marker line for orca on the console.
+orca_mark() {
+  printf '%s\n' "$1" >>"$orca_console"
+  printf 'orca: %s\n' "$1"
+}
+
+# orca_imds PATH: a metadata value over IMDSv2 (a session token first). A missing path (HTTP
+# 404) fails at once; other failures are retried.
+orca_imds() {
+  local token attempt status
+  for attempt in 1 2 3 4 5; do
+    if token=$(curl -sf -m 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$orca_imds_url/latest/api/token"); then
+      curl -sf -m 5 -H "X-aws-ec2-metadata-token: $token" "$orca_imds_url/latest/meta-data/$1" && return 0
+      status=$?
+      [ "$status" -eq 22 ] && return 1
+    fi
+    sleep "$attempt"
+  done
+  return 1
+}
+
+# orca_facts: what only the instance knows, for environment values that refer to it.
+orca_facts() {
+  local kb disk
+  orca_ip=$(orca_imds local-ipv4 || orca_imds ipv6) || orca_ip=
+  orca_cpu_millis=$(($(nproc) * 1000))
+  kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+  orca_memory_bytes=$((${kb:-0} * 1024))
+  disk=$(df -B1 --output=size / | tail -n 1)
+  orca_disk_bytes=$((${disk:-0}))
+}
+
+# orca_cpus MILLIS: a --cpus value, capped at the instance's CPUs (docker refuses more).
+orca_cpus() {
+  local millis=$(($1 < orca_cpu_millis ? $1 : orca_cpu_millis))
+  printf '%d.%03d' $((millis / 1000)) $((millis % 1000))
+}
+
+orca_docker_ready() {
+  local attempt
+  for attempt in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && return 0
+    [ "$attempt" -eq 1 ] && systemctl start docker >/dev/null 2>&1
+    sleep 2
+  done
+  return 1
+}
+
+# Volume helpers, called from the pod's orca_volumes.
+orca_dir() {
+  mkdir -p "$orca_root/volumes/$1"
+}
+orca_tmpfs() {
+  orca_dir "$1" && mount -t tmpfs -o "size=$2" tmpfs "$orca_root/volumes/$1"
+}
+# orca_file VOLUME PATH MODE BASE64
+orca_file() {
+  local file=$orca_root/volumes/$1/$2
+  mkdir -p "${file%/*}" && printf '%s' "$4" | base64 -d >"$file" && chmod "$3" "$file"
+}
+
+# orca_pull I: container I's image, as its imagePullPolicy says, with five tries.
+orca_pull() {
+  local name=${orca_names[$1]} image=${orca_images[$1]} attempt
+  case ${orca_pulls[$1]} in
+    Never) return 0 ;;
+    IfNotPresent) docker image inspect "$image" >/dev/null 2>&1 && return 0 ;;
+  esac
+  for attempt in 1 2 3 4 5; do
+    docker pull -q "$image" >/dev/null 2>"$orca_state/$name.pull" && return 0
+    # 2, 8, 18 and 32 s between tries (with the default backoff of 10).
+    [ "$attempt" -lt 5 ] && sleep $((attempt * attempt * orca_backoff / 5))
+  done
+  orca_say "$name" "pulling image $image failed:"
+  orca_say_file "$name" "$orca_state/$name.pull"
+  return 1
+}
+
+# orca_attempt I: one run of container I, its output streamed to the console; returns its exit
+# code, or 125 when docker could not run it.
+orca_attempt() {
+  local name=${orca_names[$1]} code follower orca_a=()
+  "orca_args_$1"
+  docker rm -f "orca-$name" >/dev/null 2>&1
+  if ! docker create --name "orca-$name" "${orca_docker[@]}" "${orca_a[@]}" >/dev/null 2>"$orca_state/$name.err" ||
+    ! docker start "orca-$name" >/dev/null 2>>"$orca_state/$name.err"; then
+    orca_say "$name" "docker could not run the container:"
+    orca_say_file "$name" "$orca_state/$name.err"
+    return 125
+  fi
+  touch "$orca_state/$name.started"
+  docker logs -f --timestamps "orca-$name" 2>&1 | sed -u "s/^/orca[$name] /" >>"$orca_console" &
+  follower=$!
+  code=$(docker wait "orca-$name")
+  orca_drain "$follower" "$name"
+  [[ $code =~ ^[0-9]+$ ]] || code=125
+  return "$code"
+}
+
+# orca_drain PID CONTAINER: lets a log follower copy what is left to the console, for at most
+# a minute: a serial console takes some 10 KB/s, and EC2 keeps only its last 64 KiB anyway, so
+# a chatty container's backlog must not keep the instance (and its bill) running.
+orca_drain() {
+  local left=$((${ORCA_DRAIN_SECONDS:-60} * 5))
+  while kill -0 "$1" 2>/dev/null && [ "$left" -gt 0 ]; do
+    sleep 0.2
+    left=$((left - 1))
+  done
+  if kill -0 "$1" 2>/dev/null; then
+    kill "$1" 2>/dev/null
+    orca_say "$2" "output after this point was not copied to the console"
+  fi
+  wait "$1" 2>/dev/null
+}
+
+# orca_sleep SECONDS: sleeps, but wakes within a second once the pod is stopping.
+orca_sleep() {
+  local left=$1
+  while [ "$left" -gt 0 ] && [ ! -e "$orca_state/stopping" ]; do
+    sleep 1
+    left=$((left - 1))
+  done
+}
+
+# orca_run I POLICY: container I until it is done under POLICY (Never, OnFailure or Always),
+# restarted with the kubelet's backoff (10 s, doubling, at most 5 min); returns the last exit code.
+orca_run() {
+  local name=${orca_names[$1]} policy=$2 code delay=$orca_backoff
+  if ! orca_pull "$1"; then
+    orca_mark "orca-exit[$name]=125"
+    return 125
+  fi
+  while :; do
+    orca_attempt "$1"
+    code=$?
+    orca_mark "orca-exit[$name]=$code"
+    case $policy in
+      Always) ;;
+      OnFailure) [ "$code" -eq 0 ] && return 0 ;;
+      *) return "$code" ;;
+    esac
+    [ -e "$orca_state/stopping" ] && return "$code"
+    orca_say "$name" "exited with code $code; restarting in ${delay}s (restartPolicy $policy)"
+    orca_sleep "$delay"
+    [ -e "$orca_state/stopping" ] && return "$code"
+    delay=$((delay * 2 > 300 ? 300 : delay * 2))
+  done
+}
+
+# orca_stop: stops the sidecars (last started first) and waits for every run to finish.
+orca_stop() {
+  local k
+  touch "$orca_state/stopping"
+  for ((k = ${#orca_sidecars[@]} - 1; k >= 0; k--)); do
+    docker stop -t 10 "orca-${orca_names[${orca_sidecars[$k]}]}" >/dev/null 2>&1
+  done
+  wait
+}
+
+# orca_finish CODE: reports the pod's exit code (console, then instance tags) and powers off.
+orca_finish() {
+  local code=$1 finished id region tags attempt
+  trap - EXIT
+  finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  orca_stop
+  orca_mark "orca-exit-code=$code"
+  if id=$(orca_imds instance-id) && region=$(orca_imds placement/region); then
+    tags=$(printf '[{"Key":"%s","Value":"%s"},{"Key":"%s","Value":"%s"}]' "$orca_tag_exit_code" "$code" "$orca_tag_finished_at" "$finished")
+    for attempt in 1 2 3 4 5; do
+      aws ec2 create-tags --region "$region" --resources "$id" --tags "$tags" >/dev/null 2>"$orca_state/tags.err" && break
+      printf 'orca: tagging the instance failed (try %s): %s\n' "$attempt" "$(tail -n 1 "$orca_state/tags.err")"
+      [ "$attempt" -lt 5 ] && sleep $((attempt * 3))
+    done
+  else
+    echo 'orca: no instance id or region from IMDS; the exit code is on the console only'
+  fi
+  sync
+  shutdown -h now
+  exit "$code"
+}
+
+# @WORKLOAD@
+
+orca_main() {
+  local i pid code init_policy=$orca_restart_policy mains=()
+  orca_sidecars=()
+  mkdir -p "$orca_state" "$orca_root/volumes"
+  echo "orca: running pod $orca_pod"
+  # Whatever goes wrong below, the instance must still report and power off.
+  trap 'orca_finish 125' EXIT
+  orca_facts
+  if ! orca_docker_ready; then
+    orca_say "$orca_default" "Docker is not running on this instance; orca needs an AMI with Docker, curl and the AWS CLI v2"
+    orca_finish 125
+  fi
+  if ! orca_volumes 2>"$orca_state/volumes.err"; then
+    orca_say "$orca_default" "preparing the pod's volumes failed:"
+    orca_say_file "$orca_default" "$orca_state/volumes.err"
+    orca_finish 125
+  fi
+  # Init containers restart on failure unless the pod says Never, as the kubelet does.
+  [ "$init_policy" = Always ] && init_policy=OnFailure
+  : >"$orca_state/exits"
+  for i in "${!orca_names[@]}"; do
+    case ${orca_kinds[$i]} in
+      init)
+        orca_run "$i" "$init_policy" || orca_finish "$?"
+        ;;
+      sidecar)
+        orca_run "$i" Always &
+        pid=$!
+        orca_sidecars+=("$i")
+        # The next container starts once the sidecar runs; a sidecar that cannot start fails the pod.
+        while [ ! -e "$orca_state/${orca_names[$i]}.started" ]; do
+          kill -0 "$pid" 2>/dev/null || orca_finish 125
+          sleep 1
+        done
+        ;;
+      main)
+        {
+          orca_run "$i" "$orca_restart_policy"
+          echo "$?" >>"$orca_state/exits"
+        } &
+        mains+=("$!")
+        ;;
+    esac
+  done
+  for pid in "${mains[@]}"; do
+    wait "$pid"
+  done
+  # The pod's exit code: the first non-zero one, in the order the containers ended.
+  code=0
+  while read -r i; do
+    if [ "$i" -ne 0 ]; then
+      code=$i
+      break
+    fi
+  done <"$orca_state/exits"
+  orca_finish "$code"
+}
+
+orca_main

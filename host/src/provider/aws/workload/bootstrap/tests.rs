@@ -1,0 +1,79 @@
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+use super::*;
+use crate::provider::aws::workload::source::fake::FakeSource;
+use crate::provider::aws::workload::spec::workload_spec;
+
+fn pod(spec: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": "train-1", "namespace": "ml", "uid": "u-1"},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn too_much_data_names_the_largest_part() {
+    let big = "x".repeat(USER_DATA_LIMIT);
+    let source = FakeSource::default().config_map("big", &[("weights.txt", &big)]);
+    let spec = workload_spec(
+        &pod(json!({
+            "containers": [{"name": "trainer", "image": "python:3.12"}],
+            "volumes": [{"name": "model", "configMap": {"name": "big"}}],
+        })),
+        &source,
+    )
+    .await
+    .unwrap();
+    let error = user_data(&spec).unwrap_err();
+    let BootstrapError::TooLarge {
+        bytes,
+        limit,
+        largest,
+    } = &error
+    else {
+        panic!("{error}");
+    };
+    assert!(*bytes > USER_DATA_LIMIT && *limit == USER_DATA_LIMIT);
+    assert!(largest.starts_with("volume \"model\" ("), "{largest}");
+    assert!(error.to_string().contains("shorten or drop"), "{error}");
+}
+
+#[tokio::test]
+async fn a_nul_byte_is_refused_with_its_place() {
+    let source = FakeSource::default().secret("s", &[("k", "a\0b")]);
+    let spec = workload_spec(
+        &pod(
+            json!({"containers": [{"name": "trainer", "image": "x", "env": [
+            {"name": "K", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}),
+        ),
+        &source,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        user_data(&spec).unwrap_err().to_string(),
+        r#"container "trainer": env K contains a NUL byte, which cannot be passed to a container"#
+    );
+}
+
+#[test]
+fn the_template_leaves_room_for_the_pod_and_survives_minifying() {
+    let (head, tail) = TEMPLATE.split_once(WORKLOAD_MARKER).unwrap();
+    let logic = minify(head).len() + minify(tail).len();
+    assert!(logic < 8 * 1024, "the fixed part is {logic} bytes");
+    // Stripping indentation is only safe without heredocs or multi-line strings.
+    assert!(!TEMPLATE.contains("<<"));
+    assert!(TEMPLATE.contains(r#"printf 'orca[%s] %s orca: %s\n'"#));
+    assert!(TEMPLATE.contains(r#"sed -u "s/^/orca[$name] /""#));
+    assert!(TEMPLATE.contains(r#"orca_mark "orca-exit-code=$code""#));
+}
+
+#[test]
+fn minify_keeps_the_shebang_and_drops_comments_and_indentation() {
+    assert_eq!(
+        minify("#!/bin/bash\n# note\n\n  f() {\n    # inner\n    echo '#x'\n  }\n"),
+        "#!/bin/bash\nf() {\necho '#x'\n}\n"
+    );
+}

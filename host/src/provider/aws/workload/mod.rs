@@ -1,0 +1,76 @@
+//! What runs on a pod's instance: the pod resolved at launch ([`workload_spec`]), the user data
+//! that runs it ([`user_data`]), and reading its output back from the console ([`console`]).
+//!
+//! # What the AMI must provide
+//!
+//! The user data is a `#!/bin/bash` script that cloud-init runs once at first boot. It needs:
+//!
+//! - **cloud-init**, **bash** 4.3 or later and GNU coreutils (`base64`, `date`, `df`, `nproc`),
+//!   `sed` and `awk`;
+//! - **Docker** (the daemon may be stopped; the script starts it with `systemctl`);
+//! - **curl**, for the instance metadata service (IMDSv2 only: a session token first; a hop
+//!   limit of 1 is enough, since containers use the host's network);
+//! - the **AWS CLI v2** and an **instance profile** allowed `ec2:CreateTags` on the instance
+//!   itself, to tag it with [`TAG_EXIT_CODE`] and [`TAG_FINISHED_AT`] when the workload ends
+//!   (without it the exit code is still on the console, which orca also reads);
+//! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
+//!   `docker run --gpus all` works;
+//! - for private registries: credentials Docker finds on its own (e.g. the Amazon ECR credential
+//!   helper with the instance profile); `imagePullSecrets` are not used.
+//!
+//! Amazon's ECS-optimized Amazon Linux 2023 AMI has all of this (the ECS GPU-optimized variant
+//! for GPU pods); add the AWS CLI where it is missing. orca launches instances to terminate on
+//! shutdown, and the script powers the instance off when the workload ends.
+//!
+//! # How a pod runs
+//!
+//! - Init containers run one at a time, in order; each must exit 0. Sidecars (init containers
+//!   with `restartPolicy: Always`) start in order and keep running until the regular
+//!   containers have ended, then are stopped.
+//! - Regular containers run together, with Docker (`docker create` + `start`), as
+//!   `orca-<container>`, on the host's network (the pod IP is the instance's IP), with their
+//!   image, command, args, working directory, environment, CPU and memory limits,
+//!   `runAsUser`/`runAsGroup` and `privileged`. `imagePullPolicy` is honoured (five pull tries).
+//! - `restartPolicy` is honoured: `Never` runs each container once; `OnFailure` restarts a
+//!   failed one, `Always` any one that ends, with the kubelet's backoff (10 s doubling to
+//!   5 min). So a pod with `Always` (Kubernetes' default) runs until it is deleted.
+//! - The pod's exit code is the first non-zero exit code among the regular containers, in
+//!   the order they ended, else 0; a failed init container's code when one fails. 125 means
+//!   Docker could not run a container (image pull, missing Docker, volume setup); the
+//!   container's log says why.
+//! - Each container's output goes to the serial console as `orca[<container>] <time> <line>`
+//!   (see [`console`]); the end is reported as `orca-exit-code=<N>` on the console and by
+//!   the instance tags.
+//!
+//! Volumes and environment are described in [`volumes`] and [`env`](mod@env). Not honoured on
+//! instances: probes, lifecycle hooks, `activeDeadlineSeconds`, service-link environment
+//! variables, ephemeral containers, and the service-account token (instances are outside the
+//! cluster network).
+//!
+//! # Caveats
+//! Environment values, Secret values included, and configMap/secret volume contents travel in
+//! the user data, which anyone allowed `ec2:DescribeInstanceAttribute` can read, and which
+//! processes on the instance can read from IMDS. User data is limited to 16 KiB.
+
+mod bootstrap;
+pub mod console;
+mod docker_args;
+pub mod env;
+mod fields;
+mod kube_source;
+mod quote;
+mod source;
+mod spec;
+mod value;
+pub mod volumes;
+
+pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
+pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
+pub use env::EnvError;
+pub use kube_source::KubeEnvSource;
+pub use source::{EnvSource, EnvSourceError, ObjectData, ObjectKind};
+pub use spec::{
+    ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, workload_spec,
+};
+pub use value::{EnvPart, EnvValue, InstanceFact};
+pub use volumes::{Mount, VolumeError, VolumeFile, VolumeSpec};

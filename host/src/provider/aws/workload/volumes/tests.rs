@@ -1,0 +1,300 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::provider::aws::workload::source::fake::FakeSource;
+
+fn pod(volumes: Value, mounts: Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": "train-1", "namespace": "ml", "uid": "u-1"},
+        "spec": {
+            "containers": [{"name": "trainer", "image": "python", "volumeMounts": mounts}],
+            "volumes": volumes,
+        },
+    }))
+    .unwrap()
+}
+
+fn source() -> FakeSource {
+    FakeSource::default()
+        .config_map("settings", &[("app.yaml", "lr: 0.1\n"), ("extra", "x")])
+        .secret("tls", &[("tls.key", "KEY"), ("tls.crt", "CRT")])
+}
+
+async fn plan(volumes: Value) -> Result<Vec<VolumeSpec>, VolumeError> {
+    let source = source();
+    let mut objects = Objects::new(&source, "ml");
+    plan_volumes(&pod(volumes, json!([])), &mut objects)
+        .await
+        .map(|v| v.specs)
+}
+
+async fn mounts(volumes: Value, mounts: Value) -> Result<Vec<Mount>, VolumeError> {
+    let source = source();
+    let pod = pod(volumes, mounts);
+    let mut objects = Objects::new(&source, "ml");
+    let volumes = plan_volumes(&pod, &mut objects).await?;
+    container_mounts(&pod.spec.as_ref().unwrap().containers[0], &volumes)
+}
+
+fn file(path: &str, mode: u32, content: &str) -> VolumeFile {
+    VolumeFile {
+        path: path.to_owned(),
+        mode,
+        content: content.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn empty_dirs_are_directories_or_sized_tmpfs() {
+    let specs = plan(json!([
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}},
+        {"name": "ram", "emptyDir": {"medium": "Memory"}},
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(
+        specs,
+        [
+            VolumeSpec::Directory {
+                name: "scratch".into()
+            },
+            VolumeSpec::Memory {
+                name: "shm".into(),
+                size_bytes: Some(2 << 30)
+            },
+            VolumeSpec::Memory {
+                name: "ram".into(),
+                size_bytes: None
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_config_map_volume_holds_every_key_with_the_default_mode() {
+    let specs = plan(json!([{"name": "cfg", "configMap": {"name": "settings"}}]))
+        .await
+        .unwrap();
+    assert_eq!(
+        specs,
+        [VolumeSpec::Files {
+            name: "cfg".into(),
+            files: vec![
+                file("app.yaml", 0o644, "lr: 0.1\n"),
+                file("extra", 0o644, "x")
+            ],
+        }]
+    );
+}
+
+#[tokio::test]
+async fn items_pick_keys_and_paths_and_modes_override_the_default() {
+    let specs = plan(json!([{"name": "certs", "secret": {
+        "secretName": "tls",
+        "defaultMode": 0o400,
+        "items": [
+            {"key": "tls.key", "path": "private/key.pem"},
+            {"key": "tls.crt", "path": "cert.pem", "mode": 0o444},
+        ],
+    }}]))
+    .await
+    .unwrap();
+    assert_eq!(
+        specs,
+        [VolumeSpec::Files {
+            name: "certs".into(),
+            files: vec![
+                file("private/key.pem", 0o400, "KEY"),
+                file("cert.pem", 0o444, "CRT")
+            ],
+        }]
+    );
+}
+
+#[tokio::test]
+async fn missing_objects_and_keys_fail_unless_optional() {
+    let error = plan(json!([{"name": "cfg", "configMap": {"name": "absent"}}]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"volume "cfg": configMap "absent" not found"#
+    );
+    assert!(error.may_resolve_later());
+
+    let error = plan(json!([{"name": "cfg", "configMap": {
+        "name": "settings", "items": [{"key": "nope", "path": "nope"}]}}]))
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"volume "cfg": configMap "settings" has no key "nope""#
+    );
+
+    let specs = plan(json!([
+        {"name": "a", "configMap": {"name": "absent", "optional": true}},
+        {"name": "b", "secret": {"secretName": "tls", "optional": true,
+            "items": [{"key": "nope", "path": "nope"}, {"key": "tls.crt", "path": "c"}]}},
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(
+        specs,
+        [
+            VolumeSpec::Files {
+                name: "a".into(),
+                files: vec![]
+            },
+            VolumeSpec::Files {
+                name: "b".into(),
+                files: vec![file("c", 0o644, "CRT")]
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unsupported_kinds_are_named_in_the_error() {
+    let error = plan(json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "volume \"data\": persistentVolumeClaim volumes are not supported on orca nodes; \
+         use emptyDir, configMap or secret"
+    );
+    assert!(!error.may_resolve_later());
+    let error = plan(json!([{"name": "host", "hostPath": {"path": "/mnt"}}]))
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(r#"volume "host": hostPath volumes"#)
+    );
+    let error = plan(json!([{"name": "huge", "emptyDir": {"medium": "HugePages-2Mi"}}]))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("HugePages-2Mi"), "{error}");
+}
+
+#[tokio::test]
+async fn the_service_account_token_volume_and_its_mount_are_skipped() {
+    let mounts = mounts(
+        json!([
+            {"name": "kube-api-access-x7k2p", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token"}}]}},
+            {"name": "scratch", "emptyDir": {}},
+        ]),
+        json!([
+            {"name": "kube-api-access-x7k2p",
+             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true},
+            {"name": "scratch", "mountPath": "/scratch"},
+        ]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        mounts,
+        [Mount {
+            volume: "scratch".into(),
+            sub_path: None,
+            container_path: "/scratch".into(),
+            read_only: false,
+        }]
+    );
+    // Any other projected volume is refused.
+    let error = plan(json!([{"name": "other", "projected": {"sources": []}}]))
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(r#"volume "other": projected volumes"#)
+    );
+}
+
+#[tokio::test]
+async fn config_volumes_mount_read_only_and_sub_paths_are_kept() {
+    let mounts = mounts(
+        json!([
+            {"name": "cfg", "configMap": {"name": "settings"}},
+            {"name": "scratch", "emptyDir": {}},
+        ]),
+        json!([
+            {"name": "cfg", "mountPath": "/etc/app/app.yaml", "subPath": "app.yaml"},
+            {"name": "scratch", "mountPath": "/out", "subPath": "run-1", "readOnly": true},
+        ]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        mounts,
+        [
+            Mount {
+                volume: "cfg".into(),
+                sub_path: Some("app.yaml".into()),
+                container_path: "/etc/app/app.yaml".into(),
+                read_only: true,
+            },
+            Mount {
+                volume: "scratch".into(),
+                sub_path: Some("run-1".into()),
+                container_path: "/out".into(),
+                read_only: true,
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn paths_that_leave_the_volume_are_refused() {
+    let error = plan(json!([{"name": "cfg", "configMap": {
+        "name": "settings", "items": [{"key": "extra", "path": "../../etc/passwd"}]}}]))
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("must not contain"), "{error}");
+
+    let error = mounts(
+        json!([{"name": "scratch", "emptyDir": {}}]),
+        json!([{"name": "scratch", "mountPath": "/x", "subPath": "a/../../b"}]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(r#"container "trainer": volumeMount "scratch": subPath"#),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn bad_mounts_name_the_container_and_volume() {
+    let error = mounts(json!([]), json!([{"name": "ghost", "mountPath": "/g"}]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"container "trainer": volumeMount "ghost": the pod has no volume of that name"#
+    );
+    let error = mounts(
+        json!([{"name": "scratch", "emptyDir": {}}]),
+        json!([{"name": "scratch", "mountPath": "/x", "subPathExpr": "$(POD)"}]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("subPathExpr is not supported"),
+        "{error}"
+    );
+}
+
+#[test]
+fn dns_labels_are_recognised() {
+    assert!(is_dns_label("a-1"));
+    for bad in ["", "-a", "a-", "A", "a.b", "a_b", &"a".repeat(64)] {
+        assert!(!is_dns_label(bad), "{bad}");
+    }
+}

@@ -1,0 +1,129 @@
+//! What a launch returns: the offering (instance type × market) that got the instance, and
+//! each offering passed over on the way, so the pod's Events tell the whole story.
+
+use std::fmt;
+
+use crate::plan::{LaunchPlan, Market};
+
+use super::ProviderError;
+
+/// An instance type in a market: the unit capacity is had or not had in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Offering {
+    pub instance_type: String,
+    pub market: Market,
+}
+
+impl fmt::Display for Offering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.instance_type, self.market.as_str())
+    }
+}
+
+/// An offering that could not be launched, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassedOver {
+    pub offering: Offering,
+    pub error: ProviderError,
+}
+
+/// The pod has an instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launched {
+    pub instance_id: String,
+    pub offering: Offering,
+    /// The instance existed already (an earlier attempt, before a restart).
+    pub adopted: bool,
+    pub passed_over: Vec<PassedOver>,
+}
+
+/// The pod has no instance: the last error decides what happens to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchFailed {
+    pub error: ProviderError,
+    pub passed_over: Vec<PassedOver>,
+}
+
+impl LaunchFailed {
+    pub fn new(error: ProviderError) -> LaunchFailed {
+        LaunchFailed {
+            error,
+            passed_over: Vec::new(),
+        }
+    }
+}
+
+impl From<ProviderError> for LaunchFailed {
+    fn from(error: ProviderError) -> LaunchFailed {
+        LaunchFailed::new(error)
+    }
+}
+
+/// The offerings a plan allows, in the order to try them: every candidate in the chosen
+/// market, then, for spot that may fall back, every candidate on demand.
+pub fn offerings(plan: &LaunchPlan) -> Vec<Offering> {
+    let in_market = |market| {
+        plan.candidates.iter().map(move |c| Offering {
+            instance_type: c.instance_type.clone(),
+            market,
+        })
+    };
+    let mut all: Vec<Offering> = in_market(plan.market.market).collect();
+    if plan.market.market == Market::Spot && plan.market.fallback_to_on_demand {
+        all.extend(in_market(Market::OnDemand));
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{InstanceCandidate, MarketDecision};
+
+    fn plan(market: Market, fallback: bool) -> LaunchPlan {
+        LaunchPlan {
+            candidates: ["m5.large", "m6i.large"]
+                .map(|t| InstanceCandidate {
+                    instance_type: t.to_owned(),
+                    reason: String::new(),
+                })
+                .to_vec(),
+            market: MarketDecision {
+                market,
+                max_price: None,
+                fallback_to_on_demand: fallback,
+                reason: String::new(),
+            },
+            tags: Default::default(),
+        }
+    }
+
+    fn names(plan: &LaunchPlan) -> Vec<String> {
+        offerings(plan).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn spot_with_fallback_tries_every_spot_offering_before_on_demand() {
+        assert_eq!(
+            names(&plan(Market::Spot, true)),
+            [
+                "m5.large spot",
+                "m6i.large spot",
+                "m5.large on-demand",
+                "m6i.large on-demand"
+            ]
+        );
+    }
+
+    #[test]
+    fn without_fallback_only_the_chosen_market_is_tried() {
+        assert_eq!(
+            names(&plan(Market::Spot, false)),
+            ["m5.large spot", "m6i.large spot"]
+        );
+        assert_eq!(
+            names(&plan(Market::OnDemand, true)),
+            ["m5.large on-demand", "m6i.large on-demand"]
+        );
+    }
+}

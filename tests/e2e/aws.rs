@@ -1,0 +1,351 @@
+//! The aws provider end to end: the real orca binary, the real scheduler placing pods, and
+//! moto's EC2 server behind the real AWS SDK. What moto cannot show (capacity errors,
+//! throttling, eventual consistency, crashes mid-call) is covered by the provider's unit
+//! tests against a fault-injecting `Ec2Api`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use orca_e2e::pods::{self, burst_pod, instance_id, phase};
+use orca_e2e::wait::poll_until;
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+
+const TICK: Duration = Duration::from_millis(250);
+const POD_UID_TAG: &str = "orca.research/pod-uid";
+
+struct AwsScenario {
+    orca: OrcaProcess,
+    namespace: TestNamespace,
+    pods: Api<Pod>,
+    ec2: aws_sdk_ec2::Client,
+}
+
+impl AwsScenario {
+    async fn start(test: &str, aws_extra: &str) -> Result<AwsScenario> {
+        let cluster = TestCluster::shared();
+        let client = cluster.kube_client().await?;
+        let node = unique_node_name(test);
+        let orca = OrcaProcess::start(&node, |_| aws_test_config(&node, aws_extra))?;
+        orca.wait_ready(Duration::from_secs(20)).await?;
+        let namespace = TestNamespace::create(&client, &format!("e2e-{test}")).await?;
+        let pods = Api::namespaced(client, &namespace.name);
+        Ok(AwsScenario {
+            orca,
+            namespace,
+            pods,
+            ec2: cluster.ec2_client().await,
+        })
+    }
+
+    fn node(&self) -> &str {
+        &self.orca.node_name
+    }
+
+    /// Every instance tagged for this scenario's node, in any state.
+    async fn instances(&self) -> Result<Vec<Instance>> {
+        let pages = self
+            .ec2
+            .describe_instances()
+            .filters(
+                Filter::builder()
+                    .name("tag:orca.research/node")
+                    .values(self.node())
+                    .build(),
+            )
+            .send()
+            .await?;
+        Ok(pages
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances().iter().cloned())
+            .collect())
+    }
+
+    async fn instance(&self, id: &str) -> Result<Instance> {
+        self.instances()
+            .await?
+            .into_iter()
+            .find(|i| i.instance_id() == Some(id))
+            .with_context(|| format!("instance {id} is not listed"))
+    }
+
+    async fn wait_phase(&self, name: &str, wanted: &'static str, timeout: Duration) -> Result<Pod> {
+        pods::wait_for(&self.pods, name, wanted, timeout, move |pod| {
+            phase(pod) == wanted
+        })
+        .await
+    }
+
+    /// What the bootstrap does when the workload ends: tag the exit code, power off (which
+    /// terminates the instance).
+    async fn finish_workload(&self, instance_id: &str, exit_code: i32) -> Result<()> {
+        self.ec2
+            .create_tags()
+            .resources(instance_id)
+            .tags(tag("orca.research/exit-code", &exit_code.to_string()))
+            .tags(tag("orca.research/finished-at", "2026-11-22T10:00:00Z"))
+            .send()
+            .await?;
+        self.ec2
+            .terminate_instances()
+            .instance_ids(instance_id)
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    async fn finish(self) -> Result<()> {
+        self.namespace.delete().await
+    }
+}
+
+fn tag(key: &str, value: &str) -> aws_sdk_ec2::types::Tag {
+    aws_sdk_ec2::types::Tag::builder()
+        .key(key)
+        .value(value)
+        .build()
+}
+
+fn tags_of(instance: &Instance) -> std::collections::BTreeMap<String, String> {
+    instance
+        .tags()
+        .iter()
+        .filter_map(|t| Some((t.key()?.to_owned(), t.value()?.to_owned())))
+        .collect()
+}
+
+fn state_of(instance: &Instance) -> InstanceStateName {
+    instance
+        .state()
+        .and_then(|s| s.name().cloned())
+        .unwrap_or(InstanceStateName::Pending)
+}
+
+#[tokio::test]
+async fn an_annotated_pod_runs_on_that_type_with_its_tags_and_is_terminated_on_delete() -> Result<()>
+{
+    let scenario = AwsScenario::start("aws-annotated", "").await?;
+    let pod = burst_pod(
+        "trainer",
+        scenario.node(),
+        &[
+            ("orca.research/instance-type", "m5.xlarge"),
+            ("orca.research/tags", r#"{"team":"vision"}"#),
+        ],
+    );
+    pods::create(&scenario.pods, &pod).await?;
+    let running = scenario
+        .wait_phase("trainer", "Running", Duration::from_secs(30))
+        .await?;
+    let status = running.status.clone().unwrap_or_default();
+    assert!(
+        status.host_ip.is_some() && status.pod_ip.is_some(),
+        "{status:?}"
+    );
+    let id = instance_id(&running).context("the pod names its instance")?;
+    let instance = scenario.instance(&id).await?;
+    assert_eq!(
+        instance.instance_type().map(|t| t.as_str()),
+        Some("m5.xlarge")
+    );
+    assert_eq!(instance.image_id(), Some("ami-0123456789abcdef0"));
+    assert_eq!(
+        instance.instance_lifecycle(),
+        None,
+        "on-demand unless asked for spot"
+    );
+    let tags = tags_of(&instance);
+    let uid = running.metadata.uid.clone().unwrap_or_default();
+    for (key, value) in [
+        ("ManagedBy", "ORCA"),
+        ("orca.research/node", scenario.node()),
+        ("orca.research/cluster", scenario.node()),
+        (
+            "orca.research/pod-namespace",
+            scenario.namespace.name.as_str(),
+        ),
+        ("orca.research/pod-name", "trainer"),
+        (POD_UID_TAG, uid.as_str()),
+        ("team", "vision"),
+    ] {
+        assert_eq!(
+            tags.get(key).map(String::as_str),
+            Some(value),
+            "tag {key}: {tags:?}"
+        );
+    }
+    let decision = running
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("orca.research/decision"))
+        .context("decision annotation")?;
+    assert!(decision.contains("m5.xlarge"), "{decision}");
+
+    scenario
+        .pods
+        .delete("trainer", &DeleteParams::default())
+        .await?;
+    poll_until(
+        "pod trainer removed",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            Ok(scenario
+                .pods
+                .get_opt("trainer")
+                .await?
+                .is_none()
+                .then_some(()))
+        },
+    )
+    .await?;
+    let state = state_of(&scenario.instance(&id).await?);
+    assert!(
+        matches!(
+            state,
+            InstanceStateName::ShuttingDown | InstanceStateName::Terminated
+        ),
+        "{state:?}"
+    );
+    scenario.finish().await
+}
+
+#[tokio::test]
+async fn a_spot_pod_gets_a_spot_instance_and_its_exit_code_decides_the_phase() -> Result<()> {
+    let scenario = AwsScenario::start("aws-spot", "").await?;
+    for (name, exit_code) in [("ok", 0), ("bad", 3)] {
+        let pod = burst_pod(
+            name,
+            scenario.node(),
+            &[
+                ("orca.research/launch-type", "spot"),
+                ("orca.research/max-spot-price", "0.50"),
+            ],
+        );
+        pods::create(&scenario.pods, &pod).await?;
+        let running = scenario
+            .wait_phase(name, "Running", Duration::from_secs(30))
+            .await?;
+        let id = instance_id(&running).context("the pod names its instance")?;
+        let instance = scenario.instance(&id).await?;
+        assert_eq!(
+            instance.instance_lifecycle().map(|l| l.as_str()),
+            Some("spot"),
+            "InstanceMarketOptions reached EC2"
+        );
+        scenario.finish_workload(&id, exit_code).await?;
+    }
+    let ok = scenario
+        .wait_phase("ok", "Succeeded", Duration::from_secs(30))
+        .await?;
+    assert_eq!(pods::reason(&ok), "");
+    let bad = scenario
+        .wait_phase("bad", "Failed", Duration::from_secs(30))
+        .await?;
+    let terminated = bad
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .context("a terminated container state")?;
+    assert_eq!(terminated.exit_code, 3);
+    scenario.finish().await
+}
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_a_burst_of_50_pods_leaves_exactly_50_instances() -> Result<()> {
+    let mut scenario = AwsScenario::start("aws-burst", "").await?;
+    const PODS: usize = 50;
+    let names: Vec<String> = (0..PODS).map(|i| format!("burst-{i:02}")).collect();
+    for name in &names {
+        pods::create(&scenario.pods, &burst_pod(name, scenario.node(), &[])).await?;
+    }
+    // Kill orca while it is launching, then start it again.
+    poll_until(
+        "the first launches",
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        || async { Ok((!scenario.instances().await?.is_empty()).then_some(())) },
+    )
+    .await?;
+    scenario.orca.kill()?;
+    let launched_before_restart = scenario.instances().await?.len();
+    scenario.orca.restart()?;
+    poll_until(
+        "every pod Running",
+        Duration::from_secs(90),
+        TICK,
+        || async {
+            let list = scenario.pods.list(&ListParams::default()).await?;
+            Ok(
+                (list.items.len() == PODS && list.items.iter().all(|p| phase(p) == "Running"))
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
+    let instances = scenario.instances().await?;
+    let uids: BTreeSet<String> = instances
+        .iter()
+        .filter_map(|i| tags_of(i).get(POD_UID_TAG).cloned())
+        .collect();
+    assert_eq!(
+        instances.len(),
+        PODS,
+        "{launched_before_restart} launched before the restart; {} in all",
+        instances.len()
+    );
+    assert_eq!(uids.len(), PODS, "one instance per pod");
+    let pods = scenario.pods.list(&ListParams::default()).await?;
+    for pod in &pods.items {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        assert!(
+            uids.contains(&uid),
+            "pod {:?} has an instance",
+            pod.metadata.name
+        );
+    }
+    scenario.finish().await
+}
+
+#[tokio::test]
+async fn the_catalogue_is_refreshed_from_ec2_through_the_sdk() -> Result<()> {
+    let node = unique_node_name("aws-catalogue");
+    let orca = OrcaProcess::start(&node, |_| {
+        aws_test_config(&node, "").replace("catalogueRefresh: 0s", "catalogueRefresh: 1h")
+    })?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let log = poll_until(
+        "both refreshes logged",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            let log = orca.log();
+            Ok(
+                (log.contains("instance types refreshed") && log.contains("spot prices refreshed"))
+                    .then_some(log),
+            )
+        },
+    )
+    .await?;
+    let line = log
+        .lines()
+        .find(|l| l.contains("instance types refreshed"))
+        .unwrap_or_default();
+    let types: usize = line
+        .split("types=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .context("types=N in the refresh line")?;
+    assert!(types > 500, "moto describes its instance types: {line}");
+    Ok(())
+}
