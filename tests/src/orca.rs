@@ -211,27 +211,15 @@ pub fn unique_node_name(test: &str) -> String {
 /// the simulated provider journalled in `dir` (so instances survive an orca restart), and an
 /// outage file there. `simulated_extra` adds lines under `provider.simulated`.
 pub fn test_config(node_name: &str, dir: &Path, simulated_extra: &str) -> String {
-    let extra: String = simulated_extra
-        .lines()
-        .map(|line| format!("    {line}\n"))
-        .collect();
     format!(
-        "node:
-  name: {node_name}
-  leaseRenewInterval: 2s
-  pingInterval: 1s
-  statusUpdateInterval: 10s
-pods:
-  syncInterval: 1s
-  orphanGracePeriod: 3s
-  retryInitialBackoff: 200ms
-  retryMaxBackoff: 1s
-provider:
+        "{}provider:
   simulated:
     bootDelay: 500ms
     stateFile: {dir}/instances.jsonl
     outageFile: {dir}/outage
-{extra}",
+{}",
+        node_and_pods(node_name, ""),
+        provider_lines(simulated_extra),
         dir = dir.display()
     )
 }
@@ -241,15 +229,29 @@ provider:
 /// sharing moto never see each other's instances). `aws_extra` adds lines under `provider.aws`.
 pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
     let cluster = TestCluster::shared();
-    let extra: String = aws_extra
-        .lines()
-        .map(|line| format!("    {line}\n"))
-        .collect();
+    format!(
+        "{}provider:
+  kind: aws
+  region: {region}
+  aws:
+    endpointUrl: {endpoint}
+    defaultAmi: ami-0123456789abcdef0
+    catalogueRefresh: 0s
+{}",
+        node_and_pods(node_name, &format!("  clusterName: {node_name}\n")),
+        provider_lines(aws_extra),
+        region = cluster.var("AWS_REGION"),
+        endpoint = cluster.var("AWS_ENDPOINT_URL"),
+    )
+}
+
+/// The `node:` and `pods:` sections every test config shares: short intervals so lifecycles
+/// take seconds. `node_extra` holds further (indented) `node:` lines.
+fn node_and_pods(node_name: &str, node_extra: &str) -> String {
     format!(
         "node:
   name: {node_name}
-  clusterName: {node_name}
-  leaseRenewInterval: 2s
+{node_extra}  leaseRenewInterval: 2s
   pingInterval: 1s
   statusUpdateInterval: 10s
 pods:
@@ -257,17 +259,13 @@ pods:
   orphanGracePeriod: 3s
   retryInitialBackoff: 200ms
   retryMaxBackoff: 1s
-provider:
-  kind: aws
-  region: {region}
-  aws:
-    endpointUrl: {endpoint}
-    defaultAmi: ami-0123456789abcdef0
-    catalogueRefresh: 0s
-{extra}",
-        region = cluster.var("AWS_REGION"),
-        endpoint = cluster.var("AWS_ENDPOINT_URL"),
+"
     )
+}
+
+/// `extra` indented to sit under `provider.<kind>`.
+fn provider_lines(extra: &str) -> String {
+    extra.lines().map(|line| format!("    {line}\n")).collect()
 }
 
 fn clock_ticks_per_second() -> f64 {

@@ -55,6 +55,17 @@ pub struct Ec2Instance {
     pub tags: BTreeMap<String, String>,
 }
 
+impl Ec2Instance {
+    /// The market it runs in, from its lifecycle.
+    pub fn market(&self) -> Market {
+        if self.spot {
+            Market::Spot
+        } else {
+            Market::OnDemand
+        }
+    }
+}
+
 /// A `Name=tag:…, Values=[…]` style filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {

@@ -284,13 +284,13 @@ impl Provider for AwsProvider {
             .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
         let image_id = self.image_for(pod)?;
         let all = offerings(plan);
-        let Some(first) = all.first().cloned() else {
+        if all.is_empty() {
             return Err(ProviderError::permanent(
                 "NoInstanceType",
                 "the launch plan has no instance type",
             )
             .into());
-        };
+        }
         // An instance launched for this pod before (a retry, a restart) is the pod's instance.
         if let Some(existing) = self
             .lookups
@@ -301,11 +301,7 @@ impl Provider for AwsProvider {
             return Ok(Launched {
                 offering: Offering {
                     instance_type: existing.instance_type.clone(),
-                    market: if existing.spot {
-                        Market::Spot
-                    } else {
-                        first.market
-                    },
+                    market: existing.market(),
                 },
                 instance_id: existing.instance_id,
                 adopted: true,

@@ -7,7 +7,6 @@ use jiff::Timestamp;
 
 use super::api::Ec2Instance;
 use super::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT};
-use crate::plan::Market;
 use crate::provider::ownership::{TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::provider::{InstanceState, InstanceStatus, PodKey, WorkloadExit};
 
@@ -46,11 +45,7 @@ pub fn instance_status(instance: &Ec2Instance) -> Option<InstanceStatus> {
         pod,
         instance_id: instance.instance_id.clone(),
         instance_type: instance.instance_type.clone(),
-        market: if instance.spot {
-            Market::Spot
-        } else {
-            Market::OnDemand
-        },
+        market: instance.market(),
         state: instance.state,
         private_ip: instance.private_ip,
         launched_at: instance.launch_time,

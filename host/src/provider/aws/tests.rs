@@ -391,3 +391,19 @@ async fn the_run_request_carries_token_tags_market_and_imds_settings() {
         "a spot price never goes on an on-demand request"
     );
 }
+
+#[tokio::test]
+async fn an_adopted_on_demand_instance_is_reported_on_demand_whatever_the_plan_says() {
+    let fake = Arc::new(FakeEc2::default());
+    let pod = pod("trainer");
+    provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap();
+    let adopted = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::Spot, true))
+        .await
+        .unwrap();
+    assert!(adopted.adopted);
+    assert_eq!(adopted.offering.market, Market::OnDemand);
+}
