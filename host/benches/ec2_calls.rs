@@ -7,14 +7,15 @@
 //! cargo bench -p orca --bench ec2_calls [-- PODS [PERIODS]]
 //! ```
 //!
-//! Three phases, each counted on its own: PODS pods launched at once; PERIODS status syncs
-//! (one per `pods.syncInterval`, 5 s by default: 120 periods are ten minutes) over all of
-//! them; every pod deleted at once. Then one pod's whole lifecycle alone. The sync periods
-//! run back to back: what is measured is requests per period, not the wait between them.
+//! Three phases, each counted on its own: PODS pods launched at once (through the production
+//! rate limit, 5 launches/s); PERIODS status syncs, one per `pods.syncInterval` (5 s by
+//! default: 120 periods are ten minutes of steady state), over all of them; every pod deleted
+//! at once. Then one pod's whole lifecycle alone. moto is reset first so earlier runs' instances
+//! do not inflate the describe pages.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
@@ -50,6 +51,7 @@ fn main() {
         .expect("AWS_ENDPOINT_URL: source the harness env file (see the doc comment)");
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    runtime.block_on(reset_moto(&endpoint));
     runtime.block_on(run(&endpoint, &region, pods, periods));
 }
 
@@ -71,22 +73,34 @@ async fn run(endpoint: &str, region: &str, pods: usize, periods: usize) {
         "{pods} pods launched at once in {:.1} s ({failed} failed)",
         started.elapsed().as_secs_f64()
     );
-    print_phase("launch", &launch, pods);
+    print_phase("launch", &launch, pods, "pod");
 
     let before = calls.snapshot();
+    let steady_started = Instant::now();
     let mut listed = 0;
+    let mut slowest = Duration::ZERO;
+    let mut ticks = tokio::time::interval(SYNC_PERIOD);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for _ in 0..periods {
+        ticks.tick().await;
+        let sync_started = Instant::now();
         listed = provider.statuses().await.map(|s| s.len()).unwrap_or(0);
+        slowest = slowest.max(sync_started.elapsed());
     }
     let steady = phase(&calls, &before);
-    println!("{periods} status syncs over {listed} instances:");
-    print_phase("per sync period", &divide(&steady, periods), 1);
+    println!(
+        "{periods} status syncs, one per {} s, over {listed} instances in {:.0} s (slowest sync {:.2} s):",
+        SYNC_PERIOD.as_secs(),
+        steady_started.elapsed().as_secs_f64(),
+        slowest.as_secs_f64()
+    );
+    print_phase("steady state", &steady, periods, "sync period");
 
     let before = calls.snapshot();
     let keys: Vec<PodKey> = all.iter().filter_map(PodKey::of).collect();
     futures::future::join_all(keys.iter().map(|k| provider.delete(k))).await;
     let delete = phase(&calls, &before);
-    print_phase("delete", &delete, pods);
+    print_phase("delete", &delete, pods, "pod");
 
     let (alone, calls) = connect(endpoint, region, &format!("bench-one-{run_id}")).await;
     let one = pod(&format!("single-{run_id}"));
@@ -96,19 +110,31 @@ async fn run(endpoint: &str, region: &str, pods: usize, periods: usize) {
     let _ = alone.statuses().await;
     let _ = alone.delete(&PodKey::of(&one).expect("key")).await;
     println!("one pod alone: launch, one status sync, delete:");
-    print_phase("lifecycle", &calls.snapshot(), 1);
+    print_phase("lifecycle", &calls.snapshot(), 1, "pod");
+}
+
+/// The default `pods.syncInterval`.
+const SYNC_PERIOD: Duration = Duration::from_secs(5);
+
+/// moto keeps every instance it ever launched (terminated ones included) in its describe
+/// answers, so a previous run would make each page slower and the page count higher.
+async fn reset_moto(endpoint: &str) {
+    let url = format!("{}/moto-api/reset", endpoint.trim_end_matches('/'));
+    let reset = tokio::process::Command::new("curl")
+        .args(["-fsS", "-X", "POST", &url])
+        .status()
+        .await;
+    if !matches!(reset, Ok(status) if status.success()) {
+        eprintln!("could not reset moto at {url}; counts may include earlier runs' instances");
+    }
 }
 
 async fn connect(endpoint: &str, region: &str, node: &str) -> (AwsProvider, Arc<Ec2Calls>) {
     let calls = Arc::new(Ec2Calls::default());
     let sdk = SdkEc2::connect(region, Some(endpoint), calls.clone()).await;
-    // Request counts do not depend on the rate limit; a high one keeps the bench short.
-    let limits = RateLimitConfig {
-        mutating_per_second: 1000,
-        mutating_burst: 1000,
-        describe_per_second: 1000,
-        describe_burst: 1000,
-    };
+    // The production limits: they are what keeps a burst of 1000 launches from tripping
+    // RequestLimitExceeded (and from flooding moto's single process).
+    let limits = RateLimitConfig::default();
     let provider = AwsProvider::new(
         Arc::new(RateLimited::new(sdk, limits)),
         Identity {
@@ -136,19 +162,12 @@ fn phase(calls: &Ec2Calls, before: &BTreeMap<String, u64>) -> BTreeMap<String, u
         .collect()
 }
 
-fn divide(counts: &BTreeMap<String, u64>, by: usize) -> BTreeMap<String, u64> {
-    counts
-        .iter()
-        .map(|(op, n)| (op.clone(), n / by.max(1) as u64))
-        .collect()
-}
-
-fn print_phase(name: &str, counts: &BTreeMap<String, u64>, pods: usize) {
+fn print_phase(name: &str, counts: &BTreeMap<String, u64>, units: usize, unit: &str) {
     let total: u64 = counts.values().sum();
     let detail: Vec<String> = counts.iter().map(|(op, n)| format!("{op} {n}")).collect();
     println!(
-        "  {name}: {total} requests ({:.3} per pod): {}",
-        total as f64 / pods.max(1) as f64,
+        "  {name}: {total} requests ({:.3} per {unit}): {}",
+        total as f64 / units.max(1) as f64,
         detail.join(", ")
     );
 }

@@ -4,6 +4,7 @@
 mod aws;
 mod duration;
 mod error;
+mod kubelet_api;
 mod node;
 mod pods;
 mod policy;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 pub use aws::{AwsConfig, RateLimitConfig, RootVolumeConfig, is_resource_id};
 pub use duration::Seconds;
 pub use error::ConfigError;
+pub use kubelet_api::{KubeletApiConfig, MetricsConfig, ServingTlsConfig, TlsSource};
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use pods::PodsConfig;
 pub use policy::{
@@ -36,6 +38,8 @@ pub struct Config {
     pub pods: PodsConfig,
     pub policy: PolicyConfig,
     pub provider: ProviderConfig,
+    pub kubelet_api: KubeletApiConfig,
+    pub metrics: MetricsConfig,
     pub logging: LoggingConfig,
 }
 
@@ -93,6 +97,14 @@ impl Config {
         self.pods.validate()?;
         self.policy.validate()?;
         self.provider.validate()?;
+        self.kubelet_api.validate()?;
+        if self.metrics.port == self.node.daemon_port {
+            return Err(ConfigError::invalid(
+                "metrics.port",
+                self.metrics.port,
+                "a port other than node.daemonPort, which serves the kubelet API",
+            ));
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.logging.level).is_err() {
             return Err(ConfigError::invalid(
                 "logging.level",
@@ -115,6 +127,42 @@ mod tests {
         assert_eq!(config.node.taints[0].key, "orca.research/burst-node");
         assert_eq!(config.node.lease_duration.get().as_secs(), 40);
         assert_eq!(config.provider.kind, ProviderKind::Simulated);
+    }
+
+    #[test]
+    fn listener_settings_are_checked() {
+        let config = Config::parse("").unwrap();
+        assert_eq!(config.metrics.port, 10255);
+        assert_eq!(
+            config.kubelet_api.tls.sources,
+            [TlsSource::Files, TlsSource::Csr, TlsSource::SelfSigned]
+        );
+        for (text, field) in [
+            ("metrics:\n  port: 10250\n", "metrics.port"),
+            (
+                "kubeletApi:\n  tls:\n    certFile: /c.pem\n",
+                "kubeletApi.tls.keyFile",
+            ),
+            (
+                "kubeletApi:\n  tls:\n    sources: [files]\n",
+                "kubeletApi.tls.certFile",
+            ),
+            (
+                "kubeletApi:\n  tls:\n    sources: [csr, csr]\n",
+                "kubeletApi.tls.sources[1]",
+            ),
+            (
+                "kubeletApi:\n  tls:\n    renewFraction: 1.5\n",
+                "kubeletApi.tls.renewFraction",
+            ),
+            (
+                "kubeletApi:\n  tls:\n    sources: [acme]\n",
+                "kubeletApi.tls.sources[0]",
+            ),
+        ] {
+            let error = Config::parse(text).unwrap_err().to_string();
+            assert!(error.contains(field), "{text}: {error}");
+        }
     }
 
     #[test]
