@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue_refresh;
 use crate::config::{Config, ProviderKind};
-use crate::metrics::PolicyMetrics;
+use crate::health::Health;
+use crate::metrics::Metrics;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node::{NodeController, RegistrationError};
-use crate::pods::{self, PodControllerDeps};
+use crate::pods::{self, PodCache, PodControllerDeps};
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
 use crate::policy::registry::PluginRegistry;
@@ -21,7 +21,7 @@ use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::workload::KubeEnvSource;
-use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, RateLimited};
+use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::simulated::SimulatedProvider;
 
 /// Why orca could not start.
@@ -39,6 +39,15 @@ pub enum StartError {
     },
     #[error("preparing the node")]
     NodeFailed(#[source] RegistrationError),
+    #[error("starting the kubelet API")]
+    KubeletApiFailed(#[source] crate::kubelet_api::KubeletApiError),
+    #[error("listening on {address} ({field})")]
+    ListenFailed {
+        address: std::net::SocketAddr,
+        field: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A configured orca, ready to run.
@@ -51,19 +60,20 @@ pub struct Orca {
     catalogue: Arc<InstanceCatalogue>,
     planner: Arc<dyn Planner>,
     registry: Arc<PluginRegistry>,
-    policy_metrics: Arc<PolicyMetrics>,
-    metrics: Arc<Registry>,
+    metrics: Metrics,
+    pod_cache: PodCache,
+    health: Arc<Health>,
 }
 
 impl Orca {
     /// # Errors
     /// [`StartError`] naming the part that could not be built.
     pub async fn new(config: Config, client: kube::Client) -> Result<Orca, StartError> {
-        let mut metrics = Registry::default();
-        let policy_metrics = Arc::new(PolicyMetrics::register(&mut metrics));
         let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
         let ec2_calls = Arc::new(Ec2Calls::default());
+        let pod_cache = PodCache::new();
+        let metrics = Metrics::new(pod_cache.store.clone(), ec2_calls.clone());
         let (provider, ec2): (Arc<dyn Provider>, Option<Arc<dyn Ec2Api>>) =
             match config.provider.kind {
                 ProviderKind::Simulated => (
@@ -81,7 +91,10 @@ impl Orca {
                         ec2_calls.clone(),
                     )
                     .await;
-                    let api: Arc<dyn Ec2Api> = Arc::new(RateLimited::new(sdk, aws.rate_limit));
+                    let api: Arc<dyn Ec2Api> = Arc::new(RateLimited::new(
+                        Measured::new(sdk, metrics.ec2.clone()),
+                        aws.rate_limit,
+                    ));
                     let provider = AwsProvider::new(
                         api.clone(),
                         Identity {
@@ -107,7 +120,7 @@ impl Orca {
             &config.node.name,
             &config.node.cluster_name,
         )
-        .with_observer(policy_metrics.clone());
+        .with_observer(metrics.policy.clone());
         Ok(Orca {
             config,
             client,
@@ -116,14 +129,10 @@ impl Orca {
             catalogue,
             planner: Arc::new(Arc::new(pipeline)),
             registry,
-            policy_metrics,
-            metrics: Arc::new(metrics),
+            metrics,
+            pod_cache,
+            health: Arc::new(Health::default()),
         })
-    }
-
-    /// The process's metrics registry.
-    pub fn metrics(&self) -> Arc<Registry> {
-        self.metrics.clone()
     }
 
     /// Runs until `shutdown` is cancelled, then waits up to the shutdown grace period for the
@@ -137,9 +146,26 @@ impl Orca {
             self.client.clone(),
             self.config.node.clone(),
             self.provider.clone(),
+            self.metrics.lease.clone(),
+            self.health.clone(),
         )
         .map_err(StartError::NodeFailed)?;
+        let metrics_address =
+            std::net::SocketAddr::new(self.config.metrics.bind_address, self.config.metrics.port);
+        let metrics_task = crate::metrics::server::serve(
+            metrics_address,
+            self.metrics.registry(),
+            self.health.clone(),
+            shutdown.clone(),
+        )
+        .await
+        .map_err(|source| StartError::ListenFailed {
+            address: metrics_address,
+            field: "metrics.port",
+            source,
+        })?;
         let node_task = tokio::spawn(node.run(shutdown.clone()));
+        let kubelet_api_task = self.spawn_kubelet_api(&shutdown);
         let refresh = self.config.provider.aws.catalogue_refresh.get();
         if let Some(api) = &self.ec2
             && !refresh.is_zero()
@@ -152,7 +178,7 @@ impl Orca {
             );
         }
         let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(vec![
-            self.policy_metrics.clone(),
+            self.metrics.policy.clone(),
             Arc::new(NodePluginEvents::spawn(
                 self.client.clone(),
                 &self.config.node.name,
@@ -186,17 +212,27 @@ impl Orca {
                 provider: self.provider.clone(),
                 planner: self.planner.clone(),
                 config: self.config.pods.clone(),
+                metrics: self.metrics.reconcile.clone(),
+                health: self.health.clone(),
+                store: self.pod_cache,
             },
             shutdown.clone(),
         ));
         shutdown.cancelled().await;
         let grace = self.config.pods.shutdown_grace_period.get();
+        // A kubelet API that could not start ended the run: report why, as a startup error.
+        if kubelet_api_task.is_finished()
+            && let Ok(Err(error)) = kubelet_api_task.await
+        {
+            return Err(StartError::KubeletApiFailed(error));
+        }
         let drained = tokio::time::timeout(grace, async {
             let _ = node_task.await;
             let _ = pods_task.await;
             if let Some(watch_task) = watch_task {
                 let _ = watch_task.await;
             }
+            let _ = metrics_task.await;
         })
         .await;
         if drained.is_err() {
@@ -206,6 +242,40 @@ impl Orca {
             );
         }
         Ok(())
+    }
+}
+
+impl Orca {
+    /// Starts the kubelet API in its own task: with `csr` as the only TLS source it waits for
+    /// the certificate's approval, which must not hold up the node and pods. If it cannot
+    /// start at all (bad certificate files, port taken), orca shuts down with the reason.
+    fn spawn_kubelet_api(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> tokio::task::JoinHandle<Result<(), crate::kubelet_api::KubeletApiError>> {
+        let deps = crate::kubelet_api::KubeletApiDeps {
+            client: self.client.clone(),
+            config: self.config.kubelet_api.clone(),
+            node: self.config.node.clone(),
+            pods: self.pod_cache.store.clone(),
+            provider: self.provider.clone(),
+        };
+        let health = self.health.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            match crate::kubelet_api::start(deps, shutdown.clone()).await {
+                Ok(serving) => {
+                    health.kubelet_api_serving();
+                    let _ = serving.await;
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::error!(error = %crate::errors::error_chain(&error), "kubelet API failed to start; shutting down");
+                    shutdown.cancel();
+                    Err(error)
+                }
+            }
+        })
     }
 }
 

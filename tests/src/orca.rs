@@ -43,6 +43,10 @@ pub fn orca_binary() -> &'static Path {
 pub struct OrcaProcess {
     pub node_name: String,
     pub dir: tempfile::TempDir,
+    /// The kubelet API's HTTPS port (`node.daemonPort`) on 127.0.0.1.
+    pub kubelet_port: u16,
+    /// The plain-HTTP metrics and health port on 127.0.0.1.
+    pub metrics_port: u16,
     child: Option<Child>,
 }
 
@@ -50,10 +54,14 @@ impl OrcaProcess {
     /// Starts orca with the config `config` writes for this process's temp dir.
     pub fn start(node_name: &str, config: impl FnOnce(&Path) -> String) -> Result<OrcaProcess> {
         let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
-        std::fs::write(dir.path().join("config.yaml"), config(dir.path()))?;
+        let (kubelet_port, metrics_port) = (free_port()?, free_port()?);
+        let config = with_test_listeners(&config(dir.path()), kubelet_port, metrics_port);
+        std::fs::write(dir.path().join("config.yaml"), config)?;
         let mut process = OrcaProcess {
             node_name: node_name.to_owned(),
             dir,
+            kubelet_port,
+            metrics_port,
             child: None,
         };
         process.restart()?;
@@ -243,6 +251,35 @@ pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
         region = cluster.var("AWS_REGION"),
         endpoint = cluster.var("AWS_ENDPOINT_URL"),
     )
+}
+
+/// Tests run side by side on one machine: each orca gets its own loopback ports for the
+/// kubelet API and metrics, and a self-signed serving certificate (the CSR source has a test
+/// of its own) unless the config chooses its TLS. Any config gets these, so no two orcas
+/// ever fight over 10250.
+fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> String {
+    let port_line = format!("  daemonPort: {kubelet_port}\n");
+    let mut config = match config.strip_prefix("node:\n") {
+        Some(rest) => format!("node:\n{port_line}{rest}"),
+        None => format!("node:\n{port_line}{config}"),
+    };
+    if !config.ends_with('\n') {
+        config.push('\n');
+    }
+    if !config.contains("\nkubeletApi:") {
+        config.push_str(
+            "kubeletApi:\n  bindAddress: 127.0.0.1\n  followPollInterval: 500ms\n  tls:\n    sources: [selfSigned]\n",
+        );
+    }
+    config.push_str(&format!(
+        "metrics:\n  bindAddress: 127.0.0.1\n  port: {metrics_port}\n"
+    ));
+    config
+}
+
+/// A port nothing listens on now (the kernel's pick for an ephemeral bind).
+pub fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// The `node:` and `pods:` sections every test config shares: short intervals so lifecycles

@@ -6,6 +6,9 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams};
+use std::sync::Arc;
+
+use crate::metrics::LeaseMetrics;
 
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
 pub const FIELD_MANAGER: &str = "orca";
@@ -15,6 +18,7 @@ pub struct LeaseKeeper {
     api: Api<Lease>,
     node_name: String,
     duration_seconds: i32,
+    metrics: Arc<LeaseMetrics>,
 }
 
 impl LeaseKeeper {
@@ -22,11 +26,13 @@ impl LeaseKeeper {
         client: kube::Client,
         node_name: &str,
         duration: std::time::Duration,
+        metrics: Arc<LeaseMetrics>,
     ) -> LeaseKeeper {
         LeaseKeeper {
             api: Api::namespaced(client, LEASE_NAMESPACE),
             node_name: node_name.to_owned(),
             duration_seconds: i32::try_from(duration.as_secs()).unwrap_or(i32::MAX),
+            metrics,
         }
     }
 
@@ -56,13 +62,15 @@ impl LeaseKeeper {
                 ..LeaseSpec::default()
             }),
         };
-        self.api
+        let renewed = self
+            .api
             .patch(
                 &self.node_name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(&lease),
             )
-            .await?;
-        Ok(())
+            .await;
+        self.metrics.record(renewed.is_ok());
+        renewed.map(|_| ())
     }
 }

@@ -7,6 +7,10 @@ mod object;
 pub mod plugin_events;
 mod registration;
 
+pub use object::node_address;
+
+use crate::health::Health;
+use crate::metrics::LeaseMetrics;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +37,7 @@ pub struct NodeController {
     lease: LeaseKeeper,
     provider: Arc<dyn Provider>,
     config: NodeConfig,
+    health: Arc<Health>,
 }
 
 impl NodeController {
@@ -42,14 +47,22 @@ impl NodeController {
         client: kube::Client,
         config: NodeConfig,
         provider: Arc<dyn Provider>,
+        lease_metrics: Arc<LeaseMetrics>,
+        health: Arc<Health>,
     ) -> Result<Self, RegistrationError> {
         let address = node_address(&config);
         Ok(NodeController {
             registrar: Registrar::new(client.clone(), config.clone(), address)?,
-            lease: LeaseKeeper::new(client.clone(), &config.name, config.lease_duration.get()),
+            lease: LeaseKeeper::new(
+                client.clone(),
+                &config.name,
+                config.lease_duration.get(),
+                lease_metrics,
+            ),
             client,
             provider,
             config,
+            health,
         })
     }
 
@@ -63,6 +76,7 @@ impl NodeController {
             return;
         };
         tracing::info!(node = self.registrar.name(), "node registered");
+        self.health.node_registered();
 
         let mut deletions = std::pin::pin!(self.node_deletions());
         let mut lease_tick = interval(self.config.lease_renew_interval.get());

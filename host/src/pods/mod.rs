@@ -20,11 +20,13 @@ use tokio_util::sync::CancellationToken;
 pub use status::{CONTAINER_ID_SCHEME, outcome};
 
 use crate::config::PodsConfig;
+use crate::health::Health;
+use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
 use crate::provider::Provider;
 use events::PodEvents;
 use instances::InstanceCache;
-use reconcile::{Context, error_policy, reconcile};
+use reconcile::{Context, error_policy, measured_reconcile};
 use sync::StatusSync;
 
 /// Everything the pod controller is built from.
@@ -34,6 +36,30 @@ pub struct PodControllerDeps {
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
     pub config: PodsConfig,
+    pub metrics: Arc<ReconcileMetrics>,
+    pub health: Arc<Health>,
+    /// The pod cache this controller fills; others (the kubelet API, metrics) read it.
+    pub store: PodCache,
+}
+
+/// The cache of pods bound to this node, and its writer. Made before the controller runs so
+/// readers can hold the store from the start.
+pub struct PodCache {
+    pub store: reflector::Store<Pod>,
+    writer: reflector::store::Writer<Pod>,
+}
+
+impl PodCache {
+    pub fn new() -> PodCache {
+        let (store, writer) = reflector::store();
+        PodCache { store, writer }
+    }
+}
+
+impl Default for PodCache {
+    fn default() -> Self {
+        PodCache::new()
+    }
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
@@ -70,19 +96,22 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         launch_failures: Mutex::default(),
         terminations_sent: Mutex::default(),
         writes: writes::WriteTracker::default(),
+        metrics: deps.metrics,
     });
     let pods: Api<Pod> = Api::all(deps.client);
     let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));
     // Our own reflector, so the sync loop learns the store is complete from the watch's
     // InitDone event. (Store::wait_until_ready keeps a single waker: with the controller
     // waiting on it too, one of the two waiters would never wake.)
-    let (store, writer) = reflector::store();
+    let PodCache { store, writer } = deps.store;
     let (listed_tx, listed_rx) = tokio::sync::watch::channel(false);
+    let health = deps.health.clone();
     let pod_events = watcher(pods, selector)
         .default_backoff()
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
+                health.pods_listed();
                 let _ = listed_tx.send(true);
             }
         })
@@ -96,7 +125,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     controller
         .reconcile_on(changed_rx)
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
-        .run(reconcile, error_policy, ctx)
+        .run(measured_reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");

@@ -17,6 +17,7 @@ use super::status::{self, needs_write, recorded_instance_id};
 use super::writes::WriteTracker;
 use crate::config::PodsConfig;
 use crate::errors::lock;
+use crate::metrics::ReconcileMetrics;
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION as INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, Planner};
 use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
@@ -35,6 +36,7 @@ pub struct Context {
     pub terminations_sent: Mutex<HashSet<String>>,
     /// Status writes the pod store may not show yet.
     pub writes: WriteTracker,
+    pub metrics: Arc<ReconcileMetrics>,
 }
 
 /// Why a reconcile step failed; the controller retries it.
@@ -65,10 +67,35 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// The failed step, for the reconcile metrics.
+    pub fn step(&self) -> &'static str {
+        match self {
+            ReconcileError::DecisionWriteFailed { .. } => "DecisionWriteFailed",
+            ReconcileError::StatusWriteFailed { .. } => "StatusWriteFailed",
+            ReconcileError::PodRemovalFailed { .. } => "PodRemovalFailed",
+            ReconcileError::TerminateFailed { .. } => "TerminateFailed",
+        }
+    }
+
     /// A 409 means someone wrote the pod after we read it: retry at once on fresh data.
     pub fn is_conflict(&self) -> bool {
         matches!(self, ReconcileError::StatusWriteFailed { source: kube::Error::Api(status), .. } if status.code == 409)
     }
+}
+
+/// [`reconcile`], timed into the reconcile metrics by result.
+pub async fn measured_reconcile(
+    pod: Arc<Pod>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    let result = reconcile(pod, ctx.clone()).await;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(error) => error.step(),
+    };
+    ctx.metrics.observe(outcome, started.elapsed());
+    result
 }
 
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {

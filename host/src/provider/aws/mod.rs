@@ -12,6 +12,7 @@ pub mod api;
 mod batch;
 mod calls;
 mod classify;
+mod measured;
 mod rate;
 pub mod sdk;
 mod status;
@@ -37,6 +38,7 @@ use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
 use self::classify::{is_not_found, provider_error};
+pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::unavailable::UnavailableOfferings;
 use self::workload::EnvSource;
@@ -377,7 +379,9 @@ impl Provider for AwsProvider {
             .await
             .map_err(provider_error)?
             .unwrap_or_default();
-        let lines = workload::console::container_lines(&console, options.container.as_deref());
+        let lines = workload::console::boot_lines(&console, instance.launch_time).unwrap_or_else(
+            || workload::console::container_lines(&console, options.container.as_deref()),
+        );
         Ok(render(&lines, options, Timestamp::now()))
     }
 

@@ -64,6 +64,21 @@ pub fn container_lines(console: &str, container: Option<&str>) -> Vec<(Timestamp
         .collect()
 }
 
+/// The console as it is, when orca's bootstrap has written nothing to it yet: the boot log is
+/// what explains an instance whose workload never started (a custom AMI without cloud-init,
+/// a kernel panic). `None` once any container output is there. Lines are stamped `at` (the
+/// launch time), as the console carries no times of its own.
+pub fn boot_lines(console: &str, at: Timestamp) -> Option<Vec<(Timestamp, String)>> {
+    if console_lines(console).any(|line| output_line(line).is_some()) {
+        return None;
+    }
+    let lines: Vec<(Timestamp, String)> = console_lines(console)
+        .filter(|line| !line.is_empty())
+        .map(|line| (at, line.to_owned()))
+        .collect();
+    Some(lines)
+}
+
 /// The pod's exit code: the last `orca-exit-code=N` on the console.
 pub fn exit_code(console: &str) -> Option<i32> {
     console_lines(console)
@@ -113,6 +128,21 @@ fn is_container_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boot_log_shows_until_the_bootstrap_writes() {
+        let at = Timestamp::from_second(1_000).unwrap();
+        let boot = "Linux version 6.1\r\n\r\nKernel command line: ro\n";
+        assert_eq!(
+            boot_lines(boot, at),
+            Some(vec![
+                (at, "Linux version 6.1".to_owned()),
+                (at, "Kernel command line: ro".to_owned())
+            ])
+        );
+        let started = format!("{boot}orca[main] 2026-11-22T10:00:00Z hello\n");
+        assert_eq!(boot_lines(&started, at), None);
+    }
     use crate::provider::LogOptions;
     use crate::provider::logs::render;
 

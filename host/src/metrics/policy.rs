@@ -1,5 +1,4 @@
-//! orca's Prometheus metrics. One registry for the process; the kubelet API's metrics port
-//! serves it. Each part of orca records into the families it owns.
+//! The policy subsystem's metrics: plugin reloads, loaded plugin versions, evaluation latency.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -78,6 +77,12 @@ impl PolicyMetrics {
             "Time of one plugin hook call, fresh sandbox included",
             metrics.evaluations.clone(),
         );
+        // Every result from the start: a rate of rejections needs its zero before the first.
+        for result in ["loaded", "rejected", "removed"] {
+            metrics.reloads.get_or_create(&ReloadLabels {
+                result: result.to_owned(),
+            });
+        }
         metrics
     }
 }

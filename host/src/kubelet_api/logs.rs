@@ -1,0 +1,374 @@
+//! `GET /containerLogs/{namespace}/{pod}/{container}`: what `kubectl logs` reaches through the
+//! apiserver. The query is the kubelet's (`tailLines`, `limitBytes`, `timestamps`,
+//! `sinceSeconds`, `sinceTime`, `follow`, `previous`); answers and refusals read like its.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
+
+use super::routes::ApiState;
+use crate::provider::logs::render;
+use crate::provider::{LogOptions, PodKey, Provider};
+
+/// The query as sent; numbers stay text so a bad one gets the kubelet's kind of message
+/// rather than a generic deserialization error.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogQuery {
+    tail_lines: Option<String>,
+    limit_bytes: Option<String>,
+    timestamps: Option<String>,
+    since_seconds: Option<String>,
+    since_time: Option<String>,
+    follow: Option<String>,
+    previous: Option<String>,
+}
+
+/// A validated request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRequest {
+    pub options: LogOptions,
+    pub follow: bool,
+}
+
+impl LogQuery {
+    /// # Errors
+    /// The message for a 400 naming the bad parameter.
+    pub fn validate(&self, container: &str, now: Timestamp) -> Result<LogRequest, String> {
+        if flag("previous", self.previous.as_deref())? {
+            return Err(format!(
+                "previous terminated container {container:?} not found: a pod runs once, on its own instance"
+            ));
+        }
+        let since_seconds = match (&self.since_seconds, &self.since_time) {
+            (Some(_), Some(_)) => {
+                return Err("at most one of sinceTime or sinceSeconds may be specified".to_owned());
+            }
+            (Some(seconds), None) => Some(positive("sinceSeconds", seconds)?),
+            (None, Some(time)) => {
+                let since: Timestamp = time.parse().map_err(|error| {
+                    format!("sinceTime {time:?} is not an RFC 3339 time: {error}")
+                })?;
+                let elapsed = (now - since).get_seconds().max(0);
+                Some(u64::try_from(elapsed).unwrap_or(0))
+            }
+            (None, None) => None,
+        };
+        let tail_lines = match &self.tail_lines {
+            Some(text) => Some(non_negative("tailLines", text)?),
+            None => None,
+        };
+        let limit_bytes = match &self.limit_bytes {
+            Some(text) => Some(positive("limitBytes", text)?),
+            None => None,
+        };
+        Ok(LogRequest {
+            options: LogOptions {
+                container: Some(container.to_owned()),
+                tail_lines,
+                limit_bytes,
+                timestamps: flag("timestamps", self.timestamps.as_deref())?,
+                since_seconds,
+            },
+            follow: flag("follow", self.follow.as_deref())?,
+        })
+    }
+}
+
+fn flag(name: &str, value: Option<&str>) -> Result<bool, String> {
+    match value {
+        None | Some("" | "false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("{name} must be true or false, not {other:?}")),
+    }
+}
+
+fn non_negative(name: &str, text: &str) -> Result<u64, String> {
+    text.parse::<u64>()
+        .map_err(|_| format!("{name} must be a whole number of at least 0, not {text:?}"))
+}
+
+fn positive(name: &str, text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if value > 0 => Ok(value),
+        _ => Err(format!(
+            "{name} must be a whole number greater than 0, not {text:?}"
+        )),
+    }
+}
+
+pub async fn container_logs(
+    State(state): State<Arc<ApiState>>,
+    Path((namespace, name, container)): Path<(String, String, String)>,
+    Query(query): Query<LogQuery>,
+) -> Response {
+    let Some(pod) = state.pod(&namespace, &name) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            format!("pod {namespace}/{name} is not on node {}", state.node_name),
+        );
+    };
+    let in_spec = pod
+        .spec
+        .as_ref()
+        .is_some_and(|spec| spec.containers.iter().any(|c| c.name == container));
+    if !in_spec {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("container {container:?} is not valid for pod {name:?}"),
+        );
+    }
+    let request = match query.validate(&container, Timestamp::now()) {
+        Ok(request) => request,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
+    };
+    let Some(key) = PodKey::of(&pod) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            format!("pod {namespace}/{name} has no UID yet"),
+        );
+    };
+    let lines = match timed_lines(state.provider.as_ref(), &key, &container).await {
+        Ok(lines) => lines,
+        Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
+    };
+    let first = render(&lines, &request.options, Timestamp::now());
+    if !request.follow {
+        return text(StatusCode::OK, Body::from(first));
+    }
+    let follower = Follower {
+        state: state.clone(),
+        key,
+        namespace,
+        name,
+        container,
+        timestamps: request.options.timestamps,
+        seen: lines.len(),
+        remaining: request.options.limit_bytes.map(|limit| {
+            limit.saturating_sub(u64::try_from(first.len()).unwrap_or(u64::MAX))
+        }),
+        first: Some(first),
+        done: false,
+    };
+    text(StatusCode::OK, Body::from_stream(follower.stream()))
+}
+
+/// Every line of the container's log with its time, read through the provider with
+/// timestamps so the lines can be told apart and filtered here.
+async fn timed_lines(
+    provider: &dyn Provider,
+    key: &PodKey,
+    container: &str,
+) -> Result<Vec<(Timestamp, String)>, String> {
+    let options = LogOptions {
+        container: Some(container.to_owned()),
+        timestamps: true,
+        ..LogOptions::default()
+    };
+    let text = provider.logs(key, &options).await.map_err(|error| {
+        if error.code == "InstanceNotFound" {
+            format!(
+                "container {container:?} in pod {:?} is waiting to start: its instance is not launched yet",
+                key.name
+            )
+        } else {
+            format!("reading the logs of pod {key}: {error}")
+        }
+    })?;
+    Ok(text.lines().map(split_timestamp).collect())
+}
+
+/// `2026-11-22T10:00:00Z text` → (time, text). A line whose time the provider did not know
+/// is kept, stamped with the epoch so it is never taken for a new one.
+fn split_timestamp(line: &str) -> (Timestamp, String) {
+    line.split_once(' ')
+        .and_then(|(time, rest)| Some((time.parse().ok()?, rest.to_owned())))
+        .unwrap_or_else(|| (Timestamp::UNIX_EPOCH, line.to_owned()))
+}
+
+/// `kubectl logs -f`: the first answer, then new lines every poll while the pod can still
+/// write, ending after the pod finishes (or leaves) or `limitBytes` is reached. A client that
+/// hangs up drops the stream, which ends the polling.
+struct Follower {
+    state: Arc<ApiState>,
+    key: PodKey,
+    namespace: String,
+    name: String,
+    container: String,
+    timestamps: bool,
+    seen: usize,
+    remaining: Option<u64>,
+    first: Option<String>,
+    done: bool,
+}
+
+impl Follower {
+    fn stream(self) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+        futures::stream::unfold(self, |mut follower| async move {
+            let chunk = follower.next_chunk().await?;
+            Some((Ok(Bytes::from(chunk)), follower))
+        })
+    }
+
+    async fn next_chunk(&mut self) -> Option<String> {
+        if let Some(first) = self.first.take() {
+            if self.remaining == Some(0) {
+                self.done = true;
+            }
+            return Some(first);
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            tokio::time::sleep(self.state.follow_poll_interval).await;
+            // Read the pod before the lines: if it finished, this last read has all it wrote.
+            let finished = !self
+                .state
+                .pod(&self.namespace, &self.name)
+                .is_some_and(|pod| can_still_write(&pod));
+            let lines = match timed_lines(self.state.provider.as_ref(), &self.key, &self.container)
+                .await
+            {
+                Ok(lines) => lines,
+                Err(message) => {
+                    tracing::debug!(pod = %self.key, %message, "log follow read failed; retrying");
+                    if finished {
+                        return None;
+                    }
+                    continue;
+                }
+            };
+            self.done = finished;
+            let Some(new) = lines.get(self.seen..).filter(|new| !new.is_empty()) else {
+                continue;
+            };
+            self.seen = lines.len();
+            let mut chunk = String::new();
+            for (at, line) in new {
+                if self.timestamps {
+                    chunk.push_str(&at.to_string());
+                    chunk.push(' ');
+                }
+                chunk.push_str(line);
+                chunk.push('\n');
+            }
+            if let Some(remaining) = self.remaining.as_mut() {
+                let allowed = usize::try_from(*remaining).unwrap_or(usize::MAX);
+                if chunk.len() >= allowed {
+                    let mut cut = allowed;
+                    while !chunk.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    chunk.truncate(cut);
+                    self.done = true;
+                }
+                *remaining -= u64::try_from(chunk.len()).unwrap_or(*remaining);
+            }
+            return Some(chunk);
+        }
+    }
+}
+
+fn can_still_write(pod: &Pod) -> bool {
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+fn text(status: StatusCode, body: Body) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+pub(super) fn refuse(status: StatusCode, message: String) -> Response {
+    text(status, Body::from(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(pairs: &[(&str, &str)]) -> LogQuery {
+        let text: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        serde_urlencoded_like(&text.join("&"))
+    }
+
+    fn serde_urlencoded_like(text: &str) -> LogQuery {
+        let uri: axum::http::Uri = format!("/x?{text}").parse().unwrap();
+        Query::<LogQuery>::try_from_uri(&uri).unwrap().0
+    }
+
+    #[test]
+    fn the_kubelet_query_is_read() {
+        let now = Timestamp::from_second(1_000).unwrap();
+        let request = query(&[
+            ("tailLines", "5"),
+            ("limitBytes", "100"),
+            ("timestamps", "true"),
+            ("sinceSeconds", "30"),
+            ("follow", "true"),
+        ])
+        .validate("main", now)
+        .unwrap();
+        assert_eq!(
+            request,
+            LogRequest {
+                options: LogOptions {
+                    container: Some("main".to_owned()),
+                    tail_lines: Some(5),
+                    limit_bytes: Some(100),
+                    timestamps: true,
+                    since_seconds: Some(30),
+                },
+                follow: true,
+            }
+        );
+        let since = query(&[("sinceTime", "1970-01-01T00:16:00Z")])
+            .validate("main", now)
+            .unwrap();
+        assert_eq!(since.options.since_seconds, Some(40));
+        assert_eq!(query(&[("tailLines", "0")]).validate("main", now).unwrap().options.tail_lines, Some(0));
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let now = Timestamp::from_second(1_000).unwrap();
+        for (pairs, named) in [
+            (vec![("tailLines", "-1")], "tailLines"),
+            (vec![("limitBytes", "0")], "limitBytes"),
+            (vec![("sinceSeconds", "abc")], "sinceSeconds"),
+            (vec![("sinceTime", "yesterday")], "sinceTime"),
+            (vec![("sinceSeconds", "5"), ("sinceTime", "1970-01-01T00:00:00Z")], "at most one"),
+            (vec![("follow", "maybe")], "follow"),
+            (vec![("previous", "true")], "previous terminated container"),
+        ] {
+            let error = query(&pairs).validate("main", now).unwrap_err();
+            assert!(error.contains(named), "{pairs:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_split_off_and_untimed_lines_kept() {
+        let (at, text) = split_timestamp("2026-11-22T10:00:00Z hello world");
+        assert_eq!(at, "2026-11-22T10:00:00Z".parse::<Timestamp>().unwrap());
+        assert_eq!(text, "hello world");
+        assert_eq!(
+            split_timestamp("no time here"),
+            (Timestamp::UNIX_EPOCH, "no time here".to_owned())
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! orca's kubelet API: the HTTPS server on the Node's kubelet port that the apiserver calls
+//! for `kubectl logs` (and exec, which is refused clearly), with the kubelet's authentication
+//! and authorization.
+
+pub mod auth;
+mod logs;
+mod routes;
+mod server;
+pub mod tls;
+mod unsupported;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{KubeletApiConfig, NodeConfig};
+use crate::provider::Provider;
+
+pub use routes::ApiState;
+pub use unsupported::message as unsupported_message;
+
+/// Why the kubelet API could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletApiError {
+    #[error("preparing the kubelet API's TLS")]
+    TlsFailed(#[source] tls::TlsError),
+    #[error("listening on {address} (kubeletApi.bindAddress, node.daemonPort)")]
+    ListenFailed {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the kubelet API serves from.
+pub struct KubeletApiDeps {
+    pub client: kube::Client,
+    pub config: KubeletApiConfig,
+    pub node: NodeConfig,
+    pub pods: Store<Pod>,
+    pub provider: Arc<dyn Provider>,
+}
+
+/// Prepares TLS, binds the port, and serves until `shutdown` in a spawned task.
+///
+/// # Errors
+/// [`KubeletApiError`] when no serving certificate can be had or the port is taken.
+pub async fn start(
+    deps: KubeletApiDeps,
+    shutdown: CancellationToken,
+) -> Result<tokio::task::JoinHandle<()>, KubeletApiError> {
+    let address = crate::node::node_address(&deps.node);
+    let identity = tls::ServingIdentity {
+        node_name: deps.node.name.clone(),
+        addresses: vec![address],
+        hostnames: vec![deps.node.name.clone()],
+    };
+    let tls_config = tls::server_config(
+        &deps.config,
+        deps.client.clone(),
+        identity,
+        shutdown.clone(),
+    )
+    .await
+    .map_err(KubeletApiError::TlsFailed)?;
+    let bind = SocketAddr::new(deps.config.bind_address, deps.node.daemon_port);
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| KubeletApiError::ListenFailed {
+            address: bind,
+            source,
+        })?;
+    tracing::info!(address = %bind, "kubelet API listening");
+    let state = Arc::new(ApiState {
+        gate: auth::Gate::new(
+            Arc::new(auth::KubeReviews::new(deps.client)),
+            &deps.node.name,
+            &deps.config,
+        ),
+        pods: deps.pods,
+        provider: deps.provider,
+        node_name: deps.node.name,
+        follow_poll_interval: deps.config.follow_poll_interval.get(),
+    });
+    let router = routes::router(state);
+    Ok(tokio::spawn(server::serve(
+        listener, tls_config, router, shutdown,
+    )))
+}

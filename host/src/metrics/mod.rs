@@ -1,0 +1,56 @@
+//! orca's Prometheus metrics. One registry for the process, served on the metrics port; each
+//! part of orca records into the families it owns and is handed only those.
+
+mod ec2;
+mod node;
+mod pods;
+mod policy;
+mod scraped;
+pub mod server;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::Store;
+use prometheus_client::registry::Registry;
+
+pub use ec2::{Ec2CallLabels, Ec2Metrics};
+pub use node::LeaseMetrics;
+pub use pods::ReconcileMetrics;
+pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
+
+use crate::provider::aws::Ec2Calls;
+
+/// Every family orca records, registered once at startup.
+pub struct Metrics {
+    pub policy: Arc<PolicyMetrics>,
+    pub reconcile: Arc<ReconcileMetrics>,
+    pub ec2: Arc<Ec2Metrics>,
+    pub lease: Arc<LeaseMetrics>,
+    registry: Arc<Registry>,
+}
+
+impl Metrics {
+    /// Registers all families. `pods` is the pod controller's cache (pods by phase are counted
+    /// from it at scrape time); `requests` the SDK interceptor's per-operation HTTP counts.
+    pub fn new(pods: Store<Pod>, requests: Arc<Ec2Calls>) -> Metrics {
+        let mut registry = Registry::default();
+        let policy = Arc::new(PolicyMetrics::register(&mut registry));
+        let reconcile = Arc::new(ReconcileMetrics::register(&mut registry));
+        let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
+        let lease = Arc::new(LeaseMetrics::register(&mut registry));
+        registry.register_collector(Box::new(pods::PodPhases(pods)));
+        registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
+        Metrics {
+            policy,
+            reconcile,
+            ec2,
+            lease,
+            registry: Arc::new(registry),
+        }
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+}

@@ -1,0 +1,82 @@
+//! Pods on this node by phase, and how the pod reconciler fares.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::Store;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::scraped::encode_by_label;
+
+const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+/// Counts the pod cache by phase on each scrape, so the figure is never stale and costs
+/// nothing between scrapes. A pod without a phase yet is Pending, as the kubelet reports it.
+#[derive(Debug)]
+pub(super) struct PodPhases(pub Store<Pod>);
+
+impl Collector for PodPhases {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut counts: BTreeMap<String, u64> =
+            PHASES.iter().map(|phase| ((*phase).to_owned(), 0)).collect();
+        for pod in self.0.state() {
+            let phase = pod
+                .status
+                .as_ref()
+                .and_then(|status| status.phase.clone())
+                .unwrap_or_else(|| "Pending".to_owned());
+            *counts.entry(phase).or_default() += 1;
+        }
+        encode_by_label(
+            &mut encoder,
+            "orca_pods",
+            "Pods bound to this node, by phase",
+            MetricType::Gauge,
+            "phase",
+            counts,
+        )
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `ok`, or the failed step (`StatusWriteFailed`, `TerminateFailed`, …).
+    pub result: String,
+}
+
+/// Reconcile durations by result; the `_count` of an error result is the error count.
+pub struct ReconcileMetrics {
+    durations: Family<ReconcileLabels, Histogram>,
+}
+
+impl ReconcileMetrics {
+    pub fn register(registry: &mut Registry) -> ReconcileMetrics {
+        let durations: Family<ReconcileLabels, Histogram> = Family::new_with_constructor(|| {
+            // A reconcile is a cache read (sub-millisecond) up to a launch through the rate
+            // limit and retries (tens of seconds).
+            Histogram::new([
+                0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+            ])
+        });
+        registry.register(
+            "orca_reconcile_duration_seconds",
+            "Time of one pod reconcile, by result (ok or the failed step)",
+            durations.clone(),
+        );
+        ReconcileMetrics { durations }
+    }
+
+    pub fn observe(&self, result: &str, elapsed: Duration) {
+        self.durations
+            .get_or_create(&ReconcileLabels {
+                result: result.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+}
