@@ -1,0 +1,77 @@
+//! The one check every kubelet API request passes: who is calling, and may they.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, Method};
+
+use super::attributes::RequestAttributes;
+use super::authenticate::{TokenAuthenticator, UNAUTHORIZED};
+use super::authorize::{AccessAuthorizer, AnswerTtls};
+use super::bearer::bearer_token;
+use super::cache::{Clock, SystemClock};
+use super::refusal::Refusal;
+use super::reviews::ReviewApi;
+use super::user::User;
+use crate::config::KubeletApiConfig;
+
+/// Authenticates and authorizes kubelet API requests as a kubelet started with
+/// `--anonymous-auth=false --authentication-token-webhook --authorization-mode=Webhook` does.
+pub struct Gate {
+    tokens: TokenAuthenticator,
+    access: AccessAuthorizer,
+}
+
+impl Gate {
+    pub fn new(api: Arc<dyn ReviewApi>, node_name: &str, config: &KubeletApiConfig) -> Gate {
+        Gate::with_clock(api, node_name, config, Arc::new(SystemClock))
+    }
+
+    pub(super) fn with_clock(
+        api: Arc<dyn ReviewApi>,
+        node_name: &str,
+        config: &KubeletApiConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Gate {
+        let ttls = AnswerTtls {
+            allowed: config.authorization_allowed_ttl.get(),
+            denied: config.authorization_denied_ttl.get(),
+        };
+        Gate {
+            tokens: TokenAuthenticator::new(
+                api.clone(),
+                config.authentication_cache_ttl.get(),
+                clock.clone(),
+            ),
+            access: AccessAuthorizer::new(api, node_name, ttls, clock),
+        }
+    }
+
+    /// Authenticates (client certificate first, else `Authorization: Bearer <token>` via
+    /// TokenReview, cached), then authorizes via SubjectAccessReview (cached), as the kubelet
+    /// does.
+    ///
+    /// `certificate_user` is the user of a client certificate the TLS layer already verified
+    /// against the client CA; a bearer token alongside it is ignored, as in the kubelet's
+    /// authenticator union where x509 comes first.
+    ///
+    /// # Errors
+    /// [`Refusal::Unauthenticated`] without credentials (anonymous requests are not allowed)
+    /// or with a rejected token; [`Refusal::Forbidden`] when RBAC denies the request;
+    /// [`Refusal::Unavailable`] when the apiserver cannot be asked.
+    pub async fn admit(
+        &self,
+        certificate_user: Option<User>,
+        authorization: Option<&HeaderValue>,
+        method: &Method,
+        path_and_query: &str,
+    ) -> Result<User, Refusal> {
+        let user = match (certificate_user, bearer_token(authorization)) {
+            (Some(user), _) => user,
+            (None, Some(token)) => self.tokens.authenticate(token).await?,
+            (None, None) => return Err(Refusal::Unauthenticated(UNAUTHORIZED.to_string())),
+        };
+        let attributes = RequestAttributes::of(method, path_and_query);
+        self.access.authorize(&user, &attributes).await?;
+        Ok(user)
+    }
+}
