@@ -1,0 +1,3 @@
+//! The kubelet HTTPS API that the apiserver calls for logs: its TLS, authentication and routes.
+
+pub mod tls;
