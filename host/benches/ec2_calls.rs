@@ -4,13 +4,13 @@
 //!
 //! ```sh
 //! set -a; . "$(tests/cluster/up | tail -n1)"; set +a     # moto's endpoint and dummy credentials
-//! cargo bench -p orca --bench ec2_calls [-- PODS [PERIODS]]
+//! cargo bench -p orca --bench ec2_calls [-- PODS [STEADY_SECONDS]]
 //! ```
 //!
 //! Three phases, each counted on its own: PODS pods launched at once (through the production
-//! rate limit, 5 launches/s); PERIODS status syncs, one per `pods.syncInterval` (5 s by
-//! default: 120 periods are ten minutes of steady state), over all of them; every pod deleted
-//! at once. Then one pod's whole lifecycle alone. moto is reset first so earlier runs' instances
+//! rate limit, 5 launches/s); STEADY_SECONDS (600: ten minutes) of steady state, one status
+//! sync per `pods.syncInterval` (5 s) or, when the endpoint answers slower than that, back to
+//! back; every pod deleted at once. Then one pod's whole lifecycle alone. moto is reset first so earlier runs' instances
 //! do not inflate the describe pages.
 
 use std::collections::BTreeMap;
@@ -46,16 +46,16 @@ fn main() {
         .filter(|arg| !arg.starts_with('-'))
         .filter_map(|arg| arg.parse::<usize>().ok());
     let pods = args.next().unwrap_or(1000);
-    let periods = args.next().unwrap_or(120);
+    let steady = Duration::from_secs(args.next().unwrap_or(600) as u64);
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .expect("AWS_ENDPOINT_URL: source the harness env file (see the doc comment)");
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     runtime.block_on(reset_moto(&endpoint));
-    runtime.block_on(run(&endpoint, &region, pods, periods));
+    runtime.block_on(run(&endpoint, &region, pods, steady));
 }
 
-async fn run(endpoint: &str, region: &str, pods: usize, periods: usize) {
+async fn run(endpoint: &str, region: &str, pods: usize, steady_for: Duration) {
     let run_id = format!("{:x}", std::process::id());
     let (provider, calls) = connect(endpoint, region, &format!("bench-{run_id}")).await;
     let all: Vec<Pod> = (0..pods).map(|i| pod(&format!("p{i}-{run_id}"))).collect();
@@ -78,18 +78,27 @@ async fn run(endpoint: &str, region: &str, pods: usize, periods: usize) {
     let before = calls.snapshot();
     let steady_started = Instant::now();
     let mut listed = 0;
+    let mut failed_syncs = 0;
     let mut slowest = Duration::ZERO;
     let mut ticks = tokio::time::interval(SYNC_PERIOD);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    for _ in 0..periods {
+    let mut periods = 0;
+    while steady_started.elapsed() < steady_for {
         ticks.tick().await;
+        periods += 1;
         let sync_started = Instant::now();
-        listed = provider.statuses().await.map(|s| s.len()).unwrap_or(0);
+        match provider.statuses().await {
+            Ok(statuses) => listed = statuses.len(),
+            Err(error) => {
+                failed_syncs += 1;
+                eprintln!("status sync failed: {error}");
+            }
+        }
         slowest = slowest.max(sync_started.elapsed());
     }
     let steady = phase(&calls, &before);
     println!(
-        "{periods} status syncs, one per {} s, over {listed} instances in {:.0} s (slowest sync {:.2} s):",
+        "{periods} status syncs ({failed_syncs} failed), at most one per {} s, over {listed} instances in {:.0} s (slowest sync {:.2} s):",
         SYNC_PERIOD.as_secs(),
         steady_started.elapsed().as_secs_f64(),
         slowest.as_secs_f64()
@@ -131,7 +140,17 @@ async fn reset_moto(endpoint: &str) {
 
 async fn connect(endpoint: &str, region: &str, node: &str) -> (AwsProvider, Arc<Ec2Calls>) {
     let calls = Arc::new(Ec2Calls::default());
-    let sdk = SdkEc2::connect(region, Some(endpoint), calls.clone()).await;
+    // moto needs about 10 s to filter a describe of 1000 instances (EC2 about 1 s): longer
+    // timeouts than production's 10 s per attempt, so the bench counts requests, not retries
+    // of moto's slowness.
+    let sdk = SdkEc2::connect_with_timeouts(
+        region,
+        Some(endpoint),
+        calls.clone(),
+        Duration::from_secs(60),
+        Duration::from_secs(180),
+    )
+    .await;
     // The production limits: they are what keeps a burst of 1000 launches from tripping
     // RequestLimitExceeded (and from flooding moto's single process).
     let limits = RateLimitConfig::default();

@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::DeleteParams;
 use orca_e2e::pods::{self, burst_pod, phase};
-use orca_e2e::{OrcaProcess, Scenario, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+use orca_e2e::{
+    OrcaProcess, Scenario, TestCluster, TestNamespace, aws_test_config, unique_node_name,
+};
 
 const EXEC_REFUSAL: &str = "exec is not supported by this node";
 
@@ -49,7 +51,9 @@ fn kubelet_get(orca: &OrcaProcess, path: &str, token: Option<&str>) -> Result<(u
 /// The metrics port's `/metrics`, parsed with a Prometheus text parser.
 fn scrape(orca: &OrcaProcess) -> Result<prometheus_parse::Scrape> {
     let url = format!("http://127.0.0.1:{}/metrics", orca.metrics_port);
-    let output = Command::new("curl").args(["-sf", "--max-time", "10", &url]).output()?;
+    let output = Command::new("curl")
+        .args(["-sf", "--max-time", "10", &url])
+        .output()?;
     if !output.status.success() {
         bail!("GET {url} failed");
     }
@@ -137,7 +141,9 @@ async fn kubectl_logs_and_exec_go_through_the_apiserver_to_orca() -> Result<()> 
     }
     let _ = follow.kill();
     let _ = follow.wait();
-    let streamed = reader.join().map_err(|_| anyhow::anyhow!("reader panicked"))?;
+    let streamed = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("reader panicked"))?;
     assert_eq!(streamed.len(), 4, "kubectl logs -f gave {streamed:?}");
     assert!(
         streamed[3].0 >= Duration::from_secs(1),
@@ -149,8 +155,14 @@ async fn kubectl_logs_and_exec_go_through_the_apiserver_to_orca() -> Result<()> 
     let exec = kubectl(&["exec", "-n", &ns, "talker", "--", "ls"])?;
     let stderr = String::from_utf8_lossy(&exec.stderr);
     assert!(!exec.status.success());
-    assert!(stderr.contains(EXEC_REFUSAL), "kubectl exec printed: {stderr}");
-    assert!(started.elapsed() < Duration::from_secs(20), "exec must not hang");
+    assert!(
+        stderr.contains(EXEC_REFUSAL),
+        "kubectl exec printed: {stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "exec must not hang"
+    );
 
     // A container the pod does not have: the kubelet's kind of answer.
     let wrong = kubectl(&["logs", "-n", &ns, "talker", "-c", "sidecar"])?;
@@ -215,13 +227,20 @@ async fn metrics_show_a_pods_life_and_the_probes_answer() -> Result<()> {
         &[("simulated.orca.research/run-time", "1s")],
     );
     pods::create(&scenario.pods, &pod).await?;
-    pods::wait_for(&scenario.pods, "short", "Succeeded", Duration::from_secs(60), |p| {
-        phase(p) == "Succeeded"
-    })
+    pods::wait_for(
+        &scenario.pods,
+        "short",
+        "Succeeded",
+        Duration::from_secs(60),
+        |p| phase(p) == "Succeeded",
+    )
     .await?;
     let health = |path: &str| -> Result<bool> {
         let url = format!("http://127.0.0.1:{}{path}", scenario.orca.metrics_port);
-        Ok(Command::new("curl").args(["-sf", &url]).status()?.success())
+        Ok(Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &url])
+            .status()?
+            .success())
     };
     assert!(health("/healthz")?);
     assert!(health("/readyz")?);
@@ -232,18 +251,30 @@ async fn metrics_show_a_pods_life_and_the_probes_answer() -> Result<()> {
         Duration::from_millis(250),
         || async {
             let scrape = scrape(&scenario.orca)?;
-            Ok((sample(&scrape, "orca_pods", &[("phase", "Succeeded")]) == Some(1.0)).then_some(scrape))
+            Ok(
+                (sample(&scrape, "orca_pods", &[("phase", "Succeeded")]) == Some(1.0))
+                    .then_some(scrape),
+            )
         },
     )
     .await?;
     for (name, labels) in [
         ("orca_pods", vec![("phase", "Running")]),
-        ("orca_reconcile_duration_seconds_count", vec![("result", "ok")]),
+        (
+            "orca_reconcile_duration_seconds_count",
+            vec![("result", "ok")],
+        ),
         (
             "orca_plugin_evaluation_seconds_count",
-            vec![("plugin", "orca-default-selector"), ("hook", "select-instance")],
+            vec![
+                ("plugin", "orca-default-selector"),
+                ("hook", "select-instance"),
+            ],
         ),
-        ("orca_plugin_info", vec![("plugin", "orca-default-selector")]),
+        (
+            "orca_plugin_info",
+            vec![("plugin", "orca-default-selector")],
+        ),
         ("orca_plugin_reloads_total", vec![("result", "rejected")]),
         ("orca_lease_renewals_total", vec![("result", "ok")]),
     ] {
@@ -252,7 +283,13 @@ async fn metrics_show_a_pods_life_and_the_probes_answer() -> Result<()> {
             "no {name}{labels:?} in /metrics"
         );
     }
-    assert!(sample(&scrape, "orca_reconcile_duration_seconds_count", &[("result", "ok")]) >= Some(1.0));
+    assert!(
+        sample(
+            &scrape,
+            "orca_reconcile_duration_seconds_count",
+            &[("result", "ok")]
+        ) >= Some(1.0)
+    );
     assert!(sample(&scrape, "orca_lease_renewals_total", &[("result", "ok")]) >= Some(1.0));
     let info = scrape
         .samples
@@ -280,7 +317,10 @@ async fn logs_of_a_pod_on_moto_come_from_its_console_and_ec2_calls_are_measured(
     let all = kubectl_ok(&["logs", "-n", &ns, "on-ec2"])?;
     assert!(all.starts_with("Linux version"), "{all}");
     let tail = kubectl_ok(&["logs", "-n", &ns, "on-ec2", "--tail=1"])?;
-    assert_eq!(tail, format!("{}\n", all.lines().last().unwrap_or_default()));
+    assert_eq!(
+        tail,
+        format!("{}\n", all.lines().last().unwrap_or_default())
+    );
 
     pods_api
         .delete("on-ec2", &DeleteParams::default().grace_period(0))
@@ -302,10 +342,22 @@ async fn logs_of_a_pod_on_moto_come_from_its_console_and_ec2_calls_are_measured(
     )
     .await?;
     for (name, labels) in [
-        ("orca_ec2_calls_total", vec![("operation", "RunInstances"), ("code", "ok")]),
-        ("orca_ec2_calls_total", vec![("operation", "GetConsoleOutput"), ("code", "ok")]),
-        ("orca_ec2_call_duration_seconds_count", vec![("operation", "DescribeInstances")]),
-        ("orca_ec2_requests_total", vec![("operation", "RunInstances")]),
+        (
+            "orca_ec2_calls_total",
+            vec![("operation", "RunInstances"), ("code", "ok")],
+        ),
+        (
+            "orca_ec2_calls_total",
+            vec![("operation", "GetConsoleOutput"), ("code", "ok")],
+        ),
+        (
+            "orca_ec2_call_duration_seconds_count",
+            vec![("operation", "DescribeInstances")],
+        ),
+        (
+            "orca_ec2_requests_total",
+            vec![("operation", "RunInstances")],
+        ),
     ] {
         assert!(
             sample(&scrape, name, &labels).is_some(),
@@ -313,4 +365,84 @@ async fn logs_of_a_pod_on_moto_come_from_its_console_and_ec2_calls_are_measured(
         );
     }
     namespace.delete().await
+}
+
+#[tokio::test]
+async fn the_serving_certificate_is_requested_through_the_csr_api() -> Result<()> {
+    let cluster = TestCluster::shared();
+    let node = unique_node_name("kubelet-csr");
+    let orca = OrcaProcess::start(&node, |dir| {
+        format!(
+            "{}kubeletApi:\n  bindAddress: 127.0.0.1\n  tls:\n    sources: [csr]\n",
+            orca_e2e::test_config(&node, dir, "")
+        )
+    })?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let readyz = || -> Result<(u16, String)> {
+        let url = format!("http://127.0.0.1:{}/readyz", orca.metrics_port);
+        let output = Command::new("curl")
+            .args(["-s", "--max-time", "5", "-w", "\n%{http_code}", &url])
+            .output()?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').context("no status")?;
+        Ok((code.trim().parse()?, body.to_owned()))
+    };
+    // With the CSR as the only source, the kubelet API waits for approval, and says so.
+    let (status, body) = readyz()?;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("kubelet API"), "{body}");
+
+    let selector = format!("orca.research/node={node}");
+    let csr = orca_e2e::wait::poll_until(
+        "orca's CSR",
+        Duration::from_secs(20),
+        Duration::from_millis(250),
+        || async {
+            let names = kubectl_ok(&["get", "csr", "-l", &selector, "-o", "name"])?;
+            Ok(names.lines().next().map(str::to_owned))
+        },
+    )
+    .await?;
+    let spec = kubectl_ok(&[
+        "get",
+        &csr,
+        "-o",
+        "jsonpath={.spec.signerName} {.spec.usages}",
+    ])?;
+    assert!(spec.starts_with("kubernetes.io/kubelet-serving "), "{spec}");
+    kubectl_ok(&[
+        "certificate",
+        "approve",
+        csr.trim_start_matches("certificatesigningrequest.certificates.k8s.io/"),
+    ])?;
+
+    // Once signed, orca serves the issued certificate: the cluster CA verifies it for the
+    // node's address (an anonymous request, so the answer itself is 401).
+    let url = format!("https://127.0.0.1:{}/healthz", orca.kubelet_port);
+    let ca = cluster.var("ORCA_CLUSTER_CA").to_owned();
+    orca_e2e::wait::poll_until(
+        "the issued certificate served",
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+        || async {
+            let output = Command::new("curl")
+                .args([
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "--cacert",
+                    &ca,
+                    &url,
+                ])
+                .output()?;
+            Ok((output.status.success() && output.stdout == b"401").then_some(()))
+        },
+    )
+    .await?;
+    let (status, body) = readyz()?;
+    assert_eq!(status, 200, "{body}");
+    let _ = kubectl(&["delete", &csr]);
+    Ok(())
 }

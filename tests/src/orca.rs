@@ -279,7 +279,9 @@ fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> St
 
 /// A port nothing listens on now (the kernel's pick for an ephemeral bind).
 pub fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// The `node:` and `pods:` sections every test config shares: short intervals so lifecycles

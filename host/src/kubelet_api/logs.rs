@@ -3,7 +3,6 @@
 //! `sinceSeconds`, `sinceTime`, `follow`, `previous`); answers and refusals read like its.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -14,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
 use super::routes::ApiState;
-use crate::provider::logs::render;
+use crate::provider::render_logs as render;
 use crate::provider::{LogOptions, PodKey, Provider};
 
 /// The query as sent; numbers stay text so a bad one gets the kubelet's kind of message
@@ -151,9 +150,10 @@ pub async fn container_logs(
         container,
         timestamps: request.options.timestamps,
         seen: lines.len(),
-        remaining: request.options.limit_bytes.map(|limit| {
-            limit.saturating_sub(u64::try_from(first.len()).unwrap_or(u64::MAX))
-        }),
+        remaining: request
+            .options
+            .limit_bytes
+            .map(|limit| limit.saturating_sub(u64::try_from(first.len()).unwrap_or(u64::MAX))),
         first: Some(first),
         done: false,
     };
@@ -341,7 +341,14 @@ mod tests {
             .validate("main", now)
             .unwrap();
         assert_eq!(since.options.since_seconds, Some(40));
-        assert_eq!(query(&[("tailLines", "0")]).validate("main", now).unwrap().options.tail_lines, Some(0));
+        assert_eq!(
+            query(&[("tailLines", "0")])
+                .validate("main", now)
+                .unwrap()
+                .options
+                .tail_lines,
+            Some(0)
+        );
     }
 
     #[test]
@@ -352,7 +359,10 @@ mod tests {
             (vec![("limitBytes", "0")], "limitBytes"),
             (vec![("sinceSeconds", "abc")], "sinceSeconds"),
             (vec![("sinceTime", "yesterday")], "sinceTime"),
-            (vec![("sinceSeconds", "5"), ("sinceTime", "1970-01-01T00:00:00Z")], "at most one"),
+            (
+                vec![("sinceSeconds", "5"), ("sinceTime", "1970-01-01T00:00:00Z")],
+                "at most one",
+            ),
             (vec![("follow", "maybe")], "follow"),
             (vec![("previous", "true")], "previous terminated container"),
         ] {

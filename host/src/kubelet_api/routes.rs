@@ -61,10 +61,10 @@ async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next)
         .extensions()
         .get::<PeerUser>()
         .and_then(|peer| peer.0.clone());
-    let path = request
-        .uri()
-        .path_and_query()
-        .map_or_else(|| request.uri().path().to_owned(), |p| p.as_str().to_owned());
+    let path = request.uri().path_and_query().map_or_else(
+        || request.uri().path().to_owned(),
+        |p| p.as_str().to_owned(),
+    );
     let admitted = state
         .gate
         .admit(
@@ -88,7 +88,12 @@ async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next)
 
 /// `GET /pods`: the pods bound to this node, as the kubelet lists the pods it runs.
 async fn pods(State(state): State<Arc<ApiState>>) -> Response {
-    let items: Vec<Pod> = state.pods.state().iter().map(|pod| (**pod).clone()).collect();
+    let items: Vec<Pod> = state
+        .pods
+        .state()
+        .iter()
+        .map(|pod| (**pod).clone())
+        .collect();
     let list = serde_json::json!({
         "kind": "PodList",
         "apiVersion": "v1",

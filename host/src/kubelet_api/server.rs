@@ -73,10 +73,11 @@ async fn connection(
     let user = client_identity(tls.get_ref().1)
         .map(|identity| User::from_certificate(identity.user, identity.groups));
     let peer_user = PeerUser(user);
-    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-        request.extensions_mut().insert(peer_user.clone());
-        router.clone().oneshot(request)
-    });
+    let service =
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(peer_user.clone());
+            router.clone().oneshot(request)
+        });
     let builder = auto::Builder::new(TokioExecutor::new());
     let served = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
     tokio::pin!(served);

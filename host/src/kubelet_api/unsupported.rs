@@ -2,7 +2,7 @@
 //! runtime orca can reach, so these are refused at once with an answer `kubectl` prints as it
 //! is: a `Status` object (client-go shows its message) with code 400, never a hang or a 500.
 
-use axum::extract::OriginalUri;
+use axum::http::Uri;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -15,7 +15,7 @@ pub fn message(operation: &str) -> String {
     )
 }
 
-pub async fn unsupported(OriginalUri(uri): OriginalUri) -> Response {
+pub async fn unsupported(uri: Uri) -> Response {
     let operation = uri
         .path()
         .trim_start_matches('/')

@@ -23,8 +23,10 @@ pub(super) struct PodPhases(pub Store<Pod>);
 
 impl Collector for PodPhases {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let mut counts: BTreeMap<String, u64> =
-            PHASES.iter().map(|phase| ((*phase).to_owned(), 0)).collect();
+        let mut counts: BTreeMap<String, u64> = PHASES
+            .iter()
+            .map(|phase| ((*phase).to_owned(), 0))
+            .collect();
         for pod in self.0.state() {
             let phase = pod
                 .status

@@ -79,7 +79,7 @@ impl PolicyMetrics {
         );
         // Every result from the start: a rate of rejections needs its zero before the first.
         for result in ["loaded", "rejected", "removed"] {
-            metrics.reloads.get_or_create(&ReloadLabels {
+            let _ = metrics.reloads.get_or_create(&ReloadLabels {
                 result: result.to_owned(),
             });
         }

@@ -90,7 +90,11 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).await.unwrap();
         let status = answer[9..12].parse().unwrap();
-        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+        let body = answer
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         (status, body)
     }
 
@@ -104,12 +108,20 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
         drop(listener);
-        let task = serve(address, Arc::new(registry), health.clone(), shutdown.clone())
-            .await
-            .unwrap();
+        let task = serve(
+            address,
+            Arc::new(registry),
+            health.clone(),
+            shutdown.clone(),
+        )
+        .await
+        .unwrap();
         let (status, body) = get_text(address, "/metrics").await;
         assert_eq!(status, 200);
-        assert!(body.contains(r#"orca_lease_renewals_total{result="ok"} 1"#), "{body}");
+        assert!(
+            body.contains(r#"orca_lease_renewals_total{result="ok"} 1"#),
+            "{body}"
+        );
         assert_eq!(get_text(address, "/healthz").await.0, 200);
         let (status, body) = get_text(address, "/readyz").await;
         assert_eq!(status, 503);

@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use conditions::{ProviderHealth, ReadyTracker};
 pub use lease::{LEASE_NAMESPACE, LeaseKeeper};
-pub use object::node_address;
 pub use registration::{Registrar, RegistrationError};
 
 use crate::config::NodeConfig;

@@ -379,9 +379,10 @@ impl Provider for AwsProvider {
             .await
             .map_err(provider_error)?
             .unwrap_or_default();
-        let lines = workload::console::boot_lines(&console, instance.launch_time).unwrap_or_else(
-            || workload::console::container_lines(&console, options.container.as_deref()),
-        );
+        let lines =
+            workload::console::boot_lines(&console, instance.launch_time).unwrap_or_else(|| {
+                workload::console::container_lines(&console, options.container.as_deref())
+            });
         Ok(render(&lines, options, Timestamp::now()))
     }
 

@@ -42,6 +42,19 @@ impl SdkEc2 {
     /// endpoint).
     /// Every HTTP request is counted in `calls`.
     pub async fn connect(region: &str, endpoint_url: Option<&str>, calls: Arc<Ec2Calls>) -> SdkEc2 {
+        Self::connect_with_timeouts(region, endpoint_url, calls, ATTEMPT_TIMEOUT, CALL_TIMEOUT)
+            .await
+    }
+
+    /// [`Self::connect`] with other timeouts: for endpoints far slower than EC2 (moto takes
+    /// about 10 s to filter a describe of 1000 instances, EC2 about 1 s).
+    pub async fn connect_with_timeouts(
+        region: &str,
+        endpoint_url: Option<&str>,
+        calls: Arc<Ec2Calls>,
+        attempt_timeout: std::time::Duration,
+        call_timeout: std::time::Duration,
+    ) -> SdkEc2 {
         let shared = aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(region.to_owned()))
             .load()
@@ -51,8 +64,8 @@ impl SdkEc2 {
             .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
             .timeout_config(
                 TimeoutConfig::builder()
-                    .operation_timeout(CALL_TIMEOUT)
-                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .operation_timeout(call_timeout)
+                    .operation_attempt_timeout(attempt_timeout)
                     .build(),
             );
         if let Some(url) = endpoint_url {
