@@ -53,6 +53,8 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     runtime.block_on(reset_moto(&endpoint));
     runtime.block_on(run(&endpoint, &region, pods, steady));
+    // And after: the run's thousand terminated instances would slow every later test.
+    runtime.block_on(reset_moto(&endpoint));
 }
 
 async fn run(endpoint: &str, region: &str, pods: usize, steady_for: Duration) {
