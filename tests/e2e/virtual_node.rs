@@ -42,7 +42,7 @@ async fn node_registers_ready_with_its_version_and_renews_its_lease() -> Result<
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
     let name = unique_node_name("ready");
-    let _orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
+    let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
     let nodes: Api<Node> = Api::all(client.clone());
 
     let reason = wait_node_ready_status(&nodes, &name, "True", Duration::from_secs(5)).await?;
@@ -69,7 +69,8 @@ async fn node_registers_ready_with_its_version_and_renews_its_lease() -> Result<
             .daemon_endpoints
             .and_then(|d| d.kubelet_endpoint)
             .map(|k| k.port),
-        Some(10250)
+        // The kubelet API's port, where the apiserver reaches it (each test orca has its own).
+        Some(i32::from(orca.kubelet_port))
     );
 
     let output = cluster
