@@ -34,18 +34,27 @@ fn kubectl_ok(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// `curl -k` against orca's kubelet port: (HTTP status, body).
-fn kubelet_get(orca: &OrcaProcess, path: &str, token: Option<&str>) -> Result<(u16, String)> {
-    let url = format!("https://127.0.0.1:{}{path}", orca.kubelet_port);
-    let mut curl = Command::new("curl");
-    curl.args(["-sk", "--max-time", "10", "-w", "\n%{http_code}", &url]);
-    if let Some(token) = token {
-        curl.args(["-H", &format!("Authorization: Bearer {token}")]);
-    }
-    let output = curl.output().context("running curl")?;
+/// `curl -s <args> <url>`: (HTTP status, body).
+fn curl_status(url: &str, args: &[&str]) -> Result<(u16, String)> {
+    let output = Command::new("curl")
+        .args(["-s", "--max-time", "10", "-w", "\n%{http_code}"])
+        .args(args)
+        .arg(url)
+        .output()
+        .context("running curl")?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').context("curl printed no status")?;
     Ok((code.trim().parse()?, body.to_owned()))
+}
+
+/// `curl -k` against orca's kubelet port: (HTTP status, body).
+fn kubelet_get(orca: &OrcaProcess, path: &str, token: Option<&str>) -> Result<(u16, String)> {
+    let url = format!("https://127.0.0.1:{}{path}", orca.kubelet_port);
+    let bearer = token.map(|token| format!("Authorization: Bearer {token}"));
+    match &bearer {
+        Some(header) => curl_status(&url, &["-k", "-H", header]),
+        None => curl_status(&url, &["-k"]),
+    }
 }
 
 /// The metrics port's `/metrics`, parsed with a Prometheus text parser.
@@ -379,13 +388,10 @@ async fn the_serving_certificate_is_requested_through_the_csr_api() -> Result<()
     })?;
     orca.wait_ready(Duration::from_secs(20)).await?;
     let readyz = || -> Result<(u16, String)> {
-        let url = format!("http://127.0.0.1:{}/readyz", orca.metrics_port);
-        let output = Command::new("curl")
-            .args(["-s", "--max-time", "5", "-w", "\n%{http_code}", &url])
-            .output()?;
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').context("no status")?;
-        Ok((code.trim().parse()?, body.to_owned()))
+        curl_status(
+            &format!("http://127.0.0.1:{}/readyz", orca.metrics_port),
+            &[],
+        )
     };
     // With the CSR as the only source, the kubelet API waits for approval, and says so.
     let (status, body) = readyz()?;

@@ -251,15 +251,11 @@ impl Follower {
                 continue;
             };
             self.seen = lines.len();
-            let mut chunk = String::new();
-            for (at, line) in new {
-                if self.timestamps {
-                    chunk.push_str(&at.to_string());
-                    chunk.push(' ');
-                }
-                chunk.push_str(line);
-                chunk.push('\n');
-            }
+            let format_only = LogOptions {
+                timestamps: self.timestamps,
+                ..LogOptions::default()
+            };
+            let mut chunk = render(new, &format_only, Timestamp::now());
             if let Some(remaining) = self.remaining.as_mut() {
                 let allowed = usize::try_from(*remaining).unwrap_or(usize::MAX);
                 if chunk.len() >= allowed {
