@@ -73,6 +73,9 @@ pub struct PipelineArgs {
     /// The region whose catalogue prices apply.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
+    /// The Node's architecture (`node.architecture`), for a pod that selects none.
+    #[arg(long, default_value = "amd64", value_parser = ["amd64", "arm64"])]
+    pub architecture: String,
 }
 
 /// How log lines are written.

@@ -120,6 +120,7 @@ impl Orca {
             &config.node.name,
             &config.node.cluster_name,
         )
+        .with_node_architecture(&config.node.architecture)
         .with_observer(metrics.policy.clone());
         Ok(Orca {
             config,

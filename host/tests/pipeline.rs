@@ -104,6 +104,45 @@ fn the_default_plugins_decide_from_annotations_and_requests() {
 }
 
 #[test]
+fn a_pod_selecting_no_architecture_gets_the_nodes() {
+    let registry = registry(None);
+    let catalogue = orca::policy::catalogue::InstanceCatalogue::bundled("us-east-1").unwrap();
+    let architecture = |name: &str| catalogue.get(name).map(|t| t.architecture);
+    let mut arm_pod = pod(json!({}), json!({ "cpu": "4", "memory": "16Gi" }));
+    let free = decide(&defaults(registry.clone()), &arm_pod).unwrap();
+    // Without the Node's architecture the cheapest fit is a Graviton type: an amd64 image
+    // scheduled onto an amd64 Node would not run there.
+    assert_eq!(
+        architecture(&free.record.instance_type),
+        Some(orca::policy::wasm::Architecture::Arm64)
+    );
+
+    for (node, expected) in [
+        ("amd64", orca::policy::wasm::Architecture::Amd64),
+        ("arm64", orca::policy::wasm::Architecture::Arm64),
+    ] {
+        let pipeline = defaults(registry.clone()).with_node_architecture(node);
+        let decision = decide(&pipeline, &arm_pod).unwrap();
+        for candidate in &decision.record.candidates {
+            assert_eq!(
+                architecture(candidate),
+                Some(expected),
+                "{candidate} on {node}"
+            );
+        }
+    }
+    // A pod's own selector wins over the Node's.
+    arm_pod.spec.as_mut().unwrap().node_selector =
+        Some([("kubernetes.io/arch".to_owned(), "arm64".to_owned())].into());
+    let pipeline = defaults(registry).with_node_architecture("amd64");
+    let decision = decide(&pipeline, &arm_pod).unwrap();
+    assert_eq!(
+        architecture(&decision.record.instance_type),
+        Some(orca::policy::wasm::Architecture::Arm64)
+    );
+}
+
+#[test]
 fn bad_annotations_fail_the_pod_with_invalid_annotation() {
     let pipeline = defaults(registry(None));
     for (annotation, value) in [

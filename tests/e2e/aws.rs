@@ -11,6 +11,7 @@ use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
+use orca_e2e::ec2::{finish_workload, state_of, tags_of};
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
@@ -75,55 +76,16 @@ impl AwsScenario {
     }
 
     async fn wait_phase(&self, name: &str, wanted: &'static str, timeout: Duration) -> Result<Pod> {
-        pods::wait_for(&self.pods, name, wanted, timeout, move |pod| {
-            phase(pod) == wanted
-        })
-        .await
+        pods::wait_for_phase(&self.pods, name, wanted, timeout).await
     }
 
-    /// What the bootstrap does when the workload ends: tag the exit code, power off (which
-    /// terminates the instance).
     async fn finish_workload(&self, instance_id: &str, exit_code: i32) -> Result<()> {
-        self.ec2
-            .create_tags()
-            .resources(instance_id)
-            .tags(tag("orca.research/exit-code", &exit_code.to_string()))
-            .tags(tag("orca.research/finished-at", "2026-11-22T10:00:00Z"))
-            .send()
-            .await?;
-        self.ec2
-            .terminate_instances()
-            .instance_ids(instance_id)
-            .send()
-            .await?;
-        Ok(())
+        finish_workload(&self.ec2, instance_id, exit_code).await
     }
 
     async fn finish(self) -> Result<()> {
         self.namespace.delete().await
     }
-}
-
-fn tag(key: &str, value: &str) -> aws_sdk_ec2::types::Tag {
-    aws_sdk_ec2::types::Tag::builder()
-        .key(key)
-        .value(value)
-        .build()
-}
-
-fn tags_of(instance: &Instance) -> std::collections::BTreeMap<String, String> {
-    instance
-        .tags()
-        .iter()
-        .filter_map(|t| Some((t.key()?.to_owned(), t.value()?.to_owned())))
-        .collect()
-}
-
-fn state_of(instance: &Instance) -> InstanceStateName {
-    instance
-        .state()
-        .and_then(|s| s.name().cloned())
-        .unwrap_or(InstanceStateName::Pending)
 }
 
 #[tokio::test]

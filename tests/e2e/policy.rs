@@ -3,7 +3,6 @@
 //! going live without a restart, while a broken update leaves the old version serving.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::ListParams;
-use orca_e2e::plugins::hostile_wasm;
+use orca_e2e::plugins::{hostile_wasm, publish_like_kubelet};
 use orca_e2e::pods::{self, burst_pod, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
@@ -38,25 +37,6 @@ async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Res
         .into_iter()
         .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
         .collect())
-}
-
-/// Publishes `files` as the kubelet updates a ConfigMap volume: a new timestamped directory,
-/// a `..data_tmp` symlink renamed over `..data`, and each key a symlink through `..data`.
-fn publish_configmap(root: &Path, version: &str, files: &BTreeMap<&str, Vec<u8>>) -> Result<()> {
-    let data_dir = format!("..{version}");
-    std::fs::create_dir(root.join(&data_dir))?;
-    for (name, bytes) in files {
-        std::fs::write(root.join(&data_dir).join(name), bytes)?;
-    }
-    symlink(&data_dir, root.join("..data_tmp"))?;
-    std::fs::rename(root.join("..data_tmp"), root.join("..data"))?;
-    for name in files.keys() {
-        let link = root.join(name);
-        if link.symlink_metadata().is_err() {
-            symlink(format!("..data/{name}"), link)?;
-        }
-    }
-    Ok(())
 }
 
 fn with_policy(node: &str, dir: &Path, policy: &str) -> String {
@@ -169,10 +149,10 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
 
     // The ConfigMap gains the plugin.
     let published = Instant::now();
-    publish_configmap(
+    publish_like_kubelet(
         &plugins,
         "2026_11_22_v1",
-        &BTreeMap::from([("hostile.wasm", hostile.clone())]),
+        &BTreeMap::from([("hostile.wasm".to_owned(), hostile.clone())]),
     )?;
     poll_until(
         "the plugin to load",
@@ -194,10 +174,10 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
     let serving = after["selectInstance"]["sha256"].clone();
 
     // A broken update is refused, reported on the Node, and the loaded version keeps serving.
-    publish_configmap(
+    publish_like_kubelet(
         &plugins,
         "2026_11_22_v2",
-        &BTreeMap::from([("hostile.wasm", b"\0asm broken".to_vec())]),
+        &BTreeMap::from([("hostile.wasm".to_owned(), b"\0asm broken".to_vec())]),
     )?;
     poll_until(
         "the PluginRejected event",

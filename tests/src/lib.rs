@@ -3,6 +3,8 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod deploy;
+pub mod ec2;
 pub mod journal;
 pub mod namespace;
 pub mod nodes;

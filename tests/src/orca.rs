@@ -47,12 +47,25 @@ pub struct OrcaProcess {
     pub kubelet_port: u16,
     /// The plain-HTTP metrics and health port on 127.0.0.1.
     pub metrics_port: u16,
+    /// Whose credentials orca uses against the apiserver.
+    kubeconfig: PathBuf,
     child: Option<Child>,
 }
 
 impl OrcaProcess {
-    /// Starts orca with the config `config` writes for this process's temp dir.
+    /// Starts orca with the config `config` writes for this process's temp dir, as the
+    /// harness's `orca` user (`CN=orca`, so the audit log tells its calls apart).
     pub fn start(node_name: &str, config: impl FnOnce(&Path) -> String) -> Result<OrcaProcess> {
+        let kubeconfig = PathBuf::from(TestCluster::shared().var("ORCA_KUBECONFIG"));
+        Self::start_with_kubeconfig(node_name, &kubeconfig, config)
+    }
+
+    /// [`Self::start`] with the credentials in `kubeconfig` (e.g. a ServiceAccount's token).
+    pub fn start_with_kubeconfig(
+        node_name: &str,
+        kubeconfig: &Path,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
         let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
         let (kubelet_port, metrics_port) = (free_port()?, free_port()?);
         let config = with_test_listeners(&config(dir.path()), kubelet_port, metrics_port);
@@ -62,6 +75,7 @@ impl OrcaProcess {
             dir,
             kubelet_port,
             metrics_port,
+            kubeconfig: kubeconfig.to_owned(),
             child: None,
         };
         process.restart()?;
@@ -81,9 +95,8 @@ impl OrcaProcess {
         let child = Command::new(orca_binary())
             .arg("--config")
             .arg(self.config_path())
-            // orca's own identity (CN=orca), as in production, so the audit log tells its calls apart.
             .arg("--kubeconfig")
-            .arg(cluster.var("ORCA_KUBECONFIG"))
+            .arg(&self.kubeconfig)
             .args(["--log-level", "orca=debug,info"])
             .envs(cluster.env_vars())
             .stdin(Stdio::null())
@@ -163,17 +176,21 @@ impl OrcaProcess {
         Ok(child.wait()?)
     }
 
-    /// Waits until orca's Node is Ready (as a user would before sending it pods).
+    /// Waits until orca's Node is Ready and orca itself answers `/readyz` (Node registered, pod
+    /// cache listed, kubelet API listening), as a user would before sending it pods. After a
+    /// restart the Node may still be Ready from before; `/readyz` is this process's own.
     pub async fn wait_ready(&self, timeout: std::time::Duration) -> Result<()> {
         let client = TestCluster::shared().kube_client().await?;
         let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+        let readyz = format!("http://127.0.0.1:{}/readyz", self.metrics_port);
         crate::wait::poll_until(
-            &format!("node {} Ready", self.node_name),
+            &format!("node {} Ready and orca ready", self.node_name),
             timeout,
             std::time::Duration::from_millis(200),
             || async {
                 let ready = crate::nodes::ready_condition(&nodes, &self.node_name).await?;
-                Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
+                let node_ready = ready.is_some_and(|(status, _)| status == "True");
+                Ok((node_ready && http_status(&readyz) == Some(200)).then_some(()))
             },
         )
         .await
@@ -259,14 +276,17 @@ pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
 /// ever fight over 10250.
 fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> String {
     let port_line = format!("  daemonPort: {kubelet_port}\n");
-    let mut config = match config.strip_prefix("node:\n") {
-        Some(rest) => format!("node:\n{port_line}{rest}"),
+    let mut config = match section_start(config, "node") {
+        Some(at) => {
+            let body = at + "node:\n".len();
+            format!("{}{port_line}{}", &config[..body], &config[body..])
+        }
         None => format!("node:\n{port_line}{config}"),
     };
     if !config.ends_with('\n') {
         config.push('\n');
     }
-    if !config.contains("\nkubeletApi:") {
+    if section_start(&config, "kubeletApi").is_none() {
         config.push_str(
             "kubeletApi:\n  bindAddress: 127.0.0.1\n  followPollInterval: 500ms\n  tls:\n    sources: [selfSigned]\n",
         );
@@ -275,6 +295,37 @@ fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> St
         "metrics:\n  bindAddress: 127.0.0.1\n  port: {metrics_port}\n"
     ));
     config
+}
+
+/// The status code of a plain-HTTP GET, or None when nothing answers.
+fn http_status(url: &str) -> Option<u16> {
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-m",
+            "2",
+            "-w",
+            "%{http_code}",
+            url,
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .parse()
+        .ok()
+        .filter(|code| *code != 0)
+}
+
+/// Where the top-level section `name:` starts in `config`.
+fn section_start(config: &str, name: &str) -> Option<usize> {
+    let header = format!("{name}:\n");
+    if config.starts_with(&header) {
+        Some(0)
+    } else {
+        config.find(&format!("\n{header}")).map(|at| at + 1)
+    }
 }
 
 /// A port nothing listens on now (the kernel's pick for an ephemeral bind).

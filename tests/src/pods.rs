@@ -95,6 +95,16 @@ pub async fn wait_for(
     .await
 }
 
+/// Waits until the pod is in `wanted` phase, returning it.
+pub async fn wait_for_phase(
+    api: &Api<Pod>,
+    name: &str,
+    wanted: &str,
+    timeout: Duration,
+) -> Result<Pod> {
+    wait_for(api, name, wanted, timeout, |pod| phase(pod) == wanted).await
+}
+
 pub fn phase(pod: &Pod) -> &str {
     pod.status
         .as_ref()

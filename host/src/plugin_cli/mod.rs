@@ -69,7 +69,8 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), S
             }
         }
     }
-    let pipeline = Pipeline::new(registry, chains, NODE_NAME, CLUSTER_NAME);
+    let pipeline = Pipeline::new(registry, chains, NODE_NAME, CLUSTER_NAME)
+        .with_node_architecture(&args.architecture);
     Ok((pipeline, catalogue))
 }
 

@@ -127,8 +127,19 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
         .run(measured_reconcile, error_policy, ctx)
         .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");
+            match result {
+                // The pod watch failed (forbidden, apiserver gone): orca sees no pods until it
+                // recovers, so an operator must hear of it.
+                Err(error @ controller::Error::QueueError(_)) => tracing::warn!(
+                    error = %crate::errors::error_chain(&error),
+                    "watching the node's pods failed; retrying with backoff"
+                ),
+                // Reconcile errors are logged by the reconciler; a pod deleted while queued
+                // is routine.
+                Err(error) => {
+                    tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller")
+                }
+                Ok(_) => {}
             }
         })
         .await;

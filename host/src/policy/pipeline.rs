@@ -82,12 +82,16 @@ pub trait EvaluationObserver: Send + Sync {
     fn observe(&self, plugin: &str, hook: Hook, elapsed: Duration, ok: bool);
 }
 
+const ARCH_LABEL: &str = "kubernetes.io/arch";
+
 /// Decides launch plans for pods.
 pub struct Pipeline {
     registry: Arc<PluginRegistry>,
     chains: HookChains,
     node_name: String,
     cluster_name: String,
+    /// The Node's `kubernetes.io/arch`, for pods that do not select one.
+    node_architecture: Option<String>,
     observer: Option<Arc<dyn EvaluationObserver>>,
 }
 
@@ -112,8 +116,18 @@ impl Pipeline {
             chains,
             node_name: node_name.to_owned(),
             cluster_name: cluster_name.to_owned(),
+            node_architecture: None,
             observer: None,
         }
+    }
+
+    /// Plugins see a pod without a `kubernetes.io/arch` node selector as selecting the Node's
+    /// architecture: the scheduler placed it on a Node labelled so, and its images are built
+    /// for that architecture, so an instance of the other one would not run them.
+    #[must_use]
+    pub fn with_node_architecture(mut self, architecture: &str) -> Pipeline {
+        self.node_architecture = Some(architecture.to_owned());
+        self
     }
 
     #[must_use]
@@ -130,10 +144,16 @@ impl Pipeline {
             reason: REASON_POLICY_ERROR,
             message: "pod has no name or uid".to_owned(),
         })?;
-        let view = pod_view(pod).map_err(|error| PlanError {
+        let mut view = pod_view(pod).map_err(|error| PlanError {
             reason: REASON_POLICY_ERROR,
             message: error.to_string(),
         })?;
+        if let Some(architecture) = &self.node_architecture
+            && !view.node_selector.iter().any(|(key, _)| key == ARCH_LABEL)
+        {
+            view.node_selector
+                .push((ARCH_LABEL.to_owned(), architecture.clone()));
+        }
         let pod = convert::pod(&view);
         // The set for this whole decision, whatever reloads happen meanwhile.
         let set = self.registry.current();

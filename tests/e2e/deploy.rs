@@ -1,0 +1,661 @@
+//! `deploy/` against the real control plane: the kustomize base and the examples pass a
+//! server-side dry run; orca running with the `orca` ServiceAccount's own token (bound only by
+//! `deploy/`'s RBAC) takes a pod through its whole life on moto, every request allowed and
+//! every permission used; and the custom plugin example, packaged as a ConfigMap by its
+//! overlay, goes live in a running orca without a restart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use aws_sdk_ec2::types::InstanceStateName;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use orca_e2e::audit;
+use orca_e2e::cluster::repo_root;
+use orca_e2e::deploy::{
+    self, USERNAME, apply_base, kubectl, kubectl_with_input, service_account_can,
+    service_account_kubeconfig, to_yaml, yaml_file,
+};
+use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
+use orca_e2e::plugins::{publish_like_kubelet, team_selector_wasm};
+use orca_e2e::pods::{self, burst_pod, instance_id};
+use orca_e2e::wait::poll_until;
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
+use serde_json::{Value, json};
+
+const TICK: Duration = Duration::from_millis(250);
+
+/// The objects `kubectl kustomize DIR` renders, as JSON (kubectl prints one document each).
+fn rendered(dir: &Path) -> Result<Vec<Value>> {
+    let yaml = kubectl(&["kustomize", &dir.to_string_lossy()])?;
+    let json = kubectl_with_input(
+        &["create", "--dry-run=client", "-o", "json", "-f", "-"],
+        yaml.as_bytes(),
+    )?;
+    Ok(serde_json::Deserializer::from_str(&json)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()?)
+}
+
+fn object<'a>(objects: &'a [Value], kind: &str, name_prefix: &str) -> Result<&'a Value> {
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == kind
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name_prefix))
+        })
+        .with_context(|| format!("no {kind} {name_prefix}* rendered"))
+}
+
+/// `deploy/base` and the custom plugin overlay copied to `dir`, with the example plugin built
+/// into the overlay as its README says; returns the overlay's path.
+fn custom_plugin_overlay(dir: &Path) -> Result<PathBuf> {
+    let deploy = repo_root().join("deploy");
+    let base = dir.join("base");
+    std::fs::create_dir_all(&base)?;
+    for entry in std::fs::read_dir(deploy.join("base"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), base.join(entry.file_name()))?;
+    }
+    let overlay = dir.join("examples/custom-plugin");
+    std::fs::create_dir_all(&overlay)?;
+    for file in ["kustomization.yaml", "config.yaml"] {
+        std::fs::copy(
+            deploy.join("examples/custom-plugin").join(file),
+            overlay.join(file),
+        )?;
+    }
+    std::fs::copy(team_selector_wasm()?, overlay.join("team-selector.wasm"))?;
+    Ok(overlay)
+}
+
+#[tokio::test]
+async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
+    let client = TestCluster::shared().kube_client().await?;
+    apply_base()?;
+    let deploy = repo_root().join("deploy");
+    let dry_run = kubectl(&["apply", "--dry-run=server", "-k", &deploy.to_string_lossy()])?;
+    for object in [
+        "namespace/orca-system",
+        "serviceaccount/orca",
+        "clusterrole.rbac.authorization.k8s.io/orca",
+        "deployment.apps/orca",
+        "configmap/orca-plugins",
+        "service/orca-metrics",
+    ] {
+        assert!(dry_run.contains(object), "{object} missing:\n{dry_run}");
+    }
+
+    let objects = rendered(&deploy)?;
+    let deployment = object(&objects, "Deployment", "orca")?;
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(pod["serviceAccountName"], "orca");
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(
+        container["securityContext"]["capabilities"]["drop"][0],
+        "ALL"
+    );
+    assert!(container["resources"]["requests"]["memory"].is_string());
+    assert!(container["resources"]["limits"]["memory"].is_string());
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    // The probes' named port is the one orca serves health on by default.
+    let metrics_port = container["ports"]
+        .as_array()
+        .and_then(|ports| ports.iter().find(|p| p["name"] == "metrics"))
+        .context("a metrics port")?;
+    assert_eq!(metrics_port["containerPort"], 10255);
+    // The config ConfigMap (hashed name) is what --config points into.
+    let config_map = object(&objects, "ConfigMap", "orca-config-")?;
+    let volumes = pod["volumes"].as_array().context("volumes")?;
+    assert!(
+        volumes
+            .iter()
+            .any(|v| v["configMap"]["name"] == config_map["metadata"]["name"]),
+        "{volumes:?}"
+    );
+    assert_eq!(
+        config_map["data"]["config.yaml"].as_str(),
+        Some(std::fs::read_to_string(deploy.join("base/config.yaml"))?.as_str())
+    );
+
+    let namespace = TestNamespace::create(&client, "e2e-deploy-examples").await?;
+    for example in ["gpu-training-pod.yaml", "spot-pod.yaml", "cpu-pod.yaml"] {
+        let path = deploy.join("examples").join(example);
+        kubectl(&[
+            "apply",
+            "--dry-run=server",
+            "-n",
+            &namespace.name,
+            "-f",
+            &path.to_string_lossy(),
+        ])
+        .with_context(|| format!("deploy/examples/{example}"))?;
+    }
+    let scratch = tempfile::tempdir()?;
+    let overlay = custom_plugin_overlay(scratch.path())?;
+    // Server-side apply: a client-side apply would copy the plugin into the
+    // last-applied-configuration annotation, past its 256 KiB limit.
+    kubectl(&[
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-k",
+        &overlay.to_string_lossy(),
+    ])?;
+    namespace.delete().await
+}
+
+/// deploy/base/config.yaml as the test runs it: the node's own name (and cluster name, so it
+/// sees no other test's instances), moto as the EC2 endpoint with moto's own subnet and
+/// security group, and short intervals. Everything else, the TLS sources included, as shipped.
+async fn shipped_config_for_moto(node: &str, plugins_dir: &Path) -> Result<String> {
+    let cluster = TestCluster::shared();
+    let ec2 = cluster.ec2_client().await;
+    let subnet = ec2
+        .describe_subnets()
+        .send()
+        .await?
+        .subnets()
+        .iter()
+        .find_map(|s| s.subnet_id().map(str::to_owned))
+        .context("moto has a default subnet")?;
+    let group = ec2
+        .describe_security_groups()
+        .group_names("default")
+        .send()
+        .await?
+        .security_groups()
+        .iter()
+        .find_map(|g| g.group_id().map(str::to_owned))
+        .context("moto has a default security group")?;
+    let mut config = yaml_file("deploy/base/config.yaml")?;
+    config["node"]["name"] = json!(node);
+    config["node"]["clusterName"] = json!(node);
+    config["node"]["leaseRenewInterval"] = json!("2s");
+    config["policy"]["pluginsDir"] = json!(plugins_dir);
+    config["pods"] =
+        json!({"syncInterval": "1s", "retryInitialBackoff": "200ms", "retryMaxBackoff": "1s"});
+    config["provider"]["region"] = json!(cluster.var("AWS_REGION"));
+    let aws = &mut config["provider"]["aws"];
+    aws["endpointUrl"] = json!(cluster.var("AWS_ENDPOINT_URL"));
+    aws["subnetIds"] = json!([subnet]);
+    aws["securityGroupIds"] = json!([group]);
+    aws["catalogueRefresh"] = json!("0s");
+    config["kubeletApi"]["bindAddress"] = json!("127.0.0.1");
+    config["kubeletApi"]["followPollInterval"] = json!("500ms");
+    to_yaml(&config)
+}
+
+/// A pod of deploy/examples pinned to `node` (tests share the cluster).
+fn example_pod(example: &str, node: &str) -> Result<Pod> {
+    let mut pod = yaml_file(&format!("deploy/examples/{example}"))?;
+    pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] = json!(node);
+    Ok(serde_json::from_value(pod)?)
+}
+
+/// The design doc's GPU training pod, with env from a ConfigMap and a Secret as a real
+/// training job would have.
+fn gpu_training_pod(node: &str) -> Result<Pod> {
+    let mut pod = serde_json::to_value(example_pod("gpu-training-pod.yaml", node)?)?;
+    pod["spec"]["containers"][0]["env"] = json!([
+        {"name": "EPOCHS", "valueFrom": {"configMapKeyRef": {"name": "training", "key": "epochs"}}},
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "training", "key": "token"}}},
+    ]);
+    Ok(serde_json::from_value(pod)?)
+}
+
+/// One permission a Role or ClusterRole of deploy/ grants.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Grant {
+    verb: String,
+    group: String,
+    /// `resource` or `resource/subresource`, as the audit log names it.
+    resource: String,
+    namespace: Option<String>,
+}
+
+impl Grant {
+    /// Asked with `kubectl auth can-i`, which names a group as `resource.group` and a
+    /// subresource with `--subresource`.
+    fn allowed(&self) -> Result<bool> {
+        let (resource, subresource) = match self.resource.split_once('/') {
+            Some((resource, sub)) => (resource, Some(sub)),
+            None => (self.resource.as_str(), None),
+        };
+        let qualified = match self.group.as_str() {
+            "" => resource.to_owned(),
+            group => format!("{resource}.{group}"),
+        };
+        service_account_can(
+            &self.verb,
+            &qualified,
+            subresource,
+            self.namespace.as_deref(),
+        )
+    }
+}
+
+fn granted_by_deploy() -> Result<BTreeSet<Grant>> {
+    let text = std::fs::read_to_string(repo_root().join("deploy/base/rbac.yaml"))?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)?;
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut granted = BTreeSet::new();
+    for role in documents
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+    {
+        let namespace = role["metadata"]["namespace"].as_str().map(str::to_owned);
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            for group in strings(&rule["apiGroups"]) {
+                for resource in strings(&rule["resources"]) {
+                    for verb in strings(&rule["verbs"]) {
+                        granted.insert(Grant {
+                            verb,
+                            group: group.clone(),
+                            resource: resource.clone(),
+                            namespace: namespace.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(granted)
+}
+
+#[tokio::test]
+async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_life() -> Result<()>
+{
+    let cluster = TestCluster::shared();
+    let client = cluster.kube_client().await?;
+    apply_base()?;
+    let credentials = tempfile::tempdir()?;
+    let kubeconfig = service_account_kubeconfig(credentials.path())?;
+    let node = unique_node_name("deploy-rbac");
+    let plugins = credentials.path().join("plugins");
+    std::fs::create_dir(&plugins)?;
+    let config = shipped_config_for_moto(&node, &plugins).await?;
+    let from = Timestamp::now();
+    let mut orca = OrcaProcess::start_with_kubeconfig(&node, &kubeconfig, |_| config)?;
+    orca.wait_ready(Duration::from_secs(30)).await?;
+
+    let namespace = TestNamespace::create(&client, "e2e-deploy-rbac").await?;
+    let ns = namespace.name.clone();
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "training"}, "data": {"epochs": "3"}
+            }))?,
+        )
+        .await?;
+    kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "training",
+        "-n",
+        &ns,
+        "--from-literal=token=hf_secret",
+    ])?;
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods::create(&pods_api, &gpu_training_pod(&node)?).await?;
+    // A second pod, deleted while it runs: orca terminates its instance and removes the pod.
+    pods::create(&pods_api, &example_pod("spot-pod.yaml", &node)?).await?;
+    let running = pods::wait_for_phase(
+        &pods_api,
+        "gpu-training",
+        "Running",
+        Duration::from_secs(60),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:#}\norca log:\n{}", orca.log()))?;
+    assert!(
+        running.status.as_ref().is_some_and(|s| s.host_ip.is_some()),
+        "{running:?}"
+    );
+    let decision: Value = serde_json::from_str(
+        running
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("orca.research/decision"))
+            .context("the decision annotation")?,
+    )?;
+    assert_eq!(decision["instanceType"], "p5.48xlarge", "{decision}");
+    assert_eq!(decision["market"], "spot", "{decision}");
+
+    let id = instance_id(&running).context("the pod names its instance")?;
+    let ec2 = cluster.ec2_client().await;
+    let instance = ec2::instance(&ec2, &id).await?;
+    assert_eq!(
+        instance.instance_type().map(|t| t.as_str()),
+        Some("p5.48xlarge")
+    );
+    assert_eq!(
+        instance.instance_lifecycle().map(|l| l.as_str()),
+        Some("spot")
+    );
+    let config: Value = serde_saphyr::from_str(&std::fs::read_to_string(orca.config_path())?)?;
+    assert_eq!(
+        instance.subnet_id(),
+        config["provider"]["aws"]["subnetIds"][0].as_str()
+    );
+    let tags = tags_of(&instance);
+    assert_eq!(tags.get("orca.research/cluster"), Some(&node));
+    assert_eq!(
+        tags.get("orca.research/pod-name").map(String::as_str),
+        Some("gpu-training")
+    );
+
+    // A restart (a rollout of the Deployment) adopts the instance: the Node exists, so its
+    // labels and taints are patched rather than created.
+    let exit = orca.stop()?;
+    assert!(exit.success(), "orca exited with {exit}");
+    orca.restart()?;
+    orca.wait_ready(Duration::from_secs(30)).await?;
+
+    // kubectl logs: the apiserver calls orca's kubelet API, which authorizes the apiserver's
+    // client certificate with a SubjectAccessReview.
+    let logs = kubectl(&["logs", "-n", &ns, "gpu-training"])?;
+    assert!(logs.starts_with("Linux version"), "{logs}");
+    // A bearer token is checked with a TokenReview; this one may not read the node's pods.
+    let stranger = kubectl(&["create", "token", "default", "-n", &ns])?;
+    let code = std::process::Command::new("curl")
+        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {}", stranger.trim()))
+        .arg(format!("https://127.0.0.1:{}/pods", orca.kubelet_port))
+        .output()?;
+    assert_eq!(String::from_utf8_lossy(&code.stdout), "403");
+
+    // The workload ends (what the bootstrap does): exit code tagged, instance powered off.
+    finish_workload(&ec2, &id, 0).await?;
+    pods::wait_for_phase(
+        &pods_api,
+        "gpu-training",
+        "Succeeded",
+        Duration::from_secs(60),
+    )
+    .await?;
+    let spot =
+        pods::wait_for_phase(&pods_api, "spot-batch", "Running", Duration::from_secs(30)).await?;
+    let spot_instance = instance_id(&spot).context("the spot pod's instance")?;
+    for name in ["gpu-training", "spot-batch"] {
+        pods_api.delete(name, &DeleteParams::default()).await?;
+    }
+    for name in ["gpu-training", "spot-batch"] {
+        poll_until(
+            &format!("{name} removed"),
+            Duration::from_secs(30),
+            TICK,
+            || async { Ok(pods_api.get_opt(name).await?.is_none().then_some(())) },
+        )
+        .await?;
+    }
+    let state = state_of(&ec2::instance(&ec2, &spot_instance).await?);
+    assert!(
+        matches!(
+            state,
+            InstanceStateName::ShuttingDown | InstanceStateName::Terminated
+        ),
+        "{state:?}"
+    );
+    let exit = orca.stop()?;
+    assert!(exit.success(), "orca exited with {exit}");
+    let requests = audit::requests(
+        Path::new(cluster.var("AUDIT_LOG")),
+        USERNAME,
+        from,
+        Timestamp::now(),
+    );
+
+    // Everything orca asked for was allowed...
+    let refused: Vec<_> = requests.iter().filter(|r| r.code == 403).collect();
+    assert!(
+        refused.is_empty(),
+        "RBAC refused orca: {refused:#?}\norca log:\n{}",
+        orca.log()
+    );
+    // ...and every permission deploy/ grants was used. Two are not visible as such: events are
+    // patched only when one repeats, which these pods' lives do not provoke; and the Lease is
+    // created by a server-side apply patch, audited as patch but authorized as create (without
+    // create it is refused).
+    let used: BTreeSet<String> = requests.iter().map(|r| r.key()).collect();
+    let granted = granted_by_deploy()?;
+    let unused: Vec<_> = granted
+        .iter()
+        .filter(|g| !used.contains(&format!("{} {}", g.verb, g.resource)))
+        .filter(|g| {
+            !matches!(
+                (g.verb.as_str(), g.resource.as_str()),
+                ("patch", "events") | ("create", "leases")
+            )
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "granted but never used: {unused:?}\nused: {used:?}"
+    );
+    for grant in &granted {
+        assert!(grant.allowed()?, "can-i {grant:?}");
+    }
+    // What orca must not be able to do.
+    for (verb, resource, namespace) in [
+        ("create", "pods", None),
+        ("update", "pods", None),
+        ("create", "pods/exec", None),
+        ("create", "events", None),
+        ("delete", "nodes", None),
+        ("update", "nodes", None),
+        ("get", "nodes/proxy", None),
+        ("list", "secrets", None),
+        ("watch", "configmaps", None),
+        ("create", "secrets", Some(deploy::NAMESPACE)),
+        ("create", "serviceaccounts/token", Some(deploy::NAMESPACE)),
+        ("create", "deployments", Some(deploy::NAMESPACE)),
+        ("create", "clusterrolebindings", None),
+        ("impersonate", "users", None),
+        ("update", "certificatesigningrequests/approval", None),
+        ("delete", "leases", Some("kube-node-lease")),
+        ("get", "leases", Some("default")),
+    ] {
+        let (resource, subresource) = match resource.split_once('/') {
+            Some((resource, sub)) => (resource, Some(sub)),
+            None => (resource, None),
+        };
+        assert!(
+            !service_account_can(verb, resource, subresource, namespace)?,
+            "orca may {verb} {resource} in {namespace:?}"
+        );
+    }
+    namespace.delete().await
+}
+
+/// The selectInstance plugin and sha256 orca recorded for pod `name`, once it has decided.
+async fn selected_by(api: &Api<Pod>, name: &str) -> Result<(String, Value)> {
+    let pod = poll_until(
+        &format!("pod {name} decided"),
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            let pod = api.get(name).await?;
+            Ok(pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("orca.research/decision"))
+                .is_some()
+                .then_some(pod))
+        },
+    )
+    .await?;
+    let decision: Value = serde_json::from_str(
+        &pod.metadata.annotations.unwrap_or_default()["orca.research/decision"],
+    )?;
+    let plugin = decision["selectInstance"]["plugin"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok((plugin, decision))
+}
+
+#[tokio::test]
+async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_restart()
+-> Result<()> {
+    let client = TestCluster::shared().kube_client().await?;
+    let scratch = tempfile::tempdir()?;
+    let objects = rendered(&custom_plugin_overlay(scratch.path())?)?;
+    let plugins_map = object(&objects, "ConfigMap", "orca-plugins")?;
+    let shipped_config: Value = serde_saphyr::from_str(
+        object(&objects, "ConfigMap", "orca-config-")?["data"]["config.yaml"]
+            .as_str()
+            .context("the overlay's config.yaml")?,
+    )?;
+    ensure!(
+        plugins_map["binaryData"]["team-selector.wasm"].is_string(),
+        "the overlay packs the plugin as binaryData: {}",
+        plugins_map["metadata"]
+    );
+
+    // The overlay's policy section on a simulated-provider orca whose plugins directory is
+    // written the way the kubelet writes a ConfigMap volume, empty at first.
+    let node = unique_node_name("custom-plugin");
+    let mut plugins_dir = PathBuf::new();
+    let orca = OrcaProcess::start(&node, |dir| {
+        plugins_dir = dir.join("plugins");
+        std::fs::create_dir(&plugins_dir).expect("plugins dir");
+        publish_like_kubelet(&plugins_dir, "2026_11_22_empty", &BTreeMap::new())
+            .expect("an empty ConfigMap volume");
+        let mut config: Value =
+            serde_saphyr::from_str(&test_config(&node, dir, "")).expect("the test config");
+        config["policy"] = shipped_config["policy"].clone();
+        config["policy"]["pluginsDir"] = json!(plugins_dir);
+        to_yaml(&config).expect("config as YAML")
+    })?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-custom-plugin").await?;
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let team_pod = |name: &str, team: &str| {
+        let mut pod = burst_pod(name, &node, &[]);
+        pod.metadata.labels = Some(BTreeMap::from([("team".to_owned(), team.to_owned())]));
+        pod
+    };
+
+    // Not delivered yet: onError fallback hands the pod to the default selector.
+    pods::create(&pods_api, &team_pod("before", "vision")).await?;
+    let (plugin, decision) = selected_by(&pods_api, "before").await?;
+    assert_eq!(plugin, "orca-default-selector", "{decision}");
+
+    // The ConfigMap goes to the apiserver; the kubelet would read it back and swap the volume.
+    let map_name = "orca-plugins";
+    let mut delivered = plugins_map.clone();
+    delivered["metadata"] = json!({"name": map_name});
+    // kustomize folds the base64 into lines, which the apiserver's decoder skips and serde's
+    // does not.
+    for encoded in delivered["binaryData"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|files| files.values_mut())
+    {
+        let folded = encoded.as_str().unwrap_or_default();
+        *encoded = json!(folded.split_whitespace().collect::<String>());
+    }
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace.name);
+    config_maps
+        .create(&PostParams::default(), &serde_json::from_value(delivered)?)
+        .await?;
+    let stored = config_maps.get(map_name).await?;
+    let files: BTreeMap<String, Vec<u8>> = stored
+        .binary_data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, bytes)| (name, bytes.0))
+        .collect();
+    let expected = std::fs::read(team_selector_wasm()?)?;
+    assert_eq!(files.get("team-selector.wasm"), Some(&expected));
+    publish_like_kubelet(&plugins_dir, "2026_11_22_v1", &files)?;
+    poll_until(
+        "team-selector loaded",
+        Duration::from_secs(10),
+        TICK,
+        || {
+            let loaded =
+                orca.log().contains("plugin loaded") && orca.log().contains("team-selector");
+            async move { Ok(loaded.then_some(())) }
+        },
+    )
+    .await?;
+
+    pods::create(&pods_api, &team_pod("vision", "vision")).await?;
+    let (plugin, decision) = selected_by(&pods_api, "vision").await?;
+    assert_eq!(plugin, "team-selector", "{decision}");
+    assert_eq!(decision["instanceType"], "g6.xlarge", "{decision}");
+    // A team the settings do not know falls through to the default selector.
+    pods::create(&pods_api, &team_pod("finance", "finance")).await?;
+    let (plugin, decision) = selected_by(&pods_api, "finance").await?;
+    assert_eq!(plugin, "orca-default-selector", "{decision}");
+    if decision["fallbacks"][0]["error"]
+        .as_str()
+        .is_none_or(|e| !e.contains("finance"))
+    {
+        bail!("the fallback names the team-selector's reason: {decision}");
+    }
+    namespace.delete().await
+}
+
+/// `orca plugin eval` of an example pod: the decision the embedded default plugins record.
+fn decision_for_example(example: &str) -> Result<Value> {
+    let pod = repo_root().join("deploy/examples").join(example);
+    let output = std::process::Command::new(orca_e2e::orca::orca_binary())
+        .args(["plugin", "eval", "--pod"])
+        .arg(&pod)
+        .output()?;
+    ensure!(
+        output.status.success(),
+        "orca plugin eval --pod {example}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+#[test]
+fn the_example_pods_get_the_decisions_their_comments_promise() -> Result<()> {
+    let gpu = decision_for_example("gpu-training-pod.yaml")?;
+    assert_eq!(gpu["instanceType"], "p5.48xlarge", "{gpu}");
+    assert_eq!(gpu["market"], "spot", "{gpu}");
+
+    let spot = decision_for_example("spot-pod.yaml")?;
+    assert_eq!(spot["instanceType"], "c7i.2xlarge", "{spot}");
+    assert_eq!(spot["market"], "spot", "{spot}");
+    assert_eq!(spot["tags"]["CostCenter"], "batch-42", "{spot}");
+
+    let cpu = decision_for_example("cpu-pod.yaml")?;
+    let chosen = cpu["instanceType"].as_str().context("a type")?;
+    let candidates = cpu["candidates"].as_array().map(Vec::len).unwrap_or(0);
+    assert!(candidates > 1, "fallback candidates: {cpu}");
+    // The cheapest amd64 type (the Node's architecture) with 4 vCPUs and 16 GiB.
+    assert_eq!(chosen, "t3a.xlarge", "{cpu}");
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! `deploy/` applied to the harness cluster, and orca run with the `orca` ServiceAccount's own
+//! credentials: what the kustomize base grants, nothing the harness's admin identity adds.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::TestCluster;
+use crate::cluster::repo_root;
+
+pub const NAMESPACE: &str = "orca-system";
+pub const SERVICE_ACCOUNT: &str = "orca";
+/// The user the apiserver sees for a token of the `orca` ServiceAccount.
+pub const USERNAME: &str = "system:serviceaccount:orca-system:orca";
+
+/// `kubectl ARGS` as the harness admin; its stdout, or an error with its stderr.
+pub fn kubectl(args: &[&str]) -> Result<String> {
+    run(TestCluster::shared().kubectl().args(args))
+}
+
+/// `kubectl ARGS` with `stdin` fed to it.
+pub fn kubectl_with_input(args: &[&str], stdin: &[u8]) -> Result<String> {
+    use std::io::Write;
+    let mut child = TestCluster::shared()
+        .kubectl()
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .context("kubectl's stdin")?
+        .write_all(stdin)?;
+    finish(
+        &format!("kubectl {}", args.join(" ")),
+        child.wait_with_output()?,
+    )
+}
+
+fn run(command: &mut Command) -> Result<String> {
+    let what = format!("{command:?}");
+    finish(&what, command.output()?)
+}
+
+fn finish(what: &str, output: std::process::Output) -> Result<String> {
+    if !output.status.success() {
+        bail!(
+            "{what} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `deploy/` as the README applies it (`kubectl apply --server-side -k deploy/`), once per test
+/// process. The Deployment's pod stays Pending (its image is not on any node here, and the
+/// orca nodes' taint keeps it off them); the tests run the orca binary themselves.
+/// `--force-conflicts` only takes over fields an earlier client-side apply left behind.
+pub fn apply_base() -> Result<()> {
+    static APPLIED: OnceLock<Result<(), String>> = OnceLock::new();
+    APPLIED
+        .get_or_init(|| {
+            let deploy = repo_root().join("deploy");
+            kubectl(&[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-k",
+                &deploy.to_string_lossy(),
+            ])
+            .map(drop)
+            .map_err(|e| format!("{e:#}"))
+        })
+        .clone()
+        .map_err(anyhow::Error::msg)
+}
+
+/// A kubeconfig for the `orca` ServiceAccount: the harness apiserver and its CA, and a token
+/// minted by the TokenRequest API (as the kubelet projects one into orca's pod).
+pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
+    let token = kubectl(&[
+        "create",
+        "token",
+        SERVICE_ACCOUNT,
+        "-n",
+        NAMESPACE,
+        "--duration=2h",
+    ])?;
+    let admin: Value = serde_json::from_str(&kubectl(&[
+        "config", "view", "--raw", "--minify", "-o", "json",
+    ])?)?;
+    let cluster = admin["clusters"][0]["cluster"].clone();
+    if cluster["server"].as_str().is_none() {
+        bail!("the harness kubeconfig names no server: {admin}");
+    }
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "harness", "cluster": cluster}],
+        "users": [{"name": USERNAME, "user": {"token": token.trim()}}],
+        "contexts": [{"name": "orca", "context": {"cluster": "harness", "user": USERNAME}}],
+        "current-context": "orca",
+    });
+    let path = dir.join("orca-serviceaccount.kubeconfig");
+    std::fs::write(&path, serde_json::to_vec_pretty(&kubeconfig)?)?;
+    Ok(path)
+}
+
+/// `kubectl auth can-i VERB RESOURCE[.GROUP] [--subresource SUB] [-n NAMESPACE]` asked as the
+/// `orca` ServiceAccount.
+pub fn service_account_can(
+    verb: &str,
+    resource: &str,
+    subresource: Option<&str>,
+    namespace: Option<&str>,
+) -> Result<bool> {
+    let user = format!("--as={USERNAME}");
+    let mut args = vec!["auth", "can-i", verb, resource, user.as_str()];
+    if let Some(subresource) = subresource {
+        args.extend(["--subresource", subresource]);
+    }
+    if let Some(namespace) = namespace {
+        args.extend(["-n", namespace]);
+    }
+    let output = TestCluster::shared().kubectl().args(&args).output()?;
+    match (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).trim(),
+    ) {
+        (Some(0), "yes") => Ok(true),
+        (Some(1), "no") => Ok(false),
+        (code, answer) => bail!(
+            "kubectl {} answered {code:?} {answer:?}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+/// A YAML file of the repository as JSON, to edit and hand on.
+pub fn yaml_file(relative: &str) -> Result<Value> {
+    let path = repo_root().join(relative);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// `value` as YAML, the way orca's config is written.
+pub fn to_yaml(value: &Value) -> Result<String> {
+    Ok(serde_saphyr::to_string(value)?)
+}
