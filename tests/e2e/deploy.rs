@@ -375,7 +375,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
     let exit = orca.stop()?;
     assert!(exit.success(), "orca exited with {exit}");
     orca.restart()?;
-    orca.wait_ready(Duration::from_secs(30)).await?;
+    orca.wait_serving(Duration::from_secs(30)).await?;
 
     // kubectl logs: the apiserver calls orca's kubelet API, which authorizes the apiserver's
     // client certificate with a SubjectAccessReview.

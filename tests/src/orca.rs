@@ -176,22 +176,33 @@ impl OrcaProcess {
         Ok(child.wait()?)
     }
 
-    /// Waits until orca's Node is Ready and orca itself answers `/readyz` (Node registered, pod
-    /// cache listed, kubelet API listening), as a user would before sending it pods. After a
-    /// restart the Node may still be Ready from before; `/readyz` is this process's own.
+    /// Waits until orca's Node is Ready (as a user would before sending it pods).
     pub async fn wait_ready(&self, timeout: std::time::Duration) -> Result<()> {
         let client = TestCluster::shared().kube_client().await?;
         let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
-        let readyz = format!("http://127.0.0.1:{}/readyz", self.metrics_port);
         crate::wait::poll_until(
-            &format!("node {} Ready and orca ready", self.node_name),
+            &format!("node {} Ready", self.node_name),
             timeout,
             std::time::Duration::from_millis(200),
             || async {
                 let ready = crate::nodes::ready_condition(&nodes, &self.node_name).await?;
-                let node_ready = ready.is_some_and(|(status, _)| status == "True");
-                Ok((node_ready && http_status(&readyz) == Some(200)).then_some(()))
+                Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
             },
+        )
+        .await
+        .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
+    }
+
+    /// Waits until this process answers `/readyz` (Node registered, pod cache listed, kubelet
+    /// API listening). After a restart the Node is still Ready from before; this is the
+    /// process's own readiness.
+    pub async fn wait_serving(&self, timeout: std::time::Duration) -> Result<()> {
+        let readyz = format!("http://127.0.0.1:{}/readyz", self.metrics_port);
+        crate::wait::poll_until(
+            &format!("orca for {} ready", self.node_name),
+            timeout,
+            std::time::Duration::from_millis(200),
+            || async { Ok((http_status(&readyz) == Some(200)).then_some(())) },
         )
         .await
         .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
