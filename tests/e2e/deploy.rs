@@ -15,14 +15,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use orca_e2e::audit;
-use orca_e2e::cluster::repo_root;
+use orca_e2e::cluster::{kubectl_ok, kubectl_ok_with_input, repo_root};
 use orca_e2e::deploy::{
-    self, USERNAME, apply_base, kubectl, kubectl_with_input, service_account_can,
-    service_account_kubeconfig, to_yaml, yaml_file,
+    self, USERNAME, apply_base, service_account_can, service_account_kubeconfig, to_yaml, yaml_file,
 };
 use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
+use orca_e2e::http::curl_status;
 use orca_e2e::plugins::{publish_like_kubelet, team_selector_wasm};
-use orca_e2e::pods::{self, burst_pod, instance_id};
+use orca_e2e::pods::{self, burst_pod, instance_id, wait_decided};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use serde_json::{Value, json};
@@ -31,8 +31,8 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// The objects `kubectl kustomize DIR` renders, as JSON (kubectl prints one document each).
 fn rendered(dir: &Path) -> Result<Vec<Value>> {
-    let yaml = kubectl(&["kustomize", &dir.to_string_lossy()])?;
-    let json = kubectl_with_input(
+    let yaml = kubectl_ok(&["kustomize", &dir.to_string_lossy()])?;
+    let json = kubectl_ok_with_input(
         &["create", "--dry-run=client", "-o", "json", "-f", "-"],
         yaml.as_bytes(),
     )?;
@@ -80,7 +80,7 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
     let client = TestCluster::shared().kube_client().await?;
     apply_base()?;
     let deploy = repo_root().join("deploy");
-    let dry_run = kubectl(&["apply", "--dry-run=server", "-k", &deploy.to_string_lossy()])?;
+    let dry_run = kubectl_ok(&["apply", "--dry-run=server", "-k", &deploy.to_string_lossy()])?;
     for object in [
         "namespace/orca-system",
         "serviceaccount/orca",
@@ -135,7 +135,7 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
     let namespace = TestNamespace::create(&client, "e2e-deploy-examples").await?;
     for example in ["gpu-training-pod.yaml", "spot-pod.yaml", "cpu-pod.yaml"] {
         let path = deploy.join("examples").join(example);
-        kubectl(&[
+        kubectl_ok(&[
             "apply",
             "--dry-run=server",
             "-n",
@@ -149,7 +149,7 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
     let overlay = custom_plugin_overlay(scratch.path())?;
     // Server-side apply: a client-side apply would copy the plugin into the
     // last-applied-configuration annotation, past its 256 KiB limit.
-    kubectl(&[
+    kubectl_ok(&[
         "apply",
         "--server-side",
         "--dry-run=server",
@@ -232,20 +232,12 @@ impl Grant {
     /// Asked with `kubectl auth can-i`, which names a group as `resource.group` and a
     /// subresource with `--subresource`.
     fn allowed(&self) -> Result<bool> {
-        let (resource, subresource) = match self.resource.split_once('/') {
-            Some((resource, sub)) => (resource, Some(sub)),
-            None => (self.resource.as_str(), None),
+        let qualified = match (self.group.as_str(), self.resource.split_once('/')) {
+            ("", _) => self.resource.clone(),
+            (group, Some((resource, sub))) => format!("{resource}.{group}/{sub}"),
+            (group, None) => format!("{}.{group}", self.resource),
         };
-        let qualified = match self.group.as_str() {
-            "" => resource.to_owned(),
-            group => format!("{resource}.{group}"),
-        };
-        service_account_can(
-            &self.verb,
-            &qualified,
-            subresource,
-            self.namespace.as_deref(),
-        )
+        service_account_can(&self.verb, &qualified, self.namespace.as_deref())
     }
 }
 
@@ -311,7 +303,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
             }))?,
         )
         .await?;
-    kubectl(&[
+    kubectl_ok(&[
         "create",
         "secret",
         "generic",
@@ -336,14 +328,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         running.status.as_ref().is_some_and(|s| s.host_ip.is_some()),
         "{running:?}"
     );
-    let decision: Value = serde_json::from_str(
-        running
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("orca.research/decision"))
-            .context("the decision annotation")?,
-    )?;
+    let decision = pods::decision(&running).context("the decision annotation")?;
     assert_eq!(decision["instanceType"], "p5.48xlarge", "{decision}");
     assert_eq!(decision["market"], "spot", "{decision}");
 
@@ -379,16 +364,19 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
 
     // kubectl logs: the apiserver calls orca's kubelet API, which authorizes the apiserver's
     // client certificate with a SubjectAccessReview.
-    let logs = kubectl(&["logs", "-n", &ns, "gpu-training"])?;
+    let logs = kubectl_ok(&["logs", "-n", &ns, "gpu-training"])?;
     assert!(logs.starts_with("Linux version"), "{logs}");
     // A bearer token is checked with a TokenReview; this one may not read the node's pods.
-    let stranger = kubectl(&["create", "token", "default", "-n", &ns])?;
-    let code = std::process::Command::new("curl")
-        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-H"])
-        .arg(format!("Authorization: Bearer {}", stranger.trim()))
-        .arg(format!("https://127.0.0.1:{}/pods", orca.kubelet_port))
-        .output()?;
-    assert_eq!(String::from_utf8_lossy(&code.stdout), "403");
+    let stranger = kubectl_ok(&["create", "token", "default", "-n", &ns])?;
+    let (code, body) = curl_status(
+        &format!("https://127.0.0.1:{}/pods", orca.kubelet_port),
+        &[
+            "-k",
+            "-H",
+            &format!("Authorization: Bearer {}", stranger.trim()),
+        ],
+    )?;
+    assert_eq!(code, 403, "{body}");
 
     // The workload ends (what the bootstrap does): exit code tagged, instance powered off.
     finish_workload(&ec2, &id, 0).await?;
@@ -481,44 +469,12 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         ("delete", "leases", Some("kube-node-lease")),
         ("get", "leases", Some("default")),
     ] {
-        let (resource, subresource) = match resource.split_once('/') {
-            Some((resource, sub)) => (resource, Some(sub)),
-            None => (resource, None),
-        };
         assert!(
-            !service_account_can(verb, resource, subresource, namespace)?,
+            !service_account_can(verb, resource, namespace)?,
             "orca may {verb} {resource} in {namespace:?}"
         );
     }
     namespace.delete().await
-}
-
-/// The selectInstance plugin and sha256 orca recorded for pod `name`, once it has decided.
-async fn selected_by(api: &Api<Pod>, name: &str) -> Result<(String, Value)> {
-    let pod = poll_until(
-        &format!("pod {name} decided"),
-        Duration::from_secs(30),
-        TICK,
-        || async {
-            let pod = api.get(name).await?;
-            Ok(pod
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("orca.research/decision"))
-                .is_some()
-                .then_some(pod))
-        },
-    )
-    .await?;
-    let decision: Value = serde_json::from_str(
-        &pod.metadata.annotations.unwrap_or_default()["orca.research/decision"],
-    )?;
-    let plugin = decision["selectInstance"]["plugin"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    Ok((plugin, decision))
 }
 
 #[tokio::test]
@@ -565,8 +521,11 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
 
     // Not delivered yet: onError fallback hands the pod to the default selector.
     pods::create(&pods_api, &team_pod("before", "vision")).await?;
-    let (plugin, decision) = selected_by(&pods_api, "before").await?;
-    assert_eq!(plugin, "orca-default-selector", "{decision}");
+    let decision = wait_decided(&pods_api, "before", Duration::from_secs(30)).await?;
+    assert_eq!(
+        decision["selectInstance"]["plugin"], "orca-default-selector",
+        "{decision}"
+    );
 
     // The ConfigMap goes to the apiserver; the kubelet would read it back and swap the volume.
     let map_name = "orca-plugins";
@@ -609,13 +568,19 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
     .await?;
 
     pods::create(&pods_api, &team_pod("vision", "vision")).await?;
-    let (plugin, decision) = selected_by(&pods_api, "vision").await?;
-    assert_eq!(plugin, "team-selector", "{decision}");
+    let decision = wait_decided(&pods_api, "vision", Duration::from_secs(30)).await?;
+    assert_eq!(
+        decision["selectInstance"]["plugin"], "team-selector",
+        "{decision}"
+    );
     assert_eq!(decision["instanceType"], "g6.xlarge", "{decision}");
     // A team the settings do not know falls through to the default selector.
     pods::create(&pods_api, &team_pod("finance", "finance")).await?;
-    let (plugin, decision) = selected_by(&pods_api, "finance").await?;
-    assert_eq!(plugin, "orca-default-selector", "{decision}");
+    let decision = wait_decided(&pods_api, "finance", Duration::from_secs(30)).await?;
+    assert_eq!(
+        decision["selectInstance"]["plugin"], "orca-default-selector",
+        "{decision}"
+    );
     if decision["fallbacks"][0]["error"]
         .as_str()
         .is_none_or(|e| !e.contains("finance"))

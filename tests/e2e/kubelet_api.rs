@@ -11,6 +11,8 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::DeleteParams;
+use orca_e2e::cluster::kubectl_ok;
+use orca_e2e::http::curl_status;
 use orca_e2e::pods::{self, burst_pod, phase};
 use orca_e2e::{
     OrcaProcess, Scenario, TestCluster, TestNamespace, aws_test_config, unique_node_name,
@@ -20,31 +22,6 @@ const EXEC_REFUSAL: &str = "exec is not supported by this node";
 
 fn kubectl(args: &[&str]) -> Result<std::process::Output> {
     Ok(TestCluster::shared().kubectl().args(args).output()?)
-}
-
-/// `kubectl …` that must succeed; its stdout.
-fn kubectl_ok(args: &[&str]) -> Result<String> {
-    let output = kubectl(args)?;
-    if !output.status.success() {
-        bail!(
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// `curl -s <args> <url>`: (HTTP status, body).
-fn curl_status(url: &str, args: &[&str]) -> Result<(u16, String)> {
-    let output = Command::new("curl")
-        .args(["-s", "--max-time", "10", "-w", "\n%{http_code}"])
-        .args(args)
-        .arg(url)
-        .output()
-        .context("running curl")?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').context("curl printed no status")?;
-    Ok((code.trim().parse()?, body.to_owned()))
 }
 
 /// `curl -k` against orca's kubelet port: (HTTP status, body).
@@ -430,20 +407,9 @@ async fn the_serving_certificate_is_requested_through_the_csr_api() -> Result<()
         "the issued certificate served",
         Duration::from_secs(30),
         Duration::from_millis(500),
+        // Verified against the cluster CA, the anonymous request gets as far as 401.
         || async {
-            let output = Command::new("curl")
-                .args([
-                    "-s",
-                    "-o",
-                    "/dev/null",
-                    "-w",
-                    "%{http_code}",
-                    "--cacert",
-                    &ca,
-                    &url,
-                ])
-                .output()?;
-            Ok((output.status.success() && output.stdout == b"401").then_some(()))
+            Ok(matches!(curl_status(&url, &["--cacert", &ca]), Ok((401, _))).then_some(()))
         },
     )
     .await?;

@@ -12,22 +12,14 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Api;
 use kube::api::ListParams;
 use orca_e2e::plugins::{hostile_wasm, publish_like_kubelet};
-use orca_e2e::pods::{self, burst_pod, phase};
+use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
-use serde_json::Value;
 
 const TICK: Duration = Duration::from_millis(100);
+/// How long orca may take to record a decision.
+const DECIDED: Duration = Duration::from_secs(60);
 const MODE: &str = "hostile.orca.research/mode";
-
-fn decision(pod: &Pod) -> Option<Value> {
-    let text = pod
-        .metadata
-        .annotations
-        .as_ref()?
-        .get("orca.research/decision")?;
-    serde_json::from_str(text).ok()
-}
 
 async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Result<Vec<Event>> {
     let api: Api<Event> = Api::namespaced(client.clone(), namespace);
@@ -137,7 +129,7 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
 
     // Before the plugin exists, the chain falls back to the default selector.
     pods::create(&api, &burst_pod("before", &node, &[])).await?;
-    let before = wait_decided(&api, "before").await?;
+    let before = wait_decided(&api, "before", DECIDED).await?;
     assert_eq!(before["selectInstance"]["plugin"], "orca-default-selector");
     assert!(
         before["fallbacks"][0]["error"]
@@ -169,7 +161,7 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
         published.elapsed()
     );
     pods::create(&api, &burst_pod("after", &node, &[])).await?;
-    let after = wait_decided(&api, "after").await?;
+    let after = wait_decided(&api, "after", DECIDED).await?;
     assert_eq!(after["selectInstance"]["plugin"], "hostile");
     let serving = after["selectInstance"]["sha256"].clone();
 
@@ -196,16 +188,8 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
     )
     .await?;
     pods::create(&api, &burst_pod("still", &node, &[])).await?;
-    let still = wait_decided(&api, "still").await?;
+    let still = wait_decided(&api, "still", DECIDED).await?;
     assert_eq!(still["selectInstance"]["plugin"], "hostile");
     assert_eq!(still["selectInstance"]["sha256"], serving);
     namespace.delete().await
-}
-
-async fn wait_decided(api: &Api<Pod>, name: &str) -> Result<Value> {
-    let pod = pods::wait_for(api, name, "a decision", Duration::from_secs(60), |p| {
-        decision(p).is_some()
-    })
-    .await?;
-    decision(&pod).context("decision")
 }

@@ -96,6 +96,45 @@ impl TestCluster {
     }
 }
 
+/// `kubectl ARGS` as the harness admin, which must succeed; its stdout, or an error with its
+/// output.
+pub fn kubectl_ok(args: &[&str]) -> Result<String> {
+    let output = TestCluster::shared().kubectl().args(args).output()?;
+    succeeded(args, output)
+}
+
+/// [`kubectl_ok`] with `stdin` fed to kubectl.
+pub fn kubectl_ok_with_input(args: &[&str], stdin: &[u8]) -> Result<String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = TestCluster::shared()
+        .kubectl()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .context("kubectl's stdin")?
+        .write_all(stdin)?;
+    succeeded(args, child.wait_with_output()?)
+}
+
+fn succeeded(args: &[&str], output: std::process::Output) -> Result<String> {
+    if !output.status.success() {
+        bail!(
+            "kubectl {} failed ({}): {}{}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// The repository root, found from this crate's manifest directory (`<root>/tests`).
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

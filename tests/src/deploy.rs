@@ -2,62 +2,18 @@
 //! credentials: what the kustomize base grants, nothing the harness's admin identity adds.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::TestCluster;
-use crate::cluster::repo_root;
+use crate::cluster::{kubectl_ok, repo_root};
 
 pub const NAMESPACE: &str = "orca-system";
 pub const SERVICE_ACCOUNT: &str = "orca";
 /// The user the apiserver sees for a token of the `orca` ServiceAccount.
 pub const USERNAME: &str = "system:serviceaccount:orca-system:orca";
-
-/// `kubectl ARGS` as the harness admin; its stdout, or an error with its stderr.
-pub fn kubectl(args: &[&str]) -> Result<String> {
-    run(TestCluster::shared().kubectl().args(args))
-}
-
-/// `kubectl ARGS` with `stdin` fed to it.
-pub fn kubectl_with_input(args: &[&str], stdin: &[u8]) -> Result<String> {
-    use std::io::Write;
-    let mut child = TestCluster::shared()
-        .kubectl()
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    child
-        .stdin
-        .take()
-        .context("kubectl's stdin")?
-        .write_all(stdin)?;
-    finish(
-        &format!("kubectl {}", args.join(" ")),
-        child.wait_with_output()?,
-    )
-}
-
-fn run(command: &mut Command) -> Result<String> {
-    let what = format!("{command:?}");
-    finish(&what, command.output()?)
-}
-
-fn finish(what: &str, output: std::process::Output) -> Result<String> {
-    if !output.status.success() {
-        bail!(
-            "{what} failed ({}): {}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
 
 /// `deploy/` as the README applies it (`kubectl apply --server-side -k deploy/`), once per test
 /// process. The Deployment's pod stays Pending (its image is not on any node here, and the
@@ -68,7 +24,7 @@ pub fn apply_base() -> Result<()> {
     APPLIED
         .get_or_init(|| {
             let deploy = repo_root().join("deploy");
-            kubectl(&[
+            kubectl_ok(&[
                 "apply",
                 "--server-side",
                 "--force-conflicts",
@@ -85,7 +41,7 @@ pub fn apply_base() -> Result<()> {
 /// A kubeconfig for the `orca` ServiceAccount: the harness apiserver and its CA, and a token
 /// minted by the TokenRequest API (as the kubelet projects one into orca's pod).
 pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
-    let token = kubectl(&[
+    let token = kubectl_ok(&[
         "create",
         "token",
         SERVICE_ACCOUNT,
@@ -93,7 +49,7 @@ pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
         NAMESPACE,
         "--duration=2h",
     ])?;
-    let admin: Value = serde_json::from_str(&kubectl(&[
+    let admin: Value = serde_json::from_str(&kubectl_ok(&[
         "config", "view", "--raw", "--minify", "-o", "json",
     ])?)?;
     let cluster = admin["clusters"][0]["cluster"].clone();
@@ -114,13 +70,12 @@ pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
 }
 
 /// `kubectl auth can-i VERB RESOURCE[.GROUP] [--subresource SUB] [-n NAMESPACE]` asked as the
-/// `orca` ServiceAccount.
-pub fn service_account_can(
-    verb: &str,
-    resource: &str,
-    subresource: Option<&str>,
-    namespace: Option<&str>,
-) -> Result<bool> {
+/// `orca` ServiceAccount; `resource` is written `RESOURCE[.GROUP][/SUB]`.
+pub fn service_account_can(verb: &str, resource: &str, namespace: Option<&str>) -> Result<bool> {
+    let (resource, subresource) = match resource.split_once('/') {
+        Some((resource, sub)) => (resource, Some(sub)),
+        None => (resource, None),
+    };
     let user = format!("--as={USERNAME}");
     let mut args = vec!["auth", "can-i", verb, resource, user.as_str()];
     if let Some(subresource) = subresource {

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cluster;
 pub mod deploy;
 pub mod ec2;
+pub mod http;
 pub mod journal;
 pub mod namespace;
 pub mod nodes;

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result, bail};
 
 use crate::TestCluster;
+use crate::http::curl_status;
 
 /// The orca binary, built once per test process with the same cargo and target dir.
 pub fn orca_binary() -> &'static Path {
@@ -202,7 +203,7 @@ impl OrcaProcess {
             &format!("orca for {} ready", self.node_name),
             timeout,
             std::time::Duration::from_millis(200),
-            || async { Ok((http_status(&readyz) == Some(200)).then_some(())) },
+            || async { Ok(matches!(curl_status(&readyz, &[]), Ok((200, _))).then_some(())) },
         )
         .await
         .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
@@ -306,27 +307,6 @@ fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> St
         "metrics:\n  bindAddress: 127.0.0.1\n  port: {metrics_port}\n"
     ));
     config
-}
-
-/// The status code of a plain-HTTP GET, or None when nothing answers.
-fn http_status(url: &str) -> Option<u16> {
-    let output = Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-m",
-            "2",
-            "-w",
-            "%{http_code}",
-            url,
-        ])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&output.stdout)
-        .parse()
-        .ok()
-        .filter(|code| *code != 0)
 }
 
 /// Where the top-level section `name:` starts in `config`.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Toleration};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
@@ -103,6 +103,26 @@ pub async fn wait_for_phase(
     timeout: Duration,
 ) -> Result<Pod> {
     wait_for(api, name, wanted, timeout, |pod| phase(pod) == wanted).await
+}
+
+/// The `orca.research/decision` annotation orca recorded on the pod, parsed.
+pub fn decision(pod: &Pod) -> Option<serde_json::Value> {
+    let text = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get("orca.research/decision")?;
+    serde_json::from_str(text).ok()
+}
+
+/// Waits until orca has recorded its decision on the pod, returning it.
+pub async fn wait_decided(
+    api: &Api<Pod>,
+    name: &str,
+    timeout: Duration,
+) -> Result<serde_json::Value> {
+    let pod = wait_for(api, name, "a decision", timeout, |p| decision(p).is_some()).await?;
+    decision(&pod).context("the decision annotation")
 }
 
 pub fn phase(pod: &Pod) -> &str {
