@@ -9,6 +9,16 @@ set -euo pipefail
 
 K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
+# check_go_floor GO_MOD: versions.env's GO_MIN_VERSION is what tests/setup and the README promise;
+# a module that needs a newer Go makes it a lie, so a version bump that forgets it stops here.
+check_go_floor() {
+  local needed
+  needed=$(sed -nE 's/^go[[:space:]]+([0-9.]+).*/\1/p' "$1")
+  [[ -n "$needed" ]] || return 0
+  version_at_least "$GO_MIN_VERSION" "$needed" ||
+    die "$1 needs Go $needed, newer than GO_MIN_VERSION=$GO_MIN_VERSION: raise it in tests/cluster/versions.env (and README's prerequisites)"
+}
+
 # k8s.io/kubernetes points its staging modules (k8s.io/api, k8s.io/client-go, ...) at ./staging
 # with `replace` directives, which Go ignores in a dependency. A wrapper module must pin each of
 # them to the published v0.X.Y that matches v1.X.Y; the list is read from kubernetes' own go.mod.
@@ -16,6 +26,7 @@ write_kubernetes_wrapper() {
   local dir=$1 staging_version="v0.${K8S_VERSION#v1.}"
   local gomod
   gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  check_go_floor "$gomod"
   {
     echo "module orca.local/controlplane"
     echo
@@ -75,6 +86,7 @@ build_etcd() {
   mkdir -p "$src" "$out"
   local gomod
   gomod=$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  check_go_floor "$gomod"
   {
     echo "module orca.local/etcd"
     echo
@@ -105,7 +117,10 @@ install_moto() {
 }
 
 build_all() {
-  command -v go >/dev/null || die "go is required to build the control plane"
+  command -v go >/dev/null || die "Go $GO_MIN_VERSION or newer is required to build the control plane (tests/setup says how to get it)"
+  # Never `auto`: a dependency's go line would then switch toolchains silently, mid-build.
+  GOTOOLCHAIN=$(go_toolchain) || die "go $(local_go_version) is older than $GO_MIN_VERSION and than 1.21, which could fetch it (tests/setup says how to get it)"
+  export GOTOOLCHAIN
   mkdir -p "$ORCA_CACHE/controlplane"
   install_moto
   build_etcd

@@ -9,7 +9,7 @@ ORCA_CACHE="${ORCA_CACHE:-$HOME/.cache/orca}"
 # Go's module and build caches live under $HOME/.cache too, so a CI rerun on the same machine is quick.
 export GOMODCACHE="${GOMODCACHE_ORCA:-$ORCA_CACHE/go/mod}"
 export GOCACHE="${GOCACHE:-$HOME/.cache/go-build}"
-export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+export GOFLAGS=-mod=mod CGO_ENABLED=0
 
 K8S_BIN="$ORCA_CACHE/controlplane/kubernetes-$K8S_VERSION"
 ETCD_BIN="$ORCA_CACHE/controlplane/etcd-$ETCD_VERSION"
@@ -17,6 +17,26 @@ MOTO_VENV="$ORCA_CACHE/venv/moto-$MOTO_VERSION"
 
 # Runtime state of one running cluster (certificates, data, logs, pids). `down` removes it.
 STATE_DIR="${ORCA_CLUSTER_STATE:-${TMPDIR:-/tmp}/orca-cluster-$(id -u)}"
+
+# version_at_least HAVE WANT: true when dotted version HAVE is WANT or newer.
+version_at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
+
+# The version of the go on PATH, without letting it switch toolchains ("1.26.8"; "devel" for a
+# development build).
+local_go_version() {
+  local v; v=$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null) || return 1
+  case "$v" in devel*) echo devel ;; *) v=${v#go}; echo "${v%% *}" ;; esac
+}
+
+# go_toolchain: the GOTOOLCHAIN value that builds the control plane. `local` when the go on PATH
+# is $GO_MIN_VERSION or newer; else go$GO_MIN_VERSION, which Go 1.21+ downloads once from the
+# module proxy into GOMODCACHE; fails when the local go is too old even for that.
+go_toolchain() {
+  local have; have=$(local_go_version) || return 1
+  if [[ "$have" == devel ]] || version_at_least "$have" "$GO_MIN_VERSION"; then echo local
+  elif version_at_least "$have" 1.21; then echo "go$GO_MIN_VERSION"
+  else return 1; fi
+}
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
