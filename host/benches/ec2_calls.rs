@@ -108,18 +108,24 @@ async fn run(endpoint: &str, region: &str, pods: usize, steady_for: Duration) {
     print_phase("steady state", &steady, periods, "sync period");
 
     let before = calls.snapshot();
-    let keys: Vec<PodKey> = all.iter().filter_map(PodKey::of).collect();
-    futures::future::join_all(keys.iter().map(|k| provider.delete(k))).await;
+    let ids: Vec<String> = launched
+        .iter()
+        .filter_map(|launched| launched.as_ref().ok())
+        .map(|launched| launched.instance_id.clone())
+        .collect();
+    futures::future::join_all(ids.iter().map(|id| provider.terminate(id))).await;
     let delete = phase(&calls, &before);
     print_phase("delete", &delete, pods, "pod");
 
     let (alone, calls) = connect(endpoint, region, &format!("bench-one-{run_id}")).await;
     let one = pod(&format!("single-{run_id}"));
-    let _ = alone
+    let launched = alone
         .create(&one, &plan(&one, &format!("bench-one-{run_id}")))
         .await;
     let _ = alone.statuses().await;
-    let _ = alone.delete(&PodKey::of(&one).expect("key")).await;
+    if let Ok(launched) = launched {
+        let _ = alone.terminate(&launched.instance_id).await;
+    }
     println!("one pod alone: launch, one status sync, delete:");
     print_phase("lifecycle", &calls.snapshot(), 1, "pod");
 }

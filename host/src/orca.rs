@@ -69,6 +69,27 @@ impl Orca {
     /// # Errors
     /// [`StartError`] naming the part that could not be built.
     pub async fn new(config: Config, client: kube::Client) -> Result<Orca, StartError> {
+        Self::build(config, client, None).await
+    }
+
+    /// An orca whose aws provider talks to `ec2` instead of the SDK client (a model of EC2 in
+    /// tests); everything else is as [`Orca::new`] builds it.
+    ///
+    /// # Errors
+    /// As [`Orca::new`].
+    pub async fn with_ec2(
+        config: Config,
+        client: kube::Client,
+        ec2: Arc<dyn Ec2Api>,
+    ) -> Result<Orca, StartError> {
+        Self::build(config, client, Some(ec2)).await
+    }
+
+    async fn build(
+        config: Config,
+        client: kube::Client,
+        ec2_override: Option<Arc<dyn Ec2Api>>,
+    ) -> Result<Orca, StartError> {
         let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
         let ec2_calls = Arc::new(Ec2Calls::default());
@@ -85,16 +106,24 @@ impl Orca {
                 ),
                 ProviderKind::Aws => {
                     let aws = &config.provider.aws;
-                    let sdk = SdkEc2::connect(
-                        &config.provider.region,
-                        aws.endpoint_url.as_deref(),
-                        ec2_calls.clone(),
-                    )
-                    .await;
-                    let api: Arc<dyn Ec2Api> = Arc::new(RateLimited::new(
-                        Measured::new(sdk, metrics.ec2.clone()),
-                        aws.rate_limit,
-                    ));
+                    let api: Arc<dyn Ec2Api> = match ec2_override {
+                        Some(ec2) => Arc::new(RateLimited::new(
+                            Measured::new(ec2, metrics.ec2.clone()),
+                            aws.rate_limit,
+                        )),
+                        None => {
+                            let sdk = SdkEc2::connect(
+                                &config.provider.region,
+                                aws.endpoint_url.as_deref(),
+                                ec2_calls.clone(),
+                            )
+                            .await;
+                            Arc::new(RateLimited::new(
+                                Measured::new(sdk, metrics.ec2.clone()),
+                                aws.rate_limit,
+                            ))
+                        }
+                    };
                     let provider = AwsProvider::new(
                         api.clone(),
                         Identity {

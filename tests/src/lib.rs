@@ -1,12 +1,15 @@
 //! Test support for orca's end-to-end tests: the local cluster harness (`tests/cluster/up`) seen
-//! from Rust, the orca binary as a child process, and helpers for waiting on real cluster state.
+//! from Rust, the orca binary as a child process, orca in process over a model of EC2, and
+//! helpers for waiting on real cluster state.
 
 pub mod audit;
 pub mod cluster;
 pub mod deploy;
 pub mod ec2;
 pub mod http;
+pub mod inprocess;
 pub mod journal;
+pub mod model_ec2;
 pub mod namespace;
 pub mod nodes;
 pub mod orca;

@@ -338,6 +338,7 @@ fn node_and_pods(node_name: &str, node_extra: &str) -> String {
 pods:
   syncInterval: 1s
   orphanGracePeriod: 3s
+  launchVisibilityGrace: 5s
   retryInitialBackoff: 200ms
   retryMaxBackoff: 1s
 "

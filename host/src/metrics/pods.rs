@@ -9,6 +9,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -52,9 +53,12 @@ pub struct ReconcileLabels {
     pub result: String,
 }
 
-/// Reconcile durations by result; the `_count` of an error result is the error count.
+/// Reconcile durations by result (the `_count` of an error result is the error count), and
+/// how much per-pod and per-instance state the controller holds.
 pub struct ReconcileMetrics {
     durations: Family<ReconcileLabels, Histogram>,
+    records: Gauge,
+    terminations: Gauge,
 }
 
 impl ReconcileMetrics {
@@ -71,7 +75,30 @@ impl ReconcileMetrics {
             "Time of one pod reconcile, by result (ok or the failed step)",
             durations.clone(),
         );
-        ReconcileMetrics { durations }
+        let records = Gauge::default();
+        registry.register(
+            "orca_pod_records",
+            "Pods the controller keeps a record for (0 once every pod is gone)",
+            records.clone(),
+        );
+        let terminations = Gauge::default();
+        registry.register(
+            "orca_termination_requests",
+            "Instances whose termination orca asked for and does not yet see going",
+            terminations.clone(),
+        );
+        ReconcileMetrics {
+            durations,
+            records,
+            terminations,
+        }
+    }
+
+    /// The controller's state after a sync period.
+    pub fn held(&self, records: usize, terminations: usize) {
+        self.records.set(i64::try_from(records).unwrap_or(i64::MAX));
+        self.terminations
+            .set(i64::try_from(terminations).unwrap_or(i64::MAX));
     }
 
     pub fn observe(&self, result: &str, elapsed: Duration) {

@@ -1,9 +1,8 @@
-//! The latest instance statuses from the provider, shared by the sync loop (writer) and the
-//! reconcilers (readers), plus what this process launched recently (for eventual consistency).
+//! The latest listing of the provider's instances, shared by the sync loop (writer) and the
+//! reconcilers (readers): each pod's instance, and any instance beyond the one a pod can have.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::time::{Duration, Instant};
 
 use crate::provider::{InstanceStatus, PodKey};
 
@@ -16,7 +15,9 @@ pub struct InstanceCache {
 #[derive(Default)]
 struct Inner {
     by_uid: HashMap<String, InstanceStatus>,
-    launched: HashMap<String, Instant>,
+    /// Instances tagged for a pod that has another, chosen instance: never the pod's, so
+    /// they are collected like orphans.
+    extras: Vec<InstanceStatus>,
 }
 
 impl InstanceCache {
@@ -36,17 +37,26 @@ impl InstanceCache {
         self.read().by_uid.get(uid).cloned()
     }
 
+    /// Every listed instance: each pod's, then the extras.
     pub fn all(&self) -> Vec<InstanceStatus> {
-        self.read().by_uid.values().cloned().collect()
+        let inner = self.read();
+        inner
+            .by_uid
+            .values()
+            .chain(inner.extras.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// Instances beyond the one each pod has.
+    pub fn extras(&self) -> Vec<InstanceStatus> {
+        self.read().extras.clone()
     }
 
     /// Replaces the whole view with a fresh listing; returns the pods whose instance appeared,
     /// changed or disappeared, so only those are reconciled.
     pub fn replace(&self, listing: Vec<InstanceStatus>) -> Vec<PodKey> {
-        let mut fresh: HashMap<String, InstanceStatus> = listing
-            .into_iter()
-            .map(|status| (status.pod.uid.clone(), status))
-            .collect();
+        let (mut fresh, extras) = choose_per_pod(listing);
         let mut inner = self.write();
         let mut changed: Vec<PodKey> = fresh
             .values()
@@ -60,27 +70,81 @@ impl InstanceCache {
                 .filter(|old| !fresh.contains_key(&old.pod.uid))
                 .map(|old| old.pod.clone()),
         );
-        // A pod's first listing ends the launch grace: from now on a missing instance is lost.
-        inner.launched.retain(|uid, _| !fresh.contains_key(uid));
         std::mem::swap(&mut inner.by_uid, &mut fresh);
+        inner.extras = extras;
         changed
     }
+}
 
-    /// Records that this process just launched the pod's instance.
-    pub fn note_launched(&self, uid: &str) {
-        self.write().launched.insert(uid.to_owned(), Instant::now());
+/// Each pod's instance (the one still holding resources, else the newest) and the others.
+fn choose_per_pod(
+    listing: Vec<InstanceStatus>,
+) -> (HashMap<String, InstanceStatus>, Vec<InstanceStatus>) {
+    let rank = |s: &InstanceStatus| (s.state.needs_termination(), s.launched_at);
+    let mut chosen: HashMap<String, InstanceStatus> = HashMap::new();
+    let mut others = Vec::new();
+    for status in listing {
+        match chosen.get(&status.pod.uid) {
+            Some(kept) if rank(kept) >= rank(&status) => others.push(status),
+            _ => {
+                if let Some(replaced) = chosen.insert(status.pod.uid.clone(), status) {
+                    others.push(replaced);
+                }
+            }
+        }
+    }
+    // Only an extra that still holds resources matters.
+    others.retain(|status| status.state.needs_termination());
+    (chosen, others)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Market;
+    use crate::provider::InstanceState;
+    use jiff::Timestamp;
+
+    fn instance(id: &str, uid: &str, state: InstanceState, launched: i64) -> InstanceStatus {
+        InstanceStatus {
+            pod: PodKey {
+                namespace: "ns".into(),
+                name: uid.into(),
+                uid: uid.into(),
+            },
+            instance_id: id.into(),
+            instance_type: "m5.large".into(),
+            market: Market::OnDemand,
+            state,
+            private_ip: None,
+            launched_at: Timestamp::from_second(launched).unwrap(),
+            started_at: None,
+            state_reason: None,
+            workload_exit: None,
+        }
     }
 
-    /// Whether this process launched the pod's instance less than `grace` ago and the
-    /// provider has not listed it since (EC2's listing is eventually consistent).
-    pub fn launched_within(&self, uid: &str, grace: Duration) -> bool {
-        self.read()
-            .launched
-            .get(uid)
-            .is_some_and(|at| at.elapsed() < grace)
+    #[test]
+    fn a_second_live_instance_of_a_pod_is_an_extra_not_hidden() {
+        let cache = InstanceCache::default();
+        cache.replace(vec![
+            instance("i-old", "u", InstanceState::Running, 10),
+            instance("i-new", "u", InstanceState::Running, 20),
+            instance("i-gone", "u", InstanceState::Terminated, 30),
+        ]);
+        assert_eq!(cache.get("u").unwrap().instance_id, "i-new");
+        let extras: Vec<String> = cache.extras().into_iter().map(|i| i.instance_id).collect();
+        assert_eq!(extras, ["i-old"]);
     }
 
-    pub fn forget_launch(&self, uid: &str) {
-        self.write().launched.remove(uid);
+    #[test]
+    fn only_pods_whose_instance_changed_are_reported() {
+        let cache = InstanceCache::default();
+        let first = cache.replace(vec![instance("i-a", "a", InstanceState::Pending, 1)]);
+        assert_eq!(first.len(), 1);
+        let same = cache.replace(vec![instance("i-a", "a", InstanceState::Pending, 1)]);
+        assert!(same.is_empty());
+        let gone = cache.replace(vec![]);
+        assert_eq!(gone[0].uid, "a");
     }
 }

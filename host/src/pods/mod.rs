@@ -1,14 +1,20 @@
 //! Pods bound to orca's node: watched with a field selector, reconciled one step at a time per
 //! pod and many pods in parallel, their status mirrored from the provider's instances.
 
+mod decide;
 pub(crate) mod events;
+mod execute;
 mod instances;
+mod phase;
 mod reconcile;
+mod record;
 mod status;
 mod sync;
+mod terminations;
+mod view;
 mod writes;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -17,7 +23,9 @@ use kube::Api;
 use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
+pub use phase::{FailureReason, PodPhase};
 pub use status::{CONTAINER_ID_SCHEME, outcome};
+pub use view::LAUNCHED_CONDITION;
 
 use crate::config::PodsConfig;
 use crate::health::Health;
@@ -27,7 +35,9 @@ use crate::provider::Provider;
 use events::PodEvents;
 use instances::InstanceCache;
 use reconcile::{Context, error_policy, measured_reconcile};
+use record::PodRecords;
 use sync::StatusSync;
+use terminations::TerminationLedger;
 
 /// Everything the pod controller is built from.
 pub struct PodControllerDeps {
@@ -67,10 +77,15 @@ impl Default for PodCache {
 /// never launched twice.
 pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let instances = Arc::new(InstanceCache::default());
+    let records = Arc::new(PodRecords::default());
+    let ledger = Arc::new(TerminationLedger::default());
     let sync = StatusSync {
         provider: deps.provider.clone(),
         instances: instances.clone(),
+        records: records.clone(),
+        ledger: ledger.clone(),
         config: deps.config.clone(),
+        metrics: deps.metrics.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
@@ -91,11 +106,10 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         provider: deps.provider,
         planner: deps.planner,
         instances,
+        records,
+        ledger,
         events: PodEvents::new(deps.client.clone(), &deps.node_name),
         config: deps.config.clone(),
-        launch_failures: Mutex::default(),
-        terminations_sent: Mutex::default(),
-        writes: writes::WriteTracker::default(),
         metrics: deps.metrics,
     });
     let pods: Api<Pod> = Api::all(deps.client);

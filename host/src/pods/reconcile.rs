@@ -1,26 +1,30 @@
-//! One reconcile step for one pod: launch, mirror the instance's state, fail, or terminate.
-//! kube-runtime's controller guarantees one step at a time per pod and many pods in parallel.
+//! One reconcile of one pod: observe (the pod, its instance as last listed, its record), decide
+//! ([`super::decide`]), execute ([`super::execute`]), and again until there is nothing to do
+//! now. kube-runtime's controller guarantees one reconcile at a time per pod and many pods in
+//! parallel.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::Action;
-use serde_json::json;
 
+use super::decide::{Observation, Step, Timing, decide};
 use super::events::PodEvents;
+use super::execute::{Executed, execute};
 use super::instances::InstanceCache;
-use super::status::{self, needs_write, recorded_instance_id};
-use super::writes::WriteTracker;
+use super::record::PodRecords;
+use super::terminations::TerminationLedger;
+use super::view::PodView;
 use crate::config::PodsConfig;
-use crate::errors::lock;
 use crate::metrics::ReconcileMetrics;
-use crate::policy::pipeline::REASON_INVALID_ANNOTATION as INVALID_ANNOTATION;
-use crate::policy::{DECISION_ANNOTATION, DecisionRecord, Planner};
-use crate::provider::{ErrorClass, InstanceStatus, PodKey, Provider, ProviderError};
+use crate::policy::Planner;
+use crate::provider::{PodKey, Provider, ProviderError};
+
+/// Steps one reconcile takes at most before it yields (a launch, its status write and a
+/// lookup take three); the pod is requeued if there is more.
+const MAX_STEPS: usize = 6;
 
 /// Everything a reconcile step needs.
 pub struct Context {
@@ -28,18 +32,23 @@ pub struct Context {
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
     pub instances: Arc<InstanceCache>,
+    pub records: Arc<PodRecords>,
+    pub ledger: Arc<TerminationLedger>,
     pub events: PodEvents,
     pub config: PodsConfig,
-    /// Transient launch failures so far, per pod UID, for exponential backoff.
-    pub launch_failures: Mutex<HashMap<String, u32>>,
-    /// Pods whose instance was already asked to terminate (the call is made once).
-    pub terminations_sent: Mutex<HashSet<String>>,
-    /// Status writes the pod store may not show yet.
-    pub writes: WriteTracker,
     pub metrics: Arc<ReconcileMetrics>,
 }
 
-/// Why a reconcile step failed; the controller retries it.
+impl Context {
+    pub fn timing(&self) -> Timing {
+        Timing {
+            sync: self.config.sync_interval.get(),
+            grace: self.config.launch_visibility_grace.get(),
+        }
+    }
+}
+
+/// Why a reconcile step failed; the pod is retried with backoff.
 // Variants are named after the step that failed (kube-rs style), hence the shared suffix.
 #[allow(clippy::enum_variant_names)]
 #[derive(Debug, thiserror::Error)]
@@ -62,8 +71,24 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
-    #[error("terminating the instance of pod {pod}: {source}")]
-    TerminateFailed { pod: PodKey, source: ProviderError },
+    #[error("terminating instance {instance_id} of pod {pod}: {source}")]
+    TerminateFailed {
+        pod: PodKey,
+        instance_id: String,
+        source: ProviderError,
+    },
+    #[error("looking up instance {instance_id} of pod {pod}: {source}")]
+    LookUpFailed {
+        pod: PodKey,
+        instance_id: String,
+        source: ProviderError,
+    },
+    #[error("reading the exit report of instance {instance_id} of pod {pod}: {source}")]
+    ExitReadFailed {
+        pod: PodKey,
+        instance_id: String,
+        source: ProviderError,
+    },
 }
 
 impl ReconcileError {
@@ -74,6 +99,19 @@ impl ReconcileError {
             ReconcileError::StatusWriteFailed { .. } => "StatusWriteFailed",
             ReconcileError::PodRemovalFailed { .. } => "PodRemovalFailed",
             ReconcileError::TerminateFailed { .. } => "TerminateFailed",
+            ReconcileError::LookUpFailed { .. } => "LookUpFailed",
+            ReconcileError::ExitReadFailed { .. } => "ExitReadFailed",
+        }
+    }
+
+    fn pod(&self) -> &PodKey {
+        match self {
+            ReconcileError::DecisionWriteFailed { pod, .. }
+            | ReconcileError::StatusWriteFailed { pod, .. }
+            | ReconcileError::PodRemovalFailed { pod, .. }
+            | ReconcileError::TerminateFailed { pod, .. }
+            | ReconcileError::LookUpFailed { pod, .. }
+            | ReconcileError::ExitReadFailed { pod, .. } => pod,
         }
     }
 
@@ -102,432 +140,84 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Recon
     let Some(key) = PodKey::of(&pod) else {
         return Ok(Action::await_change());
     };
-    let instance = ctx.instances.get(&key.uid);
-    tracing::debug!(pod = %key, instance = ?instance.as_ref().map(|i| (&i.instance_id, i.state)), "reconciling");
-    if pod.metadata.deletion_timestamp.is_some() {
-        return finalize(&key, instance.as_ref(), &ctx).await;
+    ctx.records.get_or_create(&key.uid);
+    let listed = ctx.instances.get(&key.uid);
+    if listed.is_some() {
+        // The listing supersedes a second look.
+        ctx.records.update(&key.uid, |record| {
+            record.looked_up = None;
+            record.lookup_missed = None;
+        });
     }
-    let phase = pod
-        .status
-        .as_ref()
-        .and_then(|status| status.phase.as_deref());
-    if matches!(phase, Some("Succeeded" | "Failed")) {
-        // A finished pod's status is final; only an instance still holding resources goes.
-        if instance
-            .as_ref()
-            .is_some_and(|instance| !instance.state.is_finished())
-        {
-            terminate(&key, &ctx).await?;
-        }
-        return Ok(Action::await_change());
-    }
-    match instance {
-        Some(instance) => mirror_instance(&pod, &key, &instance, &ctx).await,
-        None if ctx
-            .instances
-            .launched_within(&key.uid, ctx.config.launch_visibility_grace.get()) =>
-        {
-            // Launched moments ago and not listed yet: EC2 is eventually consistent.
-            Ok(Action::requeue(ctx.config.sync_interval.get()))
-        }
-        None => match recorded_instance_id(&pod) {
-            Some(instance_id) => {
-                let message =
-                    format!("instance {instance_id} of this pod no longer exists at the provider");
-                warn_and_record(
-                    &pod,
-                    &key,
-                    &ctx,
-                    ("InstanceLost", "Sync"),
-                    message,
-                    |pod, message| status::status_failed(pod, "InstanceLost", message),
-                )
-                .await?;
-                Ok(Action::await_change())
-            }
-            None => launch(&pod, &key, &ctx).await,
-        },
-    }
-}
-
-async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Action, ReconcileError> {
-    let written;
-    let (pod, plan) = match ctx.planner.plan(pod).await {
-        Ok(decision) => match record_decision(pod, key, &decision.record, ctx).await? {
-            DecisionWrite::Unchanged => (pod, decision.plan),
-            // Later writes carry a resourceVersion precondition: use the pod as now stored.
-            DecisionWrite::Written(updated) => {
-                written = *updated;
-                (&written, decision.plan)
-            }
-            DecisionWrite::PodGone => return Ok(Action::await_change()),
-        },
-        Err(error) => {
-            warn_and_record(
-                pod,
-                key,
-                ctx,
-                (error.reason, "Plan"),
-                error.message,
-                |pod, message| status::status_failed(pod, error.reason, message),
-            )
-            .await?;
+    let mut pod = pod;
+    for _ in 0..MAX_STEPS {
+        let Some(view) = PodView::of(&pod) else {
             return Ok(Action::await_change());
+        };
+        // The pod left the store while this reconcile ran.
+        let Some(record) = ctx.records.get(&key.uid) else {
+            return Ok(Action::await_change());
+        };
+        let mut observation = Observation {
+            pod: &view,
+            listed: listed.as_ref(),
+            record: &record,
+            asked: None,
+            now: Timestamp::now(),
+            timing: ctx.timing(),
+        };
+        observation.asked = observation
+            .instance_id()
+            .and_then(|instance_id| ctx.ledger.get(instance_id));
+        let step = decide(&observation);
+        tracing::debug!(pod = %key, ?step, "decided");
+        if let Step::Wait(after) = step {
+            return Ok(after.map_or_else(Action::await_change, Action::requeue));
         }
-    };
-    let first = plan
-        .candidates
-        .first()
-        .map(|c| c.instance_type.as_str())
-        .unwrap_or("?");
-    let what = format!("{first} {} instance", plan.market.market.as_str());
-    let outcome = ctx.provider.create(pod, &plan).await;
-    let passed_over = match &outcome {
-        Ok(launched) => &launched.passed_over,
-        Err(failed) => &failed.passed_over,
-    };
-    for skipped in passed_over {
-        ctx.events
-            .warning(
-                pod,
-                "OfferingUnavailable",
-                "Launch",
-                format!(
-                    "{}: {}; trying the next offering",
-                    skipped.offering, skipped.error
-                ),
-            )
-            .await;
-    }
-    match outcome {
-        Ok(launched) => {
-            ctx.instances.note_launched(&key.uid);
-            lock(&ctx.launch_failures).remove(&key.uid);
-            let what = format!("{} instance {}", launched.offering, launched.instance_id);
-            let message = if launched.adopted {
-                format!("adopted the {what} launched earlier for this pod")
-            } else {
-                format!("launched a {what}")
-            };
-            ctx.events
-                .normal(pod, "ProviderCreateSuccess", "Launch", message)
-                .await;
-            write_status(
-                pod,
-                key,
-                status::status_while_launching(
-                    pod,
-                    "InstanceLaunching",
-                    format!("launching a {what}"),
-                ),
-                ctx,
-            )
-            .await?;
-            Ok(Action::requeue(ctx.config.sync_interval.get()))
-        }
-        Err(failed) if failed.error.class == ErrorClass::Transient => {
-            let error = failed.error;
-            let failures = {
-                let mut all = lock(&ctx.launch_failures);
-                let count = all.entry(key.uid.clone()).or_insert(0);
-                *count += 1;
-                *count
-            };
-            let delay = backoff(&ctx.config, failures);
-            let message = format!(
-                "launching a {what} failed ({error}); retry {failures} in {}",
-                humantime::format_duration(delay)
-            );
-            warn_and_record(
-                pod,
-                key,
-                ctx,
-                ("ProviderCreateFailed", "Launch"),
-                message,
-                |pod, message| {
-                    status::status_while_launching(pod, "InstanceCreationRetrying", message)
-                },
-            )
-            .await?;
-            Ok(Action::requeue(delay))
-        }
-        Err(failed) => {
-            let error = &failed.error;
-            let reason = if error.code == INVALID_ANNOTATION {
-                INVALID_ANNOTATION
-            } else {
-                "InstanceCreationFailed"
-            };
-            let message = if failed.passed_over.len() > 1 {
-                let tried: Vec<String> = failed
-                    .passed_over
-                    .iter()
-                    .map(|p| format!("{} ({})", p.offering, p.error.code))
-                    .collect();
-                format!(
-                    "no offering could be launched; tried {}; last error: {error}",
-                    tried.join(", ")
-                )
-            } else {
-                format!("launching a {what} failed: {error}")
-            };
-            warn_and_record(
-                pod,
-                key,
-                ctx,
-                ("ProviderCreateFailed", "Launch"),
-                message,
-                |pod, message| status::status_failed(pod, reason, message),
-            )
-            .await?;
-            Ok(Action::await_change())
-        }
-    }
-}
-
-async fn mirror_instance(
-    pod: &Pod,
-    key: &PodKey,
-    instance: &InstanceStatus,
-    ctx: &Context,
-) -> Result<Action, ReconcileError> {
-    let desired = status::status_for_instance(pod, instance);
-    let before = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.clone())
-        .unwrap_or_default();
-    let after = desired.phase.clone().unwrap_or_default();
-    let wrote = write_status(pod, key, desired.clone(), ctx).await?;
-    if wrote && before != after {
-        let message = desired
-            .message
-            .clone()
-            .unwrap_or_else(|| format!("instance {} is {after}", instance.instance_id));
-        match after.as_str() {
-            "Running" => {
-                ctx.events
-                    .normal(
-                        pod,
-                        "InstanceRunning",
-                        "Sync",
-                        format!(
-                            "instance {} is running at {}",
-                            instance.instance_id,
-                            desired.pod_ip.as_deref().unwrap_or("?")
-                        ),
-                    )
-                    .await
+        match execute(step, &pod, &view.key, &ctx).await {
+            Ok(Executed::Continue) => {}
+            Ok(Executed::PodChanged(updated)) => pod = Arc::new(*updated),
+            Ok(Executed::PodRemoved) => return Ok(Action::await_change()),
+            Err(error) => {
+                if !error.is_conflict() {
+                    let (initial, max) = (
+                        ctx.config.retry_initial_backoff.get(),
+                        ctx.config.retry_max_backoff.get(),
+                    );
+                    let now = Timestamp::now();
+                    ctx.records.update(&key.uid, |record| {
+                        record.retry = record.retry.failed(now, initial, max);
+                    });
+                }
+                return Err(error);
             }
-            "Succeeded" => {
-                ctx.events
-                    .normal(
-                        pod,
-                        "InstanceSucceeded",
-                        "Sync",
-                        format!("instance {}: the workload completed", instance.instance_id),
-                    )
-                    .await
-            }
-            "Failed" => {
-                ctx.events
-                    .warning(
-                        pod,
-                        desired.reason.as_deref().unwrap_or("InstanceTerminated"),
-                        "Sync",
-                        message,
-                    )
-                    .await
-            }
-            _ => {}
         }
     }
-    Ok(Action::await_change())
+    Ok(Action::requeue(ctx.config.sync_interval.get()))
 }
 
-/// The pod is being deleted: terminate its instance, then remove the pod object once the
-/// instance is shutting down or gone.
-async fn finalize(
-    key: &PodKey,
-    instance: Option<&InstanceStatus>,
-    ctx: &Context,
-) -> Result<Action, ReconcileError> {
-    let launching = ctx
-        .instances
-        .launched_within(&key.uid, ctx.config.launch_visibility_grace.get());
-    let gone_or_going = match instance {
-        Some(instance) => instance.state.is_finished(),
-        None => !launching,
-    };
-    if !gone_or_going || launching {
-        terminate(key, ctx).await?;
-    }
-    if !gone_or_going {
-        return Ok(Action::requeue(Duration::from_secs(1)));
-    }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let params = DeleteParams {
-        grace_period_seconds: Some(0),
-        preconditions: Some(Preconditions {
-            uid: Some(key.uid.clone()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(&key.name, &params).await {
-        Ok(_) => {}
-        // Already gone, or a different pod now has this name: either way ours is gone.
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
-        Err(source) => {
-            return Err(ReconcileError::PodRemovalFailed {
-                pod: key.clone(),
-                source,
-            });
-        }
-    }
-    lock(&ctx.terminations_sent).remove(&key.uid);
-    ctx.writes.forget(&key.uid);
-    lock(&ctx.launch_failures).remove(&key.uid);
-    ctx.instances.forget_launch(&key.uid);
-    tracing::info!(pod = %key, "pod removed");
-    Ok(Action::await_change())
-}
-
-async fn terminate(key: &PodKey, ctx: &Context) -> Result<(), ReconcileError> {
-    if lock(&ctx.terminations_sent).contains(&key.uid) {
-        return Ok(());
-    }
-    ctx.provider
-        .delete(key)
-        .await
-        .map_err(|source| ReconcileError::TerminateFailed {
-            pod: key.clone(),
-            source,
-        })?;
-    lock(&ctx.terminations_sent).insert(key.uid.clone());
-    tracing::info!(pod = %key, "instance termination requested");
-    Ok(())
-}
-
-/// Tells the user what went wrong in the same words twice: a Warning Event (reason, action)
-/// and the pod's status built by `status` from the message.
-async fn warn_and_record(
-    pod: &Pod,
-    key: &PodKey,
-    ctx: &Context,
-    (reason, action): (&str, &str),
-    message: String,
-    status: impl FnOnce(&Pod, String) -> PodStatus,
-) -> Result<(), ReconcileError> {
-    ctx.events
-        .warning(pod, reason, action, message.clone())
-        .await;
-    write_status(pod, key, status(pod, message), ctx)
-        .await
-        .map(|_| ())
-}
-
-/// Writes `desired` over the pod's status if anything would change. The resourceVersion
-/// precondition turns a concurrent write into a 409 (retried on fresh data), so newer data
-/// is never overwritten. Returns whether a write happened.
-enum DecisionWrite {
-    /// The pod already carries this decision (a retried launch).
-    Unchanged,
-    Written(Box<Pod>),
-    PodGone,
-}
-
-/// Writes the decision annotation (and a `PolicyDecision` Event) unless the pod already
-/// carries this exact decision.
-async fn record_decision(
-    pod: &Pod,
-    key: &PodKey,
-    record: &DecisionRecord,
-    ctx: &Context,
-) -> Result<DecisionWrite, ReconcileError> {
-    let json = record.to_json();
-    let current = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(DECISION_ANNOTATION));
-    if current == Some(&json) {
-        return Ok(DecisionWrite::Unchanged);
-    }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let patch = json!({ "metadata": { "annotations": { DECISION_ANNOTATION: json } } });
-    let updated = match api
-        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(updated) => updated,
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(DecisionWrite::PodGone),
-        Err(source) => {
-            return Err(ReconcileError::DecisionWriteFailed {
-                pod: key.clone(),
-                source,
-            });
-        }
-    };
-    ctx.events
-        .normal(pod, "PolicyDecision", "Plan", record.summary())
-        .await;
-    Ok(DecisionWrite::Written(Box::new(updated)))
-}
-
-async fn write_status(
-    pod: &Pod,
-    key: &PodKey,
-    desired: PodStatus,
-    ctx: &Context,
-) -> Result<bool, ReconcileError> {
-    let read_version = pod.metadata.resource_version.clone().unwrap_or_default();
-    if ctx
-        .writes
-        .already_written(&key.uid, &read_version, &desired)
-        || !needs_write(pod.status.as_ref(), &desired)
-    {
-        return Ok(false);
-    }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let patch = json!({
-        "metadata": { "resourceVersion": pod.metadata.resource_version },
-        "status": desired,
-    });
-    api.patch_status(
-        &key.name,
-        &PatchParams::default(),
-        &Patch::Strategic(&patch),
-    )
-    .await
-    .map_err(|source| ReconcileError::StatusWriteFailed {
-        pod: key.clone(),
-        source,
-    })?;
-    ctx.writes.record(&key.uid, read_version, &desired);
-    Ok(true)
-}
-
-/// Doubling from the initial to the maximum backoff.
-fn backoff(config: &PodsConfig, failures: u32) -> Duration {
-    let initial = config.retry_initial_backoff.get();
-    let doubled = initial.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(30)));
-    doubled.min(config.retry_max_backoff.get())
-}
-
-/// What the controller does after a failed step.
-pub fn error_policy(pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+/// What the controller does after a failed step: at once for a conflict (fresh data will
+/// differ), else when the pod's backoff says.
+pub fn error_policy(_pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     if error.is_conflict() {
         return Action::requeue(Duration::from_millis(200));
     }
-    tracing::warn!(pod = pod.metadata.name.as_deref().unwrap_or_default(), error = %crate::errors::error_chain(error), "reconcile failed; retrying");
-    Action::requeue(ctx.config.retry_initial_backoff.get())
+    let pod = error.pod();
+    let retry = ctx
+        .records
+        .get(&pod.uid)
+        .map(|record| record.retry)
+        .unwrap_or_default();
+    let delay = retry
+        .wait(Timestamp::now())
+        .unwrap_or_else(|| ctx.config.retry_initial_backoff.get());
+    tracing::warn!(%pod, error = %crate::errors::error_chain(error), failures = retry.failures, ?delay, "reconcile failed; retrying with backoff");
+    Action::requeue(delay)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Seconds;
 
     fn api_error(code: u16) -> kube::Error {
         kube::Error::Api(
@@ -554,17 +244,5 @@ mod tests {
             source: api_error(500),
         };
         assert!(!other.is_conflict());
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_maximum() {
-        let config = PodsConfig {
-            retry_initial_backoff: Seconds::from_secs(1),
-            retry_max_backoff: Seconds::from_secs(10),
-            ..PodsConfig::default()
-        };
-        let delays: Vec<u64> = (1..=6).map(|n| backoff(&config, n).as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 10, 10]);
-        assert_eq!(backoff(&config, u32::MAX).as_secs(), 10);
     }
 }

@@ -1,4 +1,7 @@
-//! Instance → pod status, as a pure function (the table in DESIGN.md).
+//! Instance → pod status, as pure functions (the table in DESIGN.md). [`patch`] writes a
+//! status so that nothing stale survives the merge.
+
+mod patch;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
@@ -7,21 +10,25 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::provider::{InstanceState, InstanceStatus};
+use super::phase::{FailureReason, PodPhase, WaitingReason};
+use super::view::{LAUNCHED_CONDITION, LaunchRef};
+use crate::provider::{InstanceState, InstanceStatus, WorkloadExit};
+
+pub use patch::{needs_write, status_patch};
 
 pub const CONTAINER_ID_SCHEME: &str = "orca://";
-pub const SPOT_INTERRUPTION_CODE: &str = "Server.SpotInstanceTermination";
 
 /// The pod's phase and why, derived from its instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    pub phase: &'static str,
-    pub reason: Option<&'static str>,
+    pub phase: PodPhase,
+    pub reason: Option<FailureReason>,
     pub message: Option<String>,
 }
 
-/// Phase, reason and message for a pod whose instance is in `instance`'s state.
-pub fn outcome(instance: &InstanceStatus) -> Outcome {
+/// Phase, reason and message for a pod whose instance is `instance` and whose workload
+/// reported `exit` (if it has ended and reported).
+pub fn outcome(instance: &InstanceStatus, exit: Option<&WorkloadExit>) -> Outcome {
     let describe = |what: &str| {
         format!(
             "instance {} ({}, {}) {what}",
@@ -30,71 +37,87 @@ pub fn outcome(instance: &InstanceStatus) -> Outcome {
             instance.market.as_str()
         )
     };
+    let failed = |reason, what: &str| Outcome {
+        phase: PodPhase::Failed,
+        reason: Some(reason),
+        message: Some(describe(what)),
+    };
+    let state_reason = instance
+        .state_reason
+        .as_ref()
+        .map(|reason| format!(" ({reason})"))
+        .unwrap_or_default();
     match instance.state {
         InstanceState::Pending => Outcome {
-            phase: "Pending",
+            phase: PodPhase::Pending,
             reason: None,
             message: Some(describe("is booting")),
         },
         InstanceState::Running => Outcome {
-            phase: "Running",
+            phase: PodPhase::Running,
             reason: None,
             message: None,
         },
-        _ => match &instance.workload_exit {
-            Some(exit) if exit.exit_code == 0 => Outcome {
-                phase: "Succeeded",
-                reason: None,
-                message: None,
-            },
-            Some(exit) => Outcome {
-                phase: "Failed",
-                reason: Some("InstanceTerminated"),
-                message: Some(describe(&format!(
-                    "finished: the workload exited with code {}",
-                    exit.exit_code
-                ))),
-            },
-            None => match &instance.state_reason {
-                Some(reason) if reason.code == SPOT_INTERRUPTION_CODE => Outcome {
-                    phase: "Failed",
-                    reason: Some("SpotInterrupted"),
-                    message: Some(describe(&format!(
-                        "was interrupted by EC2 ({}: {})",
-                        reason.code, reason.message
-                    ))),
+        InstanceState::Stopping | InstanceState::Stopped => failed(
+            FailureReason::InstanceStopped,
+            &format!("was stopped{state_reason}; its workload cannot go on, so orca terminates it"),
+        ),
+        InstanceState::ShuttingDown | InstanceState::Terminated => {
+            // An interruption explains the exit code too (the bootstrap sees SIGTERM): report
+            // the interruption, so a Job retries the work instead of trusting a partial run.
+            if instance
+                .state_reason
+                .as_ref()
+                .is_some_and(|reason| reason.is_spot_interruption())
+            {
+                let exited = exit
+                    .map(|exit| format!("; the workload exited with code {}", exit.exit_code))
+                    .unwrap_or_default();
+                return failed(
+                    FailureReason::SpotInterrupted,
+                    &format!("was interrupted by EC2{state_reason}{exited}"),
+                );
+            }
+            match exit {
+                Some(exit) if exit.exit_code == 0 => Outcome {
+                    phase: PodPhase::Succeeded,
+                    reason: None,
+                    message: None,
                 },
-                Some(reason) => Outcome {
-                    phase: "Failed",
-                    reason: Some("InstanceTerminated"),
-                    message: Some(describe(&format!(
-                        "ended before its workload finished ({}: {})",
-                        reason.code, reason.message
-                    ))),
-                },
-                None => Outcome {
-                    phase: "Failed",
-                    reason: Some("InstanceTerminated"),
-                    message: Some(describe("ended before its workload finished")),
-                },
-            },
-        },
+                Some(exit) => failed(
+                    FailureReason::InstanceTerminated,
+                    &format!("finished: the workload exited with code {}", exit.exit_code),
+                ),
+                None => failed(
+                    FailureReason::InstanceTerminated,
+                    &format!("ended before its workload reported an exit code{state_reason}"),
+                ),
+            }
+        }
     }
 }
 
-/// The full status for `pod` running on `instance`, keeping transition times and the start
-/// time the pod already has when nothing changed.
-pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
-    let outcome = outcome(instance);
+/// The full status for `pod` on `instance`, keeping transition times and the start time the
+/// pod already has when nothing changed.
+pub fn status_for_instance(
+    pod: &Pod,
+    instance: &InstanceStatus,
+    exit: Option<&WorkloadExit>,
+) -> PodStatus {
+    let outcome = outcome(instance, exit);
     let current = pod.status.clone().unwrap_or_default();
     let ip = instance.private_ip.map(|ip| ip.to_string());
-    let running = outcome.phase == "Running";
-    let terminal = matches!(outcome.phase, "Succeeded" | "Failed");
+    let running = outcome.phase == PodPhase::Running;
+    let terminal = outcome.phase.is_final();
     let ready_reason = match outcome.phase {
-        "Pending" => Some("InstancePending"),
-        "Succeeded" => Some("PodCompleted"),
-        "Failed" => Some("PodFailed"),
-        _ => None,
+        PodPhase::Pending => Some(WaitingReason::InstancePending.as_str()),
+        PodPhase::Succeeded => Some("PodCompleted"),
+        PodPhase::Failed => Some("PodFailed"),
+        PodPhase::Running => None,
+    };
+    let launched = LaunchRef {
+        instance_id: instance.instance_id.clone(),
+        at: instance.launched_at,
     };
     let conditions = vec![
         condition(&current, "PodScheduled", true, None, None),
@@ -107,16 +130,17 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
             ready_reason,
             outcome.message.as_deref(),
         ),
+        launched_condition(&launched),
     ];
     let container_statuses = containers(pod)
         .iter()
         .map(|container| {
-            let state = container_state(instance, &outcome, &container.name);
+            let state = container_state(instance, &outcome, exit, &container.name);
             container_status(
                 container,
                 state,
                 running,
-                instance_container_id(instance, &container.name),
+                instance_container_id(&instance.instance_id, &container.name),
             )
         })
         .collect();
@@ -138,7 +162,7 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
                         container,
                         state,
                         done,
-                        instance_container_id(instance, &container.name),
+                        instance_container_id(&instance.instance_id, &container.name),
                     );
                     status.started = None;
                     status
@@ -146,8 +170,8 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
                 .collect()
         });
     PodStatus {
-        phase: Some(outcome.phase.to_owned()),
-        reason: outcome.reason.map(str::to_owned),
+        phase: Some(outcome.phase.as_str().to_owned()),
+        reason: outcome.reason.map(|reason| reason.as_str().to_owned()),
         message: outcome.message,
         conditions: Some(conditions),
         container_statuses: Some(container_statuses),
@@ -162,18 +186,28 @@ pub fn status_for_instance(pod: &Pod, instance: &InstanceStatus) -> PodStatus {
     }
 }
 
-/// A Pending status while no instance exists yet (launching, or retrying a transient error).
-pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) -> PodStatus {
+/// A Pending status while the pod's instance is not listed yet: launching, or retrying a
+/// launch. With `launched`, the instance is named in the status (the launched condition and
+/// the container ids), so a restarted orca finds it before EC2 lists it.
+pub fn status_while_launching(
+    pod: &Pod,
+    reason: WaitingReason,
+    message: String,
+    launched: Option<&LaunchRef>,
+) -> PodStatus {
     let current = pod.status.clone().unwrap_or_default();
+    let reason = reason.as_str();
+    let mut conditions = vec![
+        condition(&current, "PodScheduled", true, None, None),
+        condition(&current, "Initialized", false, Some(reason), Some(&message)),
+        condition(&current, "ContainersReady", false, Some(reason), None),
+        condition(&current, "Ready", false, Some(reason), Some(&message)),
+    ];
+    conditions.extend(launched.map(launched_condition));
     PodStatus {
-        phase: Some("Pending".to_owned()),
+        phase: Some(PodPhase::Pending.as_str().to_owned()),
         message: Some(message.clone()),
-        conditions: Some(vec![
-            condition(&current, "PodScheduled", true, None, None),
-            condition(&current, "Initialized", false, Some(reason), Some(&message)),
-            condition(&current, "ContainersReady", false, Some(reason), None),
-            condition(&current, "Ready", false, Some(reason), Some(&message)),
-        ]),
+        conditions: Some(conditions),
         container_statuses: Some(
             containers(pod)
                 .iter()
@@ -182,7 +216,9 @@ pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) 
                         container,
                         waiting("ContainerCreating", Some(&message)),
                         false,
-                        None,
+                        launched.and_then(|launched| {
+                            instance_container_id(&launched.instance_id, &container.name)
+                        }),
                     )
                 })
                 .collect(),
@@ -194,18 +230,25 @@ pub fn status_while_launching(pod: &Pod, reason: &'static str, message: String) 
 }
 
 /// A terminal Failed status for a pod that never ran or whose instance is gone.
-pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodStatus {
+pub fn status_failed(
+    pod: &Pod,
+    reason: FailureReason,
+    message: String,
+    launched: Option<&LaunchRef>,
+) -> PodStatus {
     let current = pod.status.clone().unwrap_or_default();
     let previous: Vec<ContainerStatus> = current.container_statuses.clone().unwrap_or_default();
+    let mut conditions = vec![
+        condition(&current, "PodScheduled", true, None, None),
+        condition(&current, "ContainersReady", false, Some("PodFailed"), None),
+        condition(&current, "Ready", false, Some("PodFailed"), Some(&message)),
+    ];
+    conditions.extend(launched.map(launched_condition));
     PodStatus {
-        phase: Some("Failed".to_owned()),
-        reason: Some(reason.to_owned()),
+        phase: Some(PodPhase::Failed.as_str().to_owned()),
+        reason: Some(reason.as_str().to_owned()),
         message: Some(message.clone()),
-        conditions: Some(vec![
-            condition(&current, "PodScheduled", true, None, None),
-            condition(&current, "ContainersReady", false, Some("PodFailed"), None),
-            condition(&current, "Ready", false, Some("PodFailed"), Some(&message)),
-        ]),
+        conditions: Some(conditions),
         container_statuses: Some(
             containers(pod)
                 .iter()
@@ -219,7 +262,7 @@ pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodSta
                     // 137 is what a kubelet reports for a container killed from outside.
                     let state = terminated(
                         137,
-                        reason,
+                        reason.as_str(),
                         Some(message.clone()),
                         started_at,
                         Some(Time(Timestamp::now())),
@@ -236,6 +279,18 @@ pub fn status_failed(pod: &Pod, reason: &'static str, message: String) -> PodSta
         start_time: current.start_time.or(Some(Time(Timestamp::now()))),
         qos_class: current.qos_class,
         ..PodStatus::default()
+    }
+}
+
+/// The condition that names the pod's instance and when it was launched.
+fn launched_condition(launched: &LaunchRef) -> PodCondition {
+    PodCondition {
+        type_: LAUNCHED_CONDITION.to_owned(),
+        status: "True".to_owned(),
+        reason: Some("Launched".to_owned()),
+        message: Some(launched.instance_id.clone()),
+        last_transition_time: Some(Time(launched.at)),
+        ..PodCondition::default()
     }
 }
 
@@ -266,33 +321,43 @@ fn containers(pod: &Pod) -> &[Container] {
         .unwrap_or_default()
 }
 
-fn instance_container_id(instance: &InstanceStatus, container: &str) -> Option<String> {
-    Some(format!(
-        "{CONTAINER_ID_SCHEME}{}/{container}",
-        instance.instance_id
-    ))
+fn instance_container_id(instance_id: &str, container: &str) -> Option<String> {
+    Some(format!("{CONTAINER_ID_SCHEME}{instance_id}/{container}"))
 }
 
-fn container_state(instance: &InstanceStatus, outcome: &Outcome, name: &str) -> ContainerState {
+fn container_state(
+    instance: &InstanceStatus,
+    outcome: &Outcome,
+    exit: Option<&WorkloadExit>,
+    name: &str,
+) -> ContainerState {
     let started_at = instance.started_at.map(Time);
     match outcome.phase {
-        "Pending" => waiting("ContainerCreating", outcome.message.as_deref()),
-        "Running" => ContainerState {
+        PodPhase::Pending => waiting("ContainerCreating", outcome.message.as_deref()),
+        PodPhase::Running => ContainerState {
             running: Some(ContainerStateRunning { started_at }),
             ..ContainerState::default()
         },
-        _ => {
-            let (exit_code, reason, finished_at) = match &instance.workload_exit {
-                Some(exit) => (
-                    exit.exit_code,
-                    if exit.exit_code == 0 {
-                        "Completed"
-                    } else {
-                        "Error"
-                    },
-                    Some(Time(exit.finished_at)),
+        PodPhase::Succeeded | PodPhase::Failed => {
+            let (exit_code, reason, finished_at) = match (exit, outcome.reason) {
+                // An interrupted or stopped workload did not end by itself, whatever it exited
+                // with.
+                (
+                    Some(exit),
+                    None | Some(FailureReason::InstanceTerminated),
+                ) => {
+                    let code = exit.code_of(name);
+                    (
+                        code,
+                        if code == 0 { "Completed" } else { "Error" },
+                        Some(Time(exit.finished_at)),
+                    )
+                }
+                (exit, reason) => (
+                    exit.map_or(137, |exit| exit.code_of(name)),
+                    reason.map_or("InstanceTerminated", FailureReason::as_str),
+                    exit.map(|exit| Time(exit.finished_at)),
                 ),
-                None => (137, outcome.reason.unwrap_or("InstanceTerminated"), None),
             };
             terminated(
                 exit_code,
@@ -300,7 +365,7 @@ fn container_state(instance: &InstanceStatus, outcome: &Outcome, name: &str) -> 
                 outcome.message.clone(),
                 started_at,
                 finished_at,
-                instance_container_id(instance, name),
+                instance_container_id(&instance.instance_id, name),
             )
         }
     }
@@ -363,64 +428,6 @@ fn condition(
         last_transition_time,
         ..PodCondition::default()
     }
-}
-
-/// Whether the pod's status already records an instance (so a missing one was lost, not
-/// never launched).
-pub fn recorded_instance_id(pod: &Pod) -> Option<String> {
-    pod.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .find_map(|status| {
-            status
-                .container_id
-                .as_deref()?
-                .strip_prefix(CONTAINER_ID_SCHEME)
-        })
-        .and_then(|rest| rest.split('/').next())
-        .map(str::to_owned)
-}
-
-/// Whether writing `desired` (as a strategic merge patch) would change `current`. Lists merge
-/// by the same keys the apiserver uses (`type` for conditions, `name` for container statuses,
-/// `ip` for IPs), so fields other components own never cause a write, and a reconcile after
-/// our own write is a no-op rather than a loop.
-pub fn needs_write(current: Option<&PodStatus>, desired: &PodStatus) -> bool {
-    let Some(current) = current else { return true };
-    let current = serde_json::to_value(current).unwrap_or_default();
-    let desired = serde_json::to_value(desired).unwrap_or_default();
-    !covers(&current, &desired)
-}
-
-fn covers(current: &serde_json::Value, desired: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (current, desired) {
-        (Value::Object(current), Value::Object(desired)) => {
-            desired.iter().all(|(key, wanted)| match current.get(key) {
-                Some(have) => covers(have, wanted),
-                None => wanted.is_null(),
-            })
-        }
-        (Value::Array(current), Value::Array(desired)) => match merge_key(desired) {
-            Some(key) => desired.iter().all(|wanted| {
-                current
-                    .iter()
-                    .find(|have| have.get(key) == wanted.get(key))
-                    .is_some_and(|have| covers(have, wanted))
-            }),
-            None => current == desired,
-        },
-        (current, desired) => current == desired,
-    }
-}
-
-fn merge_key(items: &[serde_json::Value]) -> Option<&'static str> {
-    let first = items.first()?.as_object()?;
-    ["type", "name", "ip"]
-        .into_iter()
-        .find(|key| first.contains_key(*key))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The status sync loop: one batched provider listing per period for the whole node, never one
 //! call per pod. Pods whose instance changed are sent to the controller; instances with no pod
-//! (past a grace period) are terminated.
+//! (and extra instances of a pod), past a grace period, are terminated; records of pods that
+//! left the store are dropped.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -12,13 +13,19 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::instances::InstanceCache;
+use super::record::PodRecords;
+use super::terminations::TerminationLedger;
 use crate::config::PodsConfig;
-use crate::provider::{PodKey, Provider};
+use crate::metrics::ReconcileMetrics;
+use crate::provider::{InstanceStatus, PodKey, Provider};
 
 pub struct StatusSync {
     pub provider: Arc<dyn Provider>,
     pub instances: Arc<InstanceCache>,
+    pub records: Arc<PodRecords>,
+    pub ledger: Arc<TerminationLedger>,
     pub config: PodsConfig,
+    pub metrics: Arc<ReconcileMetrics>,
 }
 
 impl StatusSync {
@@ -26,8 +33,17 @@ impl StatusSync {
     pub async fn sync_once(&self, changed: &mpsc::UnboundedSender<ObjectRef<Pod>>) -> bool {
         match self.provider.statuses().await {
             Ok(listing) => {
+                let now = Timestamp::now();
                 let count = listing.len();
+                self.ledger
+                    .prune(&listing, now, self.config.launch_visibility_grace.get());
                 let changed_pods = self.instances.replace(listing);
+                // When each pod's instance was last listed: the clock of the second look.
+                for instance in self.instances.all() {
+                    self.records.update(&instance.pod.uid, |record| {
+                        record.last_listed = Some(now);
+                    });
+                }
                 tracing::debug!(
                     instances = count,
                     changed = changed_pods.len(),
@@ -45,9 +61,9 @@ impl StatusSync {
         }
     }
 
-    /// Runs until shutdown: sync, then collect orphans once the pod store is complete.
-    /// `listed` turns true once the pod store holds a complete listing; orphans are only
-    /// collected after that, so a pod not yet seen is never mistaken for a missing one.
+    /// Runs until shutdown: sync, then (once the pod store is complete) drop the records of
+    /// pods gone from it and collect orphans. `listed` turns true once the pod store holds a
+    /// complete listing, so a pod not yet seen is never mistaken for a missing one.
     pub async fn run(
         self,
         store: Store<Pod>,
@@ -62,37 +78,64 @@ impl StatusSync {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            if self.sync_once(&changed).await && *listed.borrow() {
-                self.collect_orphans(&store).await;
+            let synced = self.sync_once(&changed).await;
+            if !*listed.borrow() {
+                continue;
+            }
+            let present: HashSet<String> = store
+                .state()
+                .iter()
+                .filter_map(|pod| pod.metadata.uid.clone())
+                .collect();
+            let dropped = self.records.retain(&present);
+            if dropped > 0 {
+                tracing::debug!(dropped, "dropped the records of pods gone from the store");
+            }
+            if synced {
+                self.collect_orphans(&present).await;
+            }
+            self.metrics.held(self.records.len(), self.ledger.len());
+        }
+    }
+
+    /// Terminates instances that hold resources but belong to no pod bound to this node (or
+    /// are a pod's second instance), once they are older than the orphan grace period (so a
+    /// pod being created right now is never hit). Each is asked once, and again if it is still
+    /// listed two sync periods later.
+    async fn collect_orphans(&self, present: &HashSet<String>) {
+        let grace = SignedDuration::try_from(self.config.orphan_grace_period.get())
+            .unwrap_or(SignedDuration::MAX);
+        let now = Timestamp::now();
+        let cutoff = now.saturating_sub(grace).unwrap_or(Timestamp::MIN);
+        let extras = self.instances.extras();
+        let orphans = self
+            .instances
+            .all()
+            .into_iter()
+            .filter(|instance| !present.contains(&instance.pod.uid))
+            .chain(extras);
+        for instance in orphans {
+            if !instance.state.needs_termination() || instance.launched_at > cutoff {
+                continue;
+            }
+            if self.asked_recently(&instance, now) {
+                continue;
+            }
+            tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, "terminating instance whose pod is gone (or that is not its pod's)");
+            match self.provider.terminate(&instance.instance_id).await {
+                Ok(answer) => self.ledger.note(&instance.instance_id, answer, now),
+                Err(error) => {
+                    tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, %error, "terminating orphaned instance failed; retrying next sync")
+                }
             }
         }
     }
 
-    /// Terminates live instances whose pod is not bound to this node any more, once they are
-    /// older than the orphan grace period (so a pod being created right now is never hit).
-    async fn collect_orphans(&self, store: &Store<Pod>) {
-        let known: HashSet<String> = store
-            .state()
-            .iter()
-            .filter_map(|pod| pod.metadata.uid.clone())
-            .collect();
-        let grace = SignedDuration::try_from(self.config.orphan_grace_period.get())
-            .unwrap_or(SignedDuration::MAX);
-        let cutoff = Timestamp::now()
-            .saturating_sub(grace)
-            .unwrap_or(Timestamp::MIN);
-        for instance in self.instances.all() {
-            if known.contains(&instance.pod.uid)
-                || instance.state.is_finished()
-                || instance.launched_at > cutoff
-            {
-                continue;
-            }
-            tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, "terminating instance whose pod is gone");
-            if let Err(error) = self.provider.delete(&instance.pod).await {
-                tracing::warn!(pod = %instance.pod, %error, "terminating orphaned instance failed; retrying next sync");
-            }
-        }
+    fn asked_recently(&self, instance: &InstanceStatus, now: Timestamp) -> bool {
+        let again_after = 2 * self.config.sync_interval.get();
+        self.ledger.get(&instance.instance_id).is_some_and(|asked| {
+            now.duration_since(asked.at).unsigned_abs() < again_after
+        })
     }
 }
 

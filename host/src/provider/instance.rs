@@ -1,5 +1,6 @@
 //! What a provider reports about one instance.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -53,12 +54,32 @@ pub enum InstanceState {
 }
 
 impl InstanceState {
-    /// Whether the instance has stopped running its workload for good.
-    pub fn is_finished(self) -> bool {
+    /// Whether the instance still exists as a machine orca must terminate once its pod is gone
+    /// or finished: it runs (or is about to), or it is stopped or stopping, which keeps its
+    /// volumes (billed) and lets anyone start it again.
+    pub fn needs_termination(self) -> bool {
         matches!(
             self,
-            Self::ShuttingDown | Self::Terminated | Self::Stopping | Self::Stopped
+            Self::Pending | Self::Running | Self::Stopping | Self::Stopped
         )
+    }
+
+    /// Whether the pod's workload cannot run on it any more: it is shutting down, gone, or
+    /// stopped (a stopped instance lost its workload's processes).
+    pub fn workload_over(self) -> bool {
+        !matches!(self, Self::Pending | Self::Running)
+    }
+
+    /// EC2's name for the state, as `DescribeInstances` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::ShuttingDown => "shutting-down",
+            Self::Terminated => "terminated",
+            Self::Stopping => "stopping",
+            Self::Stopped => "stopped",
+        }
     }
 }
 
@@ -69,11 +90,54 @@ pub struct StateReason {
     pub message: String,
 }
 
+impl StateReason {
+    /// EC2 reclaimed a spot instance.
+    pub const SPOT_INTERRUPTION: &str = "Server.SpotInstanceTermination";
+    /// The instance shut itself down: orca's bootstrap does that once the workload has ended
+    /// and reported its exit code.
+    pub const INSTANCE_INITIATED_SHUTDOWN: &str = "Client.InstanceInitiatedShutdown";
+
+    pub fn is_spot_interruption(&self) -> bool {
+        self.code == Self::SPOT_INTERRUPTION
+    }
+
+    pub fn is_instance_initiated_shutdown(&self) -> bool {
+        self.code == Self::INSTANCE_INITIATED_SHUTDOWN
+    }
+}
+
+impl fmt::Display for StateReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // EC2's messages already start with the code ("Client.UserInitiatedShutdown: User
+        // initiated shutdown"); say it once.
+        if self.message.starts_with(&self.code) {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.code, self.message)
+        }
+    }
+}
+
 /// How the pod's workload ended, as reported by the instance's bootstrap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadExit {
+    /// The pod's exit code (the first failing container's, else 0).
     pub exit_code: i32,
     pub finished_at: Timestamp,
+    /// Each container's own exit code, where the report names them; a container missing
+    /// here is reported with the pod's code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub containers: BTreeMap<String, i32>,
+}
+
+impl WorkloadExit {
+    /// The exit code to report for `container`.
+    pub fn code_of(&self, container: &str) -> i32 {
+        self.containers
+            .get(container)
+            .copied()
+            .unwrap_or(self.exit_code)
+    }
 }
 
 /// One instance, as the provider sees it now.

@@ -37,11 +37,15 @@ pub struct Launched {
     pub passed_over: Vec<PassedOver>,
 }
 
-/// The pod has no instance: the last error decides what happens to it.
+/// The pod has no instance that the provider knows of: the last error decides what happens
+/// to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchFailed {
     pub error: ProviderError,
     pub passed_over: Vec<PassedOver>,
+    /// The last request may have launched an instance whose answer never arrived (the
+    /// connection dropped, a timeout, a server error): one may appear later.
+    pub in_doubt: bool,
 }
 
 impl LaunchFailed {
@@ -49,6 +53,7 @@ impl LaunchFailed {
         LaunchFailed {
             error,
             passed_over: Vec::new(),
+            in_doubt: false,
         }
     }
 }

@@ -22,21 +22,50 @@ use crate::plan::LaunchPlan;
 /// A backend that runs each pod as one instance.
 ///
 /// # Guarantees an implementation gives
-/// - `create` is idempotent per pod UID: calling it again (a retry, a restart) never makes a
-///   second instance for the same pod.
-/// - `delete` of an instance that is already gone succeeds.
+/// - `create` is idempotent per pod UID: calling it again (a retry, a restart, another plan)
+///   never makes a second instance for the same pod.
+/// - `terminate` is idempotent per instance: asking again is harmless.
 /// - `statuses` lists every instance of this node in one call, however many there are.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
     /// Launches the pod's instance according to `plan`, moving down its offerings on
     /// capacity errors; the answer lists each offering passed over.
     async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed>;
-    /// Terminates the pod's instance; success when it is already gone.
-    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError>;
+    /// Asks for one instance to be terminated.
+    ///
+    /// # Errors
+    /// A refusal for this instance alone (termination protection, a state that cannot be
+    /// terminated now) or for the whole call (throttling, credentials).
+    async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError>;
+    /// `pod`'s instance by id: the second look when listings miss it. It does not depend on
+    /// the instance's tags, which EC2 may show later than the instance. `None`: the provider
+    /// does not know it (not visible yet, or gone).
+    async fn lookup(
+        &self,
+        pod: &PodKey,
+        instance_id: &str,
+    ) -> Result<Option<InstanceStatus>, ProviderError>;
+    /// How the workload on an instance that has ended exited, per container, as the
+    /// bootstrap reported it. `None`: no report (yet: reports can arrive after the instance
+    /// ended).
+    async fn workload_exit(
+        &self,
+        instance: &InstanceStatus,
+    ) -> Result<Option<WorkloadExit>, ProviderError>;
     /// All instances this node owns, including recently terminated ones.
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError>;
     /// The workload's output.
     async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError>;
     /// Whether the backend answers; drives the node's Ready condition.
     async fn ping(&self) -> Result<(), ProviderError>;
+}
+
+/// What became of a termination request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// The instance is shutting down or already gone.
+    Requested,
+    /// The provider knows no such instance: not visible yet (EC2 is eventually consistent),
+    /// or gone long ago.
+    Unknown,
 }

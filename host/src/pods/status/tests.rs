@@ -2,6 +2,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
 
 use super::*;
+use crate::pods::phase::{FailureReason, PodPhase, WaitingReason};
 use crate::plan::Market;
 use crate::provider::{PodKey, StateReason, WorkloadExit};
 
@@ -43,20 +44,31 @@ fn exited(code: i32) -> InstanceStatus {
         workload_exit: Some(WorkloadExit {
             exit_code: code,
             finished_at: Timestamp::from_second(1_100).unwrap(),
+            containers: Default::default(),
         }),
         ..instance(InstanceState::Terminated)
     }
 }
 
+fn outcome_of(instance: &InstanceStatus) -> Outcome {
+    outcome(instance, instance.workload_exit.as_ref())
+}
+
 #[test]
 fn instance_states_map_to_phases_as_the_design_table_says() {
-    assert_eq!(outcome(&instance(InstanceState::Pending)).phase, "Pending");
-    assert_eq!(outcome(&instance(InstanceState::Running)).phase, "Running");
-    assert_eq!(outcome(&exited(0)).phase, "Succeeded");
-    let failed = outcome(&exited(2));
+    assert_eq!(
+        outcome_of(&instance(InstanceState::Pending)).phase,
+        PodPhase::Pending
+    );
+    assert_eq!(
+        outcome_of(&instance(InstanceState::Running)).phase,
+        PodPhase::Running
+    );
+    assert_eq!(outcome_of(&exited(0)).phase, PodPhase::Succeeded);
+    let failed = outcome_of(&exited(2));
     assert_eq!(
         (failed.phase, failed.reason),
-        ("Failed", Some("InstanceTerminated"))
+        (PodPhase::Failed, Some(FailureReason::InstanceTerminated))
     );
     assert!(failed.message.unwrap().contains("exited with code 2"));
 }
@@ -65,30 +77,30 @@ fn instance_states_map_to_phases_as_the_design_table_says() {
 fn spot_interruption_is_reported_as_such() {
     let interrupted = InstanceStatus {
         state_reason: Some(StateReason {
-            code: SPOT_INTERRUPTION_CODE.into(),
+            code: StateReason::SPOT_INTERRUPTION.into(),
             message: "Spot reclaimed".into(),
         }),
         ..instance(InstanceState::Terminated)
     };
-    let outcome = outcome(&interrupted);
+    let outcome = outcome_of(&interrupted);
     assert_eq!(
         (outcome.phase, outcome.reason),
-        ("Failed", Some("SpotInterrupted"))
+        (PodPhase::Failed, Some(FailureReason::SpotInterrupted))
     );
 }
 
 #[test]
-fn stopped_without_an_exit_code_is_an_unexpected_termination() {
-    let outcome = outcome(&instance(InstanceState::Stopped));
+fn a_stopped_instance_fails_the_pod_as_stopped() {
+    let outcome = outcome_of(&instance(InstanceState::Stopped));
     assert_eq!(
         (outcome.phase, outcome.reason),
-        ("Failed", Some("InstanceTerminated"))
+        (PodPhase::Failed, Some(FailureReason::InstanceStopped))
     );
 }
 
 #[test]
 fn running_status_carries_ips_ready_and_the_instance_in_the_container_id() {
-    let status = status_for_instance(&pod(), &instance(InstanceState::Running));
+    let status = status_for_instance(&pod(), &instance(InstanceState::Running), None);
     assert_eq!(status.host_ip.as_deref(), Some("10.0.0.7"));
     assert_eq!(status.pod_ip.as_deref(), Some("10.0.0.7"));
     let ready = status
@@ -109,23 +121,12 @@ fn running_status_carries_ips_ready_and_the_instance_in_the_container_id() {
 }
 
 #[test]
-fn the_recorded_instance_is_read_back_from_the_status() {
-    let mut running = pod();
-    running.status = Some(status_for_instance(
-        &running,
-        &instance(InstanceState::Running),
-    ));
-    assert_eq!(recorded_instance_id(&running).as_deref(), Some("i-0123"));
-    assert_eq!(recorded_instance_id(&pod()), None);
-}
-
-#[test]
 fn writing_the_same_status_again_is_not_needed() {
     let mut current = pod();
-    let desired = status_for_instance(&current, &instance(InstanceState::Running));
+    let desired = status_for_instance(&current, &instance(InstanceState::Running), None);
     assert!(needs_write(current.status.as_ref(), &desired));
     current.status = Some(desired);
-    let again = status_for_instance(&current, &instance(InstanceState::Running));
+    let again = status_for_instance(&current, &instance(InstanceState::Running), None);
     assert!(
         !needs_write(current.status.as_ref(), &again),
         "a reconcile after our own write must be a no-op"
@@ -135,21 +136,21 @@ fn writing_the_same_status_again_is_not_needed() {
 #[test]
 fn conditions_owned_by_others_do_not_force_a_write() {
     let mut current = pod();
-    let mut written = status_for_instance(&current, &instance(InstanceState::Running));
+    let mut written = status_for_instance(&current, &instance(InstanceState::Running), None);
     written.conditions.as_mut().unwrap().push(PodCondition {
         type_: "DisruptionTarget".into(),
         status: "True".into(),
         ..PodCondition::default()
     });
     current.status = Some(written);
-    let desired = status_for_instance(&current, &instance(InstanceState::Running));
+    let desired = status_for_instance(&current, &instance(InstanceState::Running), None);
     assert!(!needs_write(current.status.as_ref(), &desired));
 }
 
 #[test]
 fn a_condition_flipped_by_the_lifecycle_controller_is_restored() {
     let mut current = pod();
-    let mut written = status_for_instance(&current, &instance(InstanceState::Running));
+    let mut written = status_for_instance(&current, &instance(InstanceState::Running), None);
     let ready = written
         .conditions
         .as_mut()
@@ -159,7 +160,7 @@ fn a_condition_flipped_by_the_lifecycle_controller_is_restored() {
         .unwrap();
     ready.status = "False".into();
     current.status = Some(written);
-    let desired = status_for_instance(&current, &instance(InstanceState::Running));
+    let desired = status_for_instance(&current, &instance(InstanceState::Running), None);
     assert!(needs_write(current.status.as_ref(), &desired));
 }
 
@@ -170,8 +171,76 @@ fn failed_status_keeps_addresses_and_names_the_reason() {
         host_ip: Some("10.0.0.9".into()),
         ..PodStatus::default()
     });
-    let status = status_failed(&lost, "InstanceLost", "gone".into());
+    let status = status_failed(&lost, FailureReason::InstanceLost, "gone".into(), None);
     assert_eq!(status.phase.as_deref(), Some("Failed"));
     assert_eq!(status.reason.as_deref(), Some("InstanceLost"));
     assert_eq!(status.host_ip.as_deref(), Some("10.0.0.9"));
+}
+
+// Issue 16, defect 9: a strategic merge keeps what the patch omits.
+#[test]
+fn a_running_status_clears_the_pending_message_reasons_and_waiting_state() {
+    let mut current = pod();
+    current.status = Some(status_while_launching(
+        &current,
+        WaitingReason::InstanceLaunching,
+        "launching a m5.large spot instance i-0123".into(),
+        None,
+    ));
+    let desired = status_for_instance(&current, &instance(InstanceState::Running), None);
+    assert!(needs_write(current.status.as_ref(), &desired));
+    let patch = status_patch(current.status.as_ref(), &desired);
+    assert_eq!(patch["message"], serde_json::Value::Null, "{patch:#}");
+    let ready = patch["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(ready["reason"], serde_json::Value::Null);
+    assert_eq!(ready["message"], serde_json::Value::Null);
+    let state = &patch["containerStatuses"][0]["state"];
+    assert_eq!(state["waiting"], serde_json::Value::Null);
+    assert!(state["running"].is_object());
+}
+
+#[test]
+fn once_stale_fields_are_cleared_no_further_write_is_needed() {
+    let mut current = pod();
+    let desired = status_for_instance(&current, &instance(InstanceState::Running), None);
+    current.status = Some(desired.clone());
+    assert!(!needs_write(current.status.as_ref(), &desired));
+    // An empty object the apiserver defaults is not a stale field.
+    current
+        .status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap()[0]
+        .last_state = Some(Default::default());
+    assert!(!needs_write(current.status.as_ref(), &desired));
+}
+
+#[test]
+fn each_container_reports_its_own_exit_code() {
+    let mut two = pod();
+    two.spec.as_mut().unwrap().containers.push(Container {
+        name: "sidecar".into(),
+        image: Some("busybox".into()),
+        ..Container::default()
+    });
+    let exit = WorkloadExit {
+        exit_code: 2,
+        finished_at: Timestamp::from_second(1_100).unwrap(),
+        containers: [("main".to_owned(), 2), ("sidecar".to_owned(), 0)].into(),
+    };
+    let status = status_for_instance(&two, &instance(InstanceState::Terminated), Some(&exit));
+    let codes: Vec<(String, i32)> = status
+        .container_statuses
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.name, c.state.unwrap().terminated.unwrap().exit_code))
+        .collect();
+    assert_eq!(codes, [("main".to_owned(), 2), ("sidecar".to_owned(), 0)]);
 }

@@ -165,3 +165,36 @@ pub trait Ec2Api: Send + Sync + 'static {
     /// A cheap call that proves credentials and endpoint work.
     async fn ping(&self) -> Result<(), ApiError>;
 }
+
+/// A shared client is a client: layers (rate limit, metrics) wrap an `Arc<dyn Ec2Api>` as
+/// they wrap the SDK client.
+#[async_trait]
+impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
+    async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
+        (**self).run_instance(request).await
+    }
+
+    async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
+        (**self).describe_instances(filters).await
+    }
+
+    async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
+        (**self).terminate_instances(instance_ids).await
+    }
+
+    async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {
+        (**self).console_output(instance_id).await
+    }
+
+    async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError> {
+        (**self).describe_instance_types().await
+    }
+
+    async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
+        (**self).spot_prices().await
+    }
+
+    async fn ping(&self) -> Result<(), ApiError> {
+        (**self).ping().await
+    }
+}

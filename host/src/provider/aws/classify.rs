@@ -55,10 +55,25 @@ pub fn provider_error(error: ApiError) -> ProviderError {
     }
 }
 
-/// `TerminateInstances` of an instance EC2 no longer knows is a success.
+/// EC2 does not know the instance: not visible yet (its ids propagate eventually), or gone.
 pub fn is_not_found(error: &ApiError) -> bool {
     error.code.starts_with("InvalidInstanceID.NotFound")
         || error.code == "InvalidInstanceID.Malformed"
+}
+
+/// Codes with which EC2 refuses a whole `TerminateInstances` call because of one of its ids:
+/// asked alone, the other ids go through.
+const REFUSALS_OF_ONE_INSTANCE: [&str; 3] = [
+    // Termination protection (`disableApiTermination`).
+    "OperationNotPermitted",
+    // A state the instance cannot be terminated from right now.
+    "IncorrectInstanceState",
+    "UnsupportedOperation",
+];
+
+/// Whether a refused `TerminateInstances` may be the fault of one id rather than the call.
+pub fn is_refusal_of_one_instance(error: &ApiError) -> bool {
+    is_not_found(error) || REFUSALS_OF_ONE_INSTANCE.contains(&error.code.as_str())
 }
 
 #[cfg(test)]

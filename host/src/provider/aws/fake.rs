@@ -1,7 +1,9 @@
 //! A fault-injecting [`Ec2Api`] for unit tests: what moto cannot show. It keeps instances in
-//! memory, honours `ClientToken`s the way EC2 does, records every call, and can be told to
-//! refuse launches per offering, throttle, hide new instances from describes (eventual
-//! consistency), or launch and then lose the answer (a crash or timeout mid-call).
+//! memory, honours `ClientToken`s the way EC2 does (the same instance for the same request,
+//! `IdempotentParameterMismatch` for another), records every call, and can be told to refuse
+//! launches per offering, throttle, hide new instances from describes (eventual consistency),
+//! launch and then lose the answer (a crash or timeout mid-call), or protect an instance from
+//! termination.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -22,7 +24,10 @@ pub struct FakeEc2 {
 #[derive(Default)]
 struct State {
     instances: Vec<Ec2Instance>,
-    tokens: HashMap<String, String>,
+    /// Token → the instance it launched and the request that launched it (token cleared).
+    tokens: HashMap<String, (String, RunRequest)>,
+    /// Instances with termination protection.
+    protected: Vec<String>,
     calls: Vec<String>,
     /// Errors `RunInstances` answers, per `type/market`, in order.
     run_errors: HashMap<String, VecDeque<ApiError>>,
@@ -66,6 +71,11 @@ impl FakeEc2 {
     /// given after their launch.
     pub fn hide_new_instances_for(&self, describes: usize) {
         lock(&self.state).hidden_for = describes;
+    }
+
+    /// Turns on termination protection for the instance.
+    pub fn protect(&self, instance_id: &str) {
+        lock(&self.state).protected.push(instance_id.to_owned());
     }
 
     pub fn calls(&self) -> Vec<String> {
@@ -128,14 +138,25 @@ fn matches(instance: &Ec2Instance, filter: &Filter) -> bool {
 impl Ec2Api for FakeEc2 {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
         let mut state = self.begin("RunInstances")?;
-        if let Some(id) = state.tokens.get(&request.client_token).cloned() {
-            // EC2's idempotency: the same token answers the instance it launched.
-            return Ok(state
+        let parameters = RunRequest {
+            client_token: String::new(),
+            ..request.clone()
+        };
+        if let Some((id, launched_with)) = state.tokens.get(&request.client_token).cloned() {
+            // EC2's idempotency: the same token answers the instance it launched, and refuses
+            // other parameters.
+            if launched_with != parameters {
+                return Err(ApiError::service(
+                    "IdempotentParameterMismatch",
+                    "Arguments on this idempotent request are inconsistent with arguments used in previous request(s).",
+                ));
+            }
+            return state
                 .instances
                 .iter()
                 .find(|i| i.instance_id == id)
                 .cloned()
-                .expect("a token points at a launched instance"));
+                .ok_or_else(|| ApiError::service("InternalError", "token without instance"));
         }
         let offering = format!("{}/{}", request.instance_type, request.market.as_str());
         if let Some(error) = state
@@ -156,9 +177,10 @@ impl Ec2Api for FakeEc2 {
             state_reason: None,
             tags: request.tags.clone(),
         };
-        state
-            .tokens
-            .insert(request.client_token.clone(), instance.instance_id.clone());
+        state.tokens.insert(
+            request.client_token.clone(),
+            (instance.instance_id.clone(), parameters),
+        );
         if state.hidden_for > 0 {
             state.hidden.push(instance.instance_id.clone());
         }
@@ -190,6 +212,15 @@ impl Ec2Api for FakeEc2 {
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
         let mut state = self.begin("TerminateInstances")?;
+        if let Some(protected) = instance_ids
+            .iter()
+            .find(|id| state.protected.contains(id))
+        {
+            return Err(ApiError::service(
+                "OperationNotPermitted",
+                format!("The instance '{protected}' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again."),
+            ));
+        }
         if let Some(unknown) = instance_ids
             .iter()
             .find(|id| !state.instances.iter().any(|i| &i.instance_id == *id))

@@ -1,12 +1,17 @@
 //! The `aws` provider: one EC2 instance per pod.
 //!
 //! - Launch: the pod's offerings in order (see [`crate::provider::offerings`]), skipping those
-//!   that recently had no capacity; each `RunInstances` carries a `ClientToken` derived from
-//!   the pod UID and offering, and instances already tagged for the pod are adopted first, so
-//!   no retry, crash or restart creates a second instance.
+//!   that recently had no capacity. Every `RunInstances` for a pod carries the same
+//!   `ClientToken`, derived from the pod UID alone, and instances already tagged for the pod
+//!   are adopted first: EC2 answers a repeated token with the instance it launched (same
+//!   parameters) or refuses it (`IdempotentParameterMismatch`, other parameters), so no retry,
+//!   crash, restart or changed plan creates a second instance.
 //! - Status: one paginated `DescribeInstances` per sync period for the whole node.
-//! - Delete: batched `TerminateInstances`; an instance already gone counts as terminated.
-//! - Logs: the serial console (`GetConsoleOutput`), as the bootstrap writes it.
+//! - Terminate: by instance id, batched into `TerminateInstances`; when EC2 refuses a batch for
+//!   one id, each id is asked alone, so one refusal fails only its own instance.
+//! - Exit codes: the bootstrap's report on the serial console (`GetConsoleOutput`), per
+//!   container, else its exit-code tag.
+//! - Logs: the serial console, as the bootstrap writes it.
 
 pub mod api;
 mod batch;
@@ -37,7 +42,7 @@ use sha2::{Digest, Sha256};
 use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
-use self::classify::{is_not_found, provider_error};
+use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
 pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::unavailable::UnavailableOfferings;
@@ -46,7 +51,7 @@ use super::logs::render;
 use super::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID};
 use super::{
     InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey, Provider,
-    ProviderError, offerings,
+    ProviderError, Termination, WorkloadExit, offerings,
 };
 use crate::config::AwsConfig;
 use crate::plan::{LaunchPlan, Market};
@@ -60,6 +65,9 @@ const BATCH_WINDOW: Duration = Duration::from_millis(50);
 const MAX_FILTER_VALUES: usize = 200;
 /// Instance ids per `TerminateInstances` call (EC2 accepts up to 1000).
 const MAX_TERMINATE: usize = 1000;
+
+/// What one instance id of a termination batch got.
+type TerminationAnswer = Result<Termination, api::ApiError>;
 
 /// States in which an instance still runs (or will) the pod's workload.
 const LIVE_STATES: [&str; 4] = ["pending", "running", "stopping", "stopped"];
@@ -78,7 +86,7 @@ pub struct AwsProvider {
     env: Arc<dyn EnvSource>,
     unavailable: UnavailableOfferings,
     lookups: Batcher<String, Ec2Instance>,
-    terminations: Batcher<String, Vec<String>>,
+    terminations: Batcher<String, TerminationAnswer>,
 }
 
 impl AwsProvider {
@@ -100,11 +108,9 @@ impl AwsProvider {
         };
         let terminations = {
             let api = api.clone();
-            let identity = identity.clone();
-            Batcher::spawn(BATCH_WINDOW, MAX_FILTER_VALUES, move |uids: Vec<String>| {
+            Batcher::spawn(BATCH_WINDOW, MAX_TERMINATE, move |ids: Vec<String>| {
                 let api = api.clone();
-                let identity = identity.clone();
-                async move { terminate_for(api.as_ref(), &identity, uids).await }
+                async move { terminate_batch(api.as_ref(), ids).await }
             })
         };
         AwsProvider {
@@ -164,7 +170,7 @@ impl AwsProvider {
     ) -> RunRequest {
         let volume = &self.config.root_volume;
         RunRequest {
-            client_token: token::client_token(&key.uid, offering),
+            client_token: token::client_token(&key.uid),
             instance_type: offering.instance_type.clone(),
             market: offering.market,
             max_price: match offering.market {
@@ -233,50 +239,47 @@ async fn live_instances_of(
     Ok(found)
 }
 
-/// Terminates the live instances of the pods in `uids`: one describe, then as few
-/// `TerminateInstances` calls as the ids need. Answers the ids terminated per pod.
-async fn terminate_for(
+/// Terminates one batch of instances in one `TerminateInstances`. EC2 refuses a whole call
+/// for one id it will not terminate (unknown, protected, in the wrong state), and with
+/// termination protection even terminates some of the others (those in other Availability
+/// Zones) behind the error, so after such a refusal each id is asked alone: every instance gets
+/// its own answer, and asking again is harmless. A refusal of the call itself (throttling,
+/// credentials) is every instance's answer.
+async fn terminate_batch(
     api: &dyn Ec2Api,
-    identity: &Identity,
-    uids: Vec<String>,
-) -> Result<HashMap<String, Vec<String>>, api::ApiError> {
-    let mut filters = identity_filters(identity);
-    filters.push(Filter::new(format!("tag:{TAG_POD_UID}"), uids.clone()));
-    filters.push(Filter::new(
-        "instance-state-name",
-        LIVE_STATES.map(str::to_owned),
-    ));
-    let mut by_pod: HashMap<String, Vec<String>> =
-        uids.into_iter().map(|uid| (uid, Vec::new())).collect();
-    let instances = api.describe_instances(&filters).await?;
-    for instance in &instances {
-        if let Some(ids) = instance
-            .tags
-            .get(TAG_POD_UID)
-            .and_then(|uid| by_pod.get_mut(uid))
-        {
-            ids.push(instance.instance_id.clone());
-        }
-    }
-    let ids: Vec<String> = instances.into_iter().map(|i| i.instance_id).collect();
-    for chunk in ids.chunks(MAX_TERMINATE) {
-        match api.terminate_instances(chunk).await {
-            Ok(_) => {}
-            // One id vanished between the describe and now: the call as a whole is refused,
-            // so end the others one by one.
-            Err(error) if is_not_found(&error) => {
-                for id in chunk {
-                    match api.terminate_instances(std::slice::from_ref(id)).await {
-                        Ok(_) => {}
-                        Err(error) if is_not_found(&error) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
+    ids: Vec<String>,
+) -> Result<HashMap<String, TerminationAnswer>, api::ApiError> {
+    match api.terminate_instances(&ids).await {
+        Ok(_) => Ok(ids
+            .into_iter()
+            .map(|id| (id, Ok(Termination::Requested)))
+            .collect()),
+        Err(error) if ids.len() == 1 => Ok(ids
+            .into_iter()
+            .map(|id| (id, answer_of_one(error.clone())))
+            .collect()),
+        Err(error) if is_refusal_of_one_instance(&error) => {
+            let mut answers = HashMap::with_capacity(ids.len());
+            for id in ids {
+                let answer = match api.terminate_instances(std::slice::from_ref(&id)).await {
+                    Ok(_) => Ok(Termination::Requested),
+                    Err(error) => answer_of_one(error),
+                };
+                answers.insert(id, answer);
             }
-            Err(error) => return Err(error),
+            Ok(answers)
         }
+        Err(error) => Err(error),
     }
-    Ok(by_pod)
+}
+
+/// A single-id `TerminateInstances` refused with `error`.
+fn answer_of_one(error: api::ApiError) -> TerminationAnswer {
+    if is_not_found(&error) {
+        Ok(Termination::Unknown)
+    } else {
+        Err(error)
+    }
 }
 
 #[async_trait]
@@ -335,9 +338,18 @@ impl Provider for AwsProvider {
                     });
                 }
                 Err(error) => {
-                    let error = provider_error(error);
+                    // No answer, or a server error: EC2 may have launched it all the same. A
+                    // token EC2 already answered with other parameters: it did.
+                    let in_doubt = error.kind == api::ApiErrorKind::Transport
+                        || error.status.is_some_and(|status| status >= 500)
+                        || error.code == "IdempotentParameterMismatch";
+                    let error = launch_error(error, &request.client_token);
                     if error.class != super::ErrorClass::Capacity {
-                        return Err(LaunchFailed { error, passed_over });
+                        return Err(LaunchFailed {
+                            error,
+                            passed_over,
+                            in_doubt,
+                        });
                     }
                     tracing::info!(pod = %key, %offering, %error, "offering unavailable; trying the next");
                     self.unavailable.mark(&offering, &error);
@@ -349,15 +361,62 @@ impl Provider for AwsProvider {
         let error = last_error.unwrap_or_else(|| {
             ProviderError::capacity("NoOfferingAvailable", "every offering was unavailable")
         });
-        Err(LaunchFailed { error, passed_over })
+        Err(LaunchFailed {
+            error,
+            passed_over,
+            in_doubt: false,
+        })
     }
 
-    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {
-        self.terminations
-            .call(pod.uid.clone())
+    async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError> {
+        match self.terminations.call(instance_id.to_owned()).await {
+            Ok(Some(answer)) => answer.map_err(provider_error),
+            // The batch answered every id it was given.
+            Ok(None) => Err(ProviderError::transient(
+                "TerminationUnanswered",
+                format!("the termination batch gave no answer for {instance_id}"),
+            )),
+            Err(error) => Err(provider_error(error)),
+        }
+    }
+
+    async fn lookup(
+        &self,
+        pod: &PodKey,
+        instance_id: &str,
+    ) -> Result<Option<InstanceStatus>, ProviderError> {
+        // By id alone: the ownership tags may not show yet. A filter, not InstanceIds: an id
+        // EC2 does not know yet is an empty answer, not an error.
+        let filters = [Filter::new("instance-id", [instance_id.to_owned()])];
+        let found = self
+            .api
+            .describe_instances(&filters)
             .await
-            .map(|_| ())
-            .map_err(provider_error)
+            .map_err(provider_error)?;
+        Ok(found
+            .iter()
+            .find(|instance| instance.instance_id == instance_id)
+            .map(|instance| status::status_of_pod(instance, pod)))
+    }
+
+    async fn workload_exit(
+        &self,
+        instance: &InstanceStatus,
+    ) -> Result<Option<WorkloadExit>, ProviderError> {
+        let console = self
+            .api
+            .console_output(&instance.instance_id)
+            .await
+            .or_else(|error| {
+                // Gone from EC2 already: only the tag can tell.
+                if is_not_found(&error) {
+                    Ok(None)
+                } else {
+                    Err(provider_error(error))
+                }
+            })?
+            .unwrap_or_default();
+        Ok(status::exit_from_console(&console, instance))
     }
 
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {
@@ -366,7 +425,7 @@ impl Provider for AwsProvider {
             .describe_instances(&self.identity_filters())
             .await
             .map_err(provider_error)?;
-        Ok(status::newest_per_pod(instances))
+        Ok(status::statuses(&instances))
     }
 
     async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
@@ -388,6 +447,33 @@ impl Provider for AwsProvider {
 
     async fn ping(&self) -> Result<(), ProviderError> {
         self.api.ping().await.map_err(provider_error)
+    }
+}
+
+/// A launch error in the pod's words. A token EC2 already answered means the pod's instance
+/// exists: launched by an earlier attempt (whose answer was lost) with other parameters, or
+/// already terminated.
+fn launch_error(error: api::ApiError, client_token: &str) -> ProviderError {
+    match error.code.as_str() {
+        "IdempotentParameterMismatch" => ProviderError::transient(
+            error.code,
+            format!(
+                "an instance was already launched for this pod with other parameters \
+                 (ClientToken {client_token}); waiting for EC2 to list it"
+            ),
+        ),
+        "IdempotentInstanceTerminated" => ProviderError::permanent(
+            error.code,
+            format!(
+                "the instance launched for this pod (ClientToken {client_token}) has already \
+                 terminated"
+            ),
+        ),
+        _ => ProviderError {
+            class: class_of(&error),
+            code: error.code,
+            message: error.message,
+        },
     }
 }
 

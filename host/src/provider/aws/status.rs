@@ -1,29 +1,19 @@
 //! From `DescribeInstances` to the provider's instance statuses: the pod from the ownership
 //! tags, the market from the lifecycle, the workload's end from the tags the bootstrap sets.
 
-use std::collections::HashMap;
-
 use jiff::Timestamp;
 
 use super::api::Ec2Instance;
+use super::workload::console;
 use super::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT};
 use crate::provider::ownership::{TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::provider::{InstanceState, InstanceStatus, PodKey, WorkloadExit};
 
-/// One status per pod: its live instance if it has one, else its newest. Instances without
-/// orca's pod tags are not orca's and are left out.
-pub fn newest_per_pod(instances: Vec<Ec2Instance>) -> Vec<InstanceStatus> {
-    let mut by_uid: HashMap<String, InstanceStatus> = HashMap::new();
-    for status in instances.iter().filter_map(instance_status) {
-        let rank = |s: &InstanceStatus| (!s.state.is_finished(), s.launched_at);
-        match by_uid.get(&status.pod.uid) {
-            Some(kept) if rank(kept) >= rank(&status) => {}
-            _ => {
-                by_uid.insert(status.pod.uid.clone(), status);
-            }
-        }
-    }
-    by_uid.into_values().collect()
+/// The status of every instance with orca's pod tags; others are not orca's and are left
+/// out. A pod with several instances (something launched one outside orca) shows them all:
+/// the pod controller picks the pod's and collects the rest.
+pub fn statuses(instances: &[Ec2Instance]) -> Vec<InstanceStatus> {
+    instances.iter().filter_map(instance_status).collect()
 }
 
 pub fn instance_status(instance: &Ec2Instance) -> Option<InstanceStatus> {
@@ -33,6 +23,13 @@ pub fn instance_status(instance: &Ec2Instance) -> Option<InstanceStatus> {
         name: tag(TAG_POD_NAME)?,
         uid: tag(TAG_POD_UID)?,
     };
+    Some(status_of_pod(instance, &pod))
+}
+
+/// The status of `pod`'s instance, whatever its tags say yet.
+pub fn status_of_pod(instance: &Ec2Instance, pod: &PodKey) -> InstanceStatus {
+    let tag = |key: &str| instance.tags.get(key).cloned();
+    let pod = pod.clone();
     let workload_exit = tag(TAG_EXIT_CODE)
         .and_then(|code| code.trim().parse::<i32>().ok())
         .map(|exit_code| WorkloadExit {
@@ -40,8 +37,9 @@ pub fn instance_status(instance: &Ec2Instance) -> Option<InstanceStatus> {
             finished_at: tag(TAG_FINISHED_AT)
                 .and_then(|at| at.parse::<Timestamp>().ok())
                 .unwrap_or(instance.launch_time),
+            containers: Default::default(),
         });
-    Some(InstanceStatus {
+    InstanceStatus {
         pod,
         instance_id: instance.instance_id.clone(),
         instance_type: instance.instance_type.clone(),
@@ -52,5 +50,21 @@ pub fn instance_status(instance: &Ec2Instance) -> Option<InstanceStatus> {
         started_at: (instance.state != InstanceState::Pending).then_some(instance.launch_time),
         state_reason: instance.state_reason.clone(),
         workload_exit,
+    }
+}
+
+/// The workload's exit as the bootstrap reported it on the console: the pod's code and each
+/// container's. `None` while the console holds no report (EC2 posts console output a while
+/// after the fact; the exit-code tag, pod-level only, is in the listing).
+pub fn exit_from_console(console_text: &str, instance: &InstanceStatus) -> Option<WorkloadExit> {
+    let exit_code = console::exit_code(console_text)?;
+    Some(WorkloadExit {
+        exit_code,
+        finished_at: instance
+            .workload_exit
+            .as_ref()
+            .map(|exit| exit.finished_at)
+            .unwrap_or_else(Timestamp::now),
+        containers: console::container_exit_codes(console_text),
     })
 }

@@ -312,30 +312,79 @@ fn plan_for(pod: &Pod) -> LaunchPlan {
 }
 
 #[tokio::test]
-async fn deletes_are_batched_and_an_instance_already_gone_counts_as_done() {
+async fn terminations_are_batched_and_an_id_ec2_does_not_know_is_unknown() {
     let fake = Arc::new(FakeEc2::default());
     let provider = provider(fake.clone());
     let pods: Vec<Pod> = (0..50).map(|i| pod(&format!("p{i}"))).collect();
+    let mut ids = Vec::new();
     for pod in &pods {
-        provider.create(pod, &plan_for(pod)).await.unwrap();
+        ids.push(provider.create(pod, &plan_for(pod)).await.unwrap().instance_id);
     }
-    let keys: Vec<PodKey> = pods.iter().map(|p| PodKey::of(p).unwrap()).collect();
-    let results = futures::future::join_all(keys.iter().map(|k| provider.delete(k))).await;
-    assert!(results.iter().all(Result::is_ok));
+    let results = futures::future::join_all(ids.iter().map(|id| provider.terminate(id))).await;
+    assert!(results.iter().all(|r| r == &Ok(Termination::Requested)));
     assert_eq!(fake.count("TerminateInstances"), 1);
     assert!(
         fake.instances()
             .iter()
             .all(|i| i.state == crate::provider::InstanceState::ShuttingDown)
     );
-    // Deleting again (a retry after a restart) finds nothing live and succeeds.
-    provider.delete(&keys[0]).await.unwrap();
-    let unknown = PodKey {
-        namespace: "ml".to_owned(),
-        name: "never".to_owned(),
-        uid: "uid-never".to_owned(),
-    };
-    provider.delete(&unknown).await.unwrap();
+    // Asking again is harmless; an id EC2 does not know (yet) is not taken for done.
+    assert_eq!(provider.terminate(&ids[0]).await, Ok(Termination::Requested));
+    assert_eq!(
+        provider.terminate("i-0000000000000dead").await,
+        Ok(Termination::Unknown)
+    );
+}
+
+// Issue 16, defect 3: one protected instance failed every pod of its batch, every second.
+#[tokio::test]
+async fn one_refused_id_fails_only_its_own_termination() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c"] {
+        let pod = pod(name);
+        ids.push(provider.create(&pod, &plan_for(&pod)).await.unwrap().instance_id);
+    }
+    fake.protect(&ids[1]);
+    let results = futures::future::join_all(ids.iter().map(|id| provider.terminate(id))).await;
+    assert_eq!(results[0], Ok(Termination::Requested));
+    assert_eq!(results[2], Ok(Termination::Requested));
+    let refused = results[1].as_ref().unwrap_err();
+    assert_eq!(refused.code, "OperationNotPermitted");
+    let states: Vec<_> = fake.instances().iter().map(|i| i.state).collect();
+    assert_eq!(
+        states,
+        [
+            crate::provider::InstanceState::ShuttingDown,
+            crate::provider::InstanceState::Pending,
+            crate::provider::InstanceState::ShuttingDown
+        ]
+    );
+}
+
+// Issue 16, defect 4: the ClientToken was per offering, so a lost answer followed by another
+// plan (a plugin reload, a catalogue refresh, an expired unavailable offering) launched twice.
+#[tokio::test]
+async fn a_lost_answer_and_a_changed_plan_never_launch_twice() {
+    let fake = Arc::new(FakeEc2::default());
+    let pod = pod("trainer");
+    fake.hide_new_instances_for(5);
+    fake.lose_next_answer(ApiError::transport("operation timed out"));
+    let failed = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap_err();
+    assert!(failed.in_doubt, "a lost answer leaves the launch in doubt");
+    // A new process, a new plan: spot first.
+    let again = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::Spot, false))
+        .await
+        .unwrap_err();
+    assert_eq!(again.error.code, "IdempotentParameterMismatch");
+    assert_eq!(again.error.class, ErrorClass::Transient);
+    assert!(again.in_doubt);
+    assert_eq!(fake.instances().len(), 1, "no second instance");
 }
 
 #[tokio::test]
@@ -370,10 +419,7 @@ async fn the_run_request_carries_token_tags_market_and_imds_settings() {
         "ami-0123456789abcdef0",
         "#!/bin/bash",
     );
-    assert_eq!(
-        request.client_token,
-        token::client_token(&key.uid, &offering)
-    );
+    assert_eq!(request.client_token, token::client_token(&key.uid));
     assert_eq!(request.max_price, Some(0.05));
     assert_eq!(
         request.tags.get(TAG_POD_UID).map(String::as_str),

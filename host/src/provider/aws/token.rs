@@ -1,18 +1,16 @@
-//! `ClientToken`s: the same pod and offering always give the same token, so EC2 answers a
-//! retried or replayed `RunInstances` (after a timeout, or a crash before the answer arrived)
-//! with the instance it already launched instead of a second one.
+//! `ClientToken`s: one per pod, derived from its UID alone, so every `RunInstances` for the
+//! pod (a retry after a timeout, a replay after a crash, the next offering after a capacity
+//! error, a plan that changed meanwhile) carries the same token. EC2 remembers a token whose
+//! request succeeded (for at least 24 hours after the instance terminates) and answers it
+//! with that instance (same parameters) or `IdempotentParameterMismatch` (other parameters);
+//! a failed request does not use the token up. So the pod gets at most one instance, whatever
+//! happens between the calls.
 
 use sha2::{Digest, Sha256};
 
-use crate::provider::Offering;
-
 /// At most 64 ASCII characters, as EC2 requires.
-pub fn client_token(pod_uid: &str, offering: &Offering) -> String {
-    let digest = Sha256::digest(format!(
-        "{pod_uid}/{}/{}",
-        offering.instance_type,
-        offering.market.as_str()
-    ));
+pub fn client_token(pod_uid: &str) -> String {
+    let digest = Sha256::digest(format!("orca-launch/{pod_uid}"));
     let hex: String = digest[..20].iter().map(|b| format!("{b:02x}")).collect();
     format!("orca-{hex}")
 }
@@ -20,35 +18,13 @@ pub fn client_token(pod_uid: &str, offering: &Offering) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Market;
-
-    fn offering(instance_type: &str, market: Market) -> Offering {
-        Offering {
-            instance_type: instance_type.to_owned(),
-            market,
-        }
-    }
 
     #[test]
-    fn a_token_is_stable_per_pod_and_offering_and_differs_otherwise() {
+    fn a_token_is_stable_per_pod_and_differs_between_pods() {
         let uid = "4f1c2b9e-0000-4000-8000-000000000001";
-        let token = client_token(uid, &offering("m5.large", Market::Spot));
-        assert_eq!(
-            token,
-            client_token(uid, &offering("m5.large", Market::Spot))
-        );
+        let token = client_token(uid);
+        assert_eq!(token, client_token(uid));
         assert!(token.len() <= 64 && token.is_ascii());
-        assert_ne!(
-            token,
-            client_token(uid, &offering("m5.large", Market::OnDemand))
-        );
-        assert_ne!(
-            token,
-            client_token(uid, &offering("m6i.large", Market::Spot))
-        );
-        assert_ne!(
-            token,
-            client_token("another-uid", &offering("m5.large", Market::Spot))
-        );
+        assert_ne!(token, client_token("another-uid"));
     }
 }

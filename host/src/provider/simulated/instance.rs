@@ -117,6 +117,7 @@ impl SimInstance {
             status.workload_exit = Some(WorkloadExit {
                 exit_code: self.behaviour.exit_code,
                 finished_at: ended_at,
+                containers: Default::default(),
             });
         }
         Phase::Listed(Box::new(status))
@@ -267,7 +268,8 @@ mod tests {
             done.workload_exit,
             Some(WorkloadExit {
                 exit_code: 3,
-                finished_at: at(1_007)
+                finished_at: at(1_007),
+                containers: Default::default(),
             })
         );
         assert!(state(&sim, 1_008 + 61).is_none(), "gone after retention");

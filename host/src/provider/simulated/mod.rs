@@ -22,7 +22,7 @@ use journal::{Journal, Record};
 
 use super::{
     ErrorClass, InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PodKey, Provider,
-    ProviderError,
+    ProviderError, Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
 use crate::errors::lock;
@@ -175,17 +175,48 @@ impl Provider for SimulatedProvider {
         })
     }
 
-    async fn delete(&self, pod: &PodKey) -> Result<(), ProviderError> {
+    async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError> {
         let mut state = lock(&self.state);
-        match state.instances.get(&pod.uid) {
-            Some(instance) if instance.terminate_requested_at.is_none() => {
-                state.record(Record::Terminate {
-                    uid: pod.uid.clone(),
-                    at: Timestamp::now(),
-                })
-            }
-            _ => Ok(()),
+        let Some((uid, instance)) = state
+            .instances
+            .iter()
+            .find(|(_, instance)| instance.instance_id == instance_id)
+        else {
+            return Ok(Termination::Unknown);
+        };
+        if instance.terminate_requested_at.is_none() {
+            let uid = uid.clone();
+            state.record(Record::Terminate {
+                uid,
+                at: Timestamp::now(),
+            })?;
         }
+        Ok(Termination::Requested)
+    }
+
+    async fn lookup(
+        &self,
+        _pod: &PodKey,
+        instance_id: &str,
+    ) -> Result<Option<InstanceStatus>, ProviderError> {
+        let state = lock(&self.state);
+        let now = Timestamp::now();
+        Ok(state
+            .instances
+            .values()
+            .filter(|instance| instance.instance_id == instance_id)
+            .find_map(|instance| match self.phase(instance, now) {
+                Phase::Listed(status) => Some(*status),
+                Phase::Gone => None,
+            }))
+    }
+
+    async fn workload_exit(
+        &self,
+        instance: &InstanceStatus,
+    ) -> Result<Option<WorkloadExit>, ProviderError> {
+        // The simulated bootstrap reports at once, for every container alike.
+        Ok(instance.workload_exit.clone())
     }
 
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {

@@ -95,17 +95,25 @@ async fn capacity_error_carries_the_aws_code() {
 }
 
 #[tokio::test]
-async fn delete_of_unknown_pod_succeeds_and_delete_terminates() {
+async fn an_unknown_id_is_unknown_and_terminate_terminates() {
     let provider = SimulatedProvider::new(SimulatedConfig {
         shutdown_delay: Seconds::from_millis(0),
         ..fast()
     })
     .unwrap();
-    provider.delete(&key("nobody")).await.unwrap();
-    provider.create(&pod("a", &[]), &plan()).await.unwrap();
-    provider.delete(&key("a")).await.unwrap();
+    assert_eq!(
+        provider.terminate("i-0simnobody").await.unwrap(),
+        Termination::Unknown
+    );
+    let launched = provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    assert_eq!(
+        provider.terminate(&launched.instance_id).await.unwrap(),
+        Termination::Requested
+    );
     let statuses = provider.statuses().await.unwrap();
     assert_eq!(statuses[0].state, InstanceState::Terminated);
+    let looked_up = provider.lookup(&key("a"), &launched.instance_id).await.unwrap();
+    assert_eq!(looked_up.map(|s| s.state), Some(InstanceState::Terminated));
 }
 
 #[tokio::test]
@@ -134,8 +142,8 @@ async fn instances_outlive_the_provider_through_the_journal() {
     };
     let first = SimulatedProvider::new(settings.clone()).unwrap();
     first.create(&pod("a", &[]), &plan()).await.unwrap();
-    first.create(&pod("b", &[]), &plan()).await.unwrap();
-    first.delete(&key("b")).await.unwrap();
+    let b = first.create(&pod("b", &[]), &plan()).await.unwrap();
+    first.terminate(&b.instance_id).await.unwrap();
     let before = first.statuses().await.unwrap();
     drop(first);
 

@@ -1,0 +1,490 @@
+//! Performs the step [`super::decide`] chose: the only place a reconcile talks to the
+//! apiserver or the provider. What each call got lands in the pod's record or the termination
+//! ledger, where the next decision reads it.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use serde_json::json;
+
+use super::decide::{Notice, StatusWrite, Step};
+use super::phase::{FailureReason, WaitingReason};
+use super::reconcile::{Context, ReconcileError};
+use super::record::{Launch, Retry};
+use super::status::{self, status_patch};
+use super::view::LaunchRef;
+use super::writes::LastWrite;
+use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
+use crate::policy::{DECISION_ANNOTATION, DecisionRecord};
+use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
+
+/// What a performed step left behind.
+pub enum Executed {
+    /// Decide again on the same pod.
+    Continue,
+    /// Decide again on this newer copy of the pod (orca wrote it).
+    PodChanged(Box<Pod>),
+    /// The pod object is gone: nothing more to decide.
+    PodRemoved,
+}
+
+/// Performs `step` for `pod`.
+///
+/// # Errors
+/// [`ReconcileError`] naming the call that failed; the caller backs off.
+pub async fn execute(
+    step: Step,
+    pod: &Pod,
+    key: &PodKey,
+    ctx: &Context,
+) -> Result<Executed, ReconcileError> {
+    match step {
+        // `decide` returns waits to its caller; one here has nothing to do.
+        Step::Wait(_) => Ok(Executed::Continue),
+        Step::Launch => launch(pod, key, ctx).await,
+        Step::LookUp { instance_id } => {
+            let found = ctx.provider.lookup(key, &instance_id).await.map_err(|source| {
+                ReconcileError::LookUpFailed {
+                    pod: key.clone(),
+                    instance_id: instance_id.clone(),
+                    source,
+                }
+            })?;
+            let now = Timestamp::now();
+            tracing::info!(pod = %key, instance = %instance_id, found = found.is_some(), "looked the unlisted instance up by id");
+            ctx.records.update(&key.uid, |record| {
+                record.lookup_missed = found.is_none().then_some(now);
+                record.looked_up = found;
+                record.retry = Retry::default();
+            });
+            Ok(Executed::Continue)
+        }
+        Step::ReadExit { instance } => {
+            let exit = ctx.provider.workload_exit(&instance).await.map_err(|source| {
+                ReconcileError::ExitReadFailed {
+                    pod: key.clone(),
+                    instance_id: instance.instance_id.clone(),
+                    source,
+                }
+            })?;
+            let now = Timestamp::now();
+            ctx.records.update(&key.uid, |record| {
+                record.exit = record.exit.read(exit, now);
+                record.retry = Retry::default();
+            });
+            Ok(Executed::Continue)
+        }
+        Step::Terminate { instance_id } => terminate(pod, key, &instance_id, ctx).await,
+        Step::Write(write) => {
+            let StatusWrite { status, notice } = *write;
+            if write_status(pod, key, status, ctx).await?
+                && let Some(notice) = notice
+            {
+                publish(pod, notice, ctx).await;
+            }
+            Ok(Executed::Continue)
+        }
+        Step::RemovePod => remove(key, ctx).await,
+    }
+}
+
+async fn terminate(
+    pod: &Pod,
+    key: &PodKey,
+    instance_id: &str,
+    ctx: &Context,
+) -> Result<Executed, ReconcileError> {
+    match ctx.provider.terminate(instance_id).await {
+        Ok(answer) => {
+            ctx.ledger.note(instance_id, answer, Timestamp::now());
+            ctx.records
+                .update(&key.uid, |record| record.retry = Retry::default());
+            match answer {
+                Termination::Requested => {
+                    tracing::info!(pod = %key, instance = instance_id, "instance termination requested")
+                }
+                Termination::Unknown => {
+                    tracing::info!(pod = %key, instance = instance_id, "the provider does not know the instance (yet); asking again later")
+                }
+            }
+            Ok(Executed::Continue)
+        }
+        Err(source) => {
+            publish(
+                pod,
+                Notice {
+                    warning: true,
+                    reason: "TerminationFailed",
+                    action: "Terminate",
+                    note: format!(
+                        "terminating instance {instance_id} failed ({source}); retrying with backoff"
+                    ),
+                },
+                ctx,
+            )
+            .await;
+            Err(ReconcileError::TerminateFailed {
+                pod: key.clone(),
+                instance_id: instance_id.to_owned(),
+                source,
+            })
+        }
+    }
+}
+
+async fn remove(key: &PodKey, ctx: &Context) -> Result<Executed, ReconcileError> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(Preconditions {
+            uid: Some(key.uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&key.name, &params).await {
+        Ok(_) => {}
+        // Already gone, or a different pod now has this name: either way ours is gone.
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+        Err(source) => {
+            return Err(ReconcileError::PodRemovalFailed {
+                pod: key.clone(),
+                source,
+            });
+        }
+    }
+    tracing::info!(pod = %key, "pod removed");
+    Ok(Executed::PodRemoved)
+}
+
+/// Plans the pod, records the decision on it, and launches its instance.
+async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, ReconcileError> {
+    let decision = match ctx.planner.plan(pod).await {
+        Ok(decision) => decision,
+        Err(error) => {
+            let reason = FailureReason::of_policy(error.reason);
+            fail(pod, key, reason, "Plan", error.message, None, ctx).await?;
+            return Ok(Executed::Continue);
+        }
+    };
+    let written = match record_decision(pod, key, &decision.record, ctx).await? {
+        DecisionWrite::Unchanged => None,
+        DecisionWrite::Written(updated) => Some(updated),
+        DecisionWrite::PodGone => return Ok(Executed::PodRemoved),
+    };
+    // Later writes carry a resourceVersion precondition: use the pod as now stored.
+    let pod = written.as_deref().unwrap_or(pod);
+    let plan = decision.plan;
+    let first = plan
+        .candidates
+        .first()
+        .map(|c| c.instance_type.as_str())
+        .unwrap_or("?");
+    let what = format!("{first} {} instance", plan.market.market.as_str());
+    let outcome = ctx.provider.create(pod, &plan).await;
+    let passed_over = match &outcome {
+        Ok(launched) => &launched.passed_over,
+        Err(failed) => &failed.passed_over,
+    };
+    for skipped in passed_over {
+        let note = format!(
+            "{}: {}; trying the next offering",
+            skipped.offering, skipped.error
+        );
+        publish(
+            pod,
+            Notice {
+                warning: true,
+                reason: "OfferingUnavailable",
+                action: "Launch",
+                note,
+            },
+            ctx,
+        )
+        .await;
+    }
+    match outcome {
+        Ok(launched) => launched_instance(pod, key, launched, ctx).await?,
+        // The pod's instance was launched (an answer lost) and has ended already: the
+        // listing tells how, not a failed launch.
+        Err(failed) if failed.error.code == "IdempotentInstanceTerminated" => {
+            let now = Timestamp::now();
+            tracing::info!(pod = %key, error = %failed.error, "the pod's instance ended before any listing showed it");
+            ctx.records.update(&key.uid, |record| {
+                record.launch = record.launch.ended_unseen(now);
+            });
+        }
+        Err(failed) if failed.error.class == ErrorClass::Transient => {
+            launch_to_retry(pod, key, &what, failed, ctx).await?
+        }
+        // A refusal is only the pod's fate when no earlier request of this pod may have
+        // launched an instance after all: while one may, wait (within the grace) for EC2 to
+        // list it.
+        Err(failed) if in_doubt(key, ctx) => launch_to_retry(pod, key, &what, failed, ctx).await?,
+        Err(failed) => launch_refused(pod, key, &what, failed, ctx).await?,
+    }
+    Ok(match written {
+        Some(updated) => Executed::PodChanged(updated),
+        None => Executed::Continue,
+    })
+}
+
+async fn launched_instance(
+    pod: &Pod,
+    key: &PodKey,
+    launched: Launched,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let launch = LaunchRef {
+        instance_id: launched.instance_id.clone(),
+        at: Timestamp::now(),
+    };
+    ctx.records.update(&key.uid, |record| {
+        record.launch = Launch::Answered(launch.clone());
+        record.retry = Retry::default();
+    });
+    let what = format!("{} instance {}", launched.offering, launched.instance_id);
+    let note = if launched.adopted {
+        format!("adopted the {what} launched earlier for this pod")
+    } else {
+        format!("launched a {what}")
+    };
+    publish(
+        pod,
+        Notice {
+            warning: false,
+            reason: "ProviderCreateSuccess",
+            action: "Launch",
+            note,
+        },
+        ctx,
+    )
+    .await;
+    let status = status::status_while_launching(
+        pod,
+        WaitingReason::InstanceLaunching,
+        format!("launching a {what}"),
+        Some(&launch),
+    );
+    write_status(pod, key, status, ctx).await.map(|_| ())
+}
+
+/// Whether an earlier launch request of the pod got no answer, within the visibility grace.
+fn in_doubt(key: &PodKey, ctx: &Context) -> bool {
+    let grace = ctx.config.launch_visibility_grace.get();
+    ctx.records
+        .get(&key.uid)
+        .is_some_and(|record| match record.launch {
+            Launch::InDoubt { since } => {
+                let elapsed = Timestamp::now().duration_since(since);
+                elapsed.is_negative() || elapsed.unsigned_abs() < grace
+            }
+            _ => false,
+        })
+}
+
+/// A launch that may work later: the pod stays Pending and the next try backs off. An answer
+/// that never came leaves the launch in doubt: the next try re-sends the same ClientToken.
+async fn launch_to_retry(
+    pod: &Pod,
+    key: &PodKey,
+    what: &str,
+    failed: LaunchFailed,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let now = Timestamp::now();
+    let (initial, max) = (
+        ctx.config.retry_initial_backoff.get(),
+        ctx.config.retry_max_backoff.get(),
+    );
+    let mut retry = Retry::default();
+    ctx.records.update(&key.uid, |record| {
+        if failed.in_doubt {
+            record.launch = record.launch.in_doubt(now);
+        }
+        record.retry = record.retry.failed(now, initial, max);
+        retry = record.retry;
+    });
+    let error = failed.error;
+    let delay = retry.wait(now).unwrap_or(initial);
+    // The Event's words stay the same from try to try, so repeats aggregate into one Event;
+    // the status says which try is next.
+    let note = format!("launching a {what} failed ({error}); retrying with backoff");
+    let message = format!(
+        "launching a {what} failed ({error}); retry {} in {}",
+        retry.failures,
+        humantime::format_duration(std::time::Duration::from_secs(delay.as_secs().max(1)))
+    );
+    publish(
+        pod,
+        Notice {
+            warning: true,
+            reason: "ProviderCreateFailed",
+            action: "Launch",
+            note,
+        },
+        ctx,
+    )
+    .await;
+    let status = status::status_while_launching(
+        pod,
+        WaitingReason::InstanceCreationRetrying,
+        message,
+        None,
+    );
+    write_status(pod, key, status, ctx).await.map(|_| ())
+}
+
+/// A launch that cannot work: the pod fails with what EC2 said.
+async fn launch_refused(
+    pod: &Pod,
+    key: &PodKey,
+    what: &str,
+    failed: LaunchFailed,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let error = &failed.error;
+    let reason = match error.code.as_str() {
+        REASON_INVALID_ANNOTATION => FailureReason::InvalidAnnotation,
+        _ => FailureReason::InstanceCreationFailed,
+    };
+    let message = if failed.passed_over.len() > 1 {
+        let tried: Vec<String> = failed
+            .passed_over
+            .iter()
+            .map(|p| format!("{} ({})", p.offering, p.error.code))
+            .collect();
+        format!(
+            "no offering could be launched; tried {}; last error: {error}",
+            tried.join(", ")
+        )
+    } else {
+        format!("launching a {what} failed: {error}")
+    };
+    fail(pod, key, reason, "Launch", message, None, ctx).await
+}
+
+/// A Warning and a Failed status in the same words.
+async fn fail(
+    pod: &Pod,
+    key: &PodKey,
+    reason: FailureReason,
+    action: &'static str,
+    message: String,
+    launched: Option<&LaunchRef>,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let event_reason = match action {
+        "Launch" => "ProviderCreateFailed",
+        _ => reason.as_str(),
+    };
+    publish(
+        pod,
+        Notice {
+            warning: true,
+            reason: event_reason,
+            action,
+            note: message.clone(),
+        },
+        ctx,
+    )
+    .await;
+    let status = status::status_failed(pod, reason, message, launched);
+    write_status(pod, key, status, ctx).await.map(|_| ())
+}
+
+async fn publish(pod: &Pod, notice: Notice, ctx: &Context) {
+    if notice.warning {
+        ctx.events
+            .warning(pod, notice.reason, notice.action, notice.note)
+            .await;
+    } else {
+        ctx.events
+            .normal(pod, notice.reason, notice.action, notice.note)
+            .await;
+    }
+}
+
+enum DecisionWrite {
+    /// The pod already carries this decision (a retried launch).
+    Unchanged,
+    Written(Box<Pod>),
+    PodGone,
+}
+
+/// Writes the decision annotation (and a `PolicyDecision` Event) unless the pod already
+/// carries this exact decision.
+async fn record_decision(
+    pod: &Pod,
+    key: &PodKey,
+    record: &DecisionRecord,
+    ctx: &Context,
+) -> Result<DecisionWrite, ReconcileError> {
+    let json = record.to_json();
+    let current = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DECISION_ANNOTATION));
+    if current == Some(&json) {
+        return Ok(DecisionWrite::Unchanged);
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let patch = json!({ "metadata": { "annotations": { DECISION_ANNOTATION: json } } });
+    let updated = match api
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(updated) => updated,
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(DecisionWrite::PodGone),
+        Err(source) => {
+            return Err(ReconcileError::DecisionWriteFailed {
+                pod: key.clone(),
+                source,
+            });
+        }
+    };
+    ctx.events
+        .normal(pod, "PolicyDecision", "Plan", record.summary())
+        .await;
+    Ok(DecisionWrite::Written(Box::new(updated)))
+}
+
+/// Writes `desired` over the pod's status if anything would change; returns whether it did.
+/// The resourceVersion precondition turns a concurrent write into a 409 (retried on fresh
+/// data), so newer data is never overwritten; the patch clears what `desired` leaves out.
+async fn write_status(
+    pod: &Pod,
+    key: &PodKey,
+    desired: PodStatus,
+    ctx: &Context,
+) -> Result<bool, ReconcileError> {
+    let read_version = pod.metadata.resource_version.clone().unwrap_or_default();
+    let in_flight = ctx
+        .records
+        .get(&key.uid)
+        .and_then(|record| record.write)
+        .is_some_and(|write| write.covers(&read_version, &desired));
+    if in_flight || !status::needs_write(pod.status.as_ref(), &desired) {
+        return Ok(false);
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let patch = json!({
+        "metadata": { "resourceVersion": pod.metadata.resource_version },
+        "status": status_patch(pod.status.as_ref(), &desired),
+    });
+    api.patch_status(
+        &key.name,
+        &PatchParams::default(),
+        &Patch::Strategic(&patch),
+    )
+    .await
+    .map_err(|source| ReconcileError::StatusWriteFailed {
+        pod: key.clone(),
+        source,
+    })?;
+    let written = LastWrite::new(read_version, &desired);
+    ctx.records.update(&key.uid, |record| record.write = written);
+    Ok(true)
+}

@@ -1,0 +1,216 @@
+//! Everything orca keeps about one pod beyond the pod object and the last listing, in one typed
+//! record with one lifecycle: created when orca first reconciles the pod, dropped when the pod
+//! leaves the store, whatever removed it (orca, a force delete, the pod garbage collector, a
+//! TTL controller). Nothing about a pod lives anywhere else, so nothing outlives it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::view::LaunchRef;
+use super::writes::LastWrite;
+use crate::errors::lock;
+use crate::provider::{InstanceStatus, WorkloadExit};
+
+/// One pod's record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodRecord {
+    /// What this process's launch of the pod's instance got.
+    pub launch: Launch,
+    /// When a listing last showed the pod's instance.
+    pub last_listed: Option<Timestamp>,
+    /// The pod's instance as a lookup by id found it while listings missed it.
+    pub looked_up: Option<InstanceStatus>,
+    /// When a lookup by id last found nothing.
+    pub lookup_missed: Option<Timestamp>,
+    /// The workload's exit report, read once its instance ended.
+    pub exit: ExitReport,
+    /// Failed steps in a row, for backoff.
+    pub retry: Retry,
+    /// The last status write, while the store may not show it yet.
+    pub write: Option<LastWrite>,
+}
+
+/// What this process's launch of the pod's instance got.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Launch {
+    /// Not launched by this process (maybe by an earlier one: the pod's status says).
+    #[default]
+    NotSent,
+    /// EC2 answered with the instance.
+    Answered(LaunchRef),
+    /// A request got no answer (a dropped connection, a timeout, a server error): an instance
+    /// may exist that no listing shows yet. Since the first such request.
+    InDoubt { since: Timestamp },
+    /// EC2 refused the launch because the pod's instance was launched already and has
+    /// terminated (`IdempotentInstanceTerminated`): a listing should show how it ended.
+    EndedUnseen { since: Timestamp },
+}
+
+impl Launch {
+    /// Records a request whose answer never came, keeping the earliest.
+    pub fn in_doubt(&self, now: Timestamp) -> Launch {
+        match self {
+            Launch::InDoubt { since } => Launch::InDoubt { since: *since },
+            _ => Launch::InDoubt { since: now },
+        }
+    }
+
+    /// Records that the pod's instance ended before any listing showed it, keeping the
+    /// earliest such answer.
+    pub fn ended_unseen(&self, now: Timestamp) -> Launch {
+        match self {
+            Launch::EndedUnseen { since } => Launch::EndedUnseen { since: *since },
+            _ => Launch::EndedUnseen { since: now },
+        }
+    }
+}
+
+/// The workload's exit report, as read from the provider once the instance ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ExitReport {
+    #[default]
+    NotRead,
+    /// Read first at `first` and last at `last`; `exit` is `None` while no report is there.
+    Read {
+        exit: Option<WorkloadExit>,
+        first: Timestamp,
+        last: Timestamp,
+    },
+}
+
+impl ExitReport {
+    /// The report after another read at `now`.
+    pub fn read(&self, exit: Option<WorkloadExit>, now: Timestamp) -> ExitReport {
+        let first = match self {
+            ExitReport::Read { first, .. } => *first,
+            ExitReport::NotRead => now,
+        };
+        ExitReport::Read {
+            exit,
+            first,
+            last: now,
+        }
+    }
+}
+
+/// Failed steps in a row and when the next try is due: exponential backoff per pod within
+/// `pods.retryInitialBackoff` and `pods.retryMaxBackoff`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retry {
+    pub failures: u32,
+    pub due: Option<Timestamp>,
+}
+
+impl Retry {
+    /// One more failure at `now`: the next try waits twice as long as the last, within bounds.
+    pub fn failed(self, now: Timestamp, initial: Duration, max: Duration) -> Retry {
+        let failures = self.failures.saturating_add(1);
+        let delay = backoff(initial, max, failures);
+        Retry {
+            failures,
+            due: now.checked_add(delay).ok(),
+        }
+    }
+
+    /// How long until the next try is due, if it is not yet.
+    pub fn wait(self, now: Timestamp) -> Option<Duration> {
+        let due = self.due?;
+        let left = now.duration_until(due);
+        (left.is_positive()).then(|| left.unsigned_abs())
+    }
+}
+
+/// Doubling from `initial` up to `max`: the delay before try `failures + 1`.
+pub fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let doubled = initial.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(30)));
+    doubled.min(max)
+}
+
+/// The records of every pod orca reconciles, by UID.
+#[derive(Default)]
+pub struct PodRecords {
+    by_uid: Mutex<HashMap<String, PodRecord>>,
+}
+
+impl PodRecords {
+    /// The pod's record, made empty the first time.
+    pub fn get_or_create(&self, uid: &str) -> PodRecord {
+        lock(&self.by_uid).entry(uid.to_owned()).or_default().clone()
+    }
+
+    /// The pod's record, if it still has one.
+    pub fn get(&self, uid: &str) -> Option<PodRecord> {
+        lock(&self.by_uid).get(uid).cloned()
+    }
+
+    /// Changes the pod's record; a pod whose record was dropped (it left the store while a
+    /// step was in flight) does not get one back.
+    pub fn update(&self, uid: &str, change: impl FnOnce(&mut PodRecord)) {
+        if let Some(record) = lock(&self.by_uid).get_mut(uid) {
+            change(record);
+        }
+    }
+
+    /// Drops the records of pods not in `present` (the store's UIDs); answers how many.
+    pub fn retain(&self, present: &HashSet<String>) -> usize {
+        let mut by_uid = lock(&self.by_uid);
+        let before = by_uid.len();
+        by_uid.retain(|uid, _| present.contains(uid));
+        before - by_uid.len()
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.by_uid).len()
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_maximum() {
+        let (initial, max) = (Duration::from_secs(1), Duration::from_secs(10));
+        let delays: Vec<u64> = (1..=6)
+            .map(|n| backoff(initial, max, n).as_secs())
+            .collect();
+        assert_eq!(delays, [1, 2, 4, 8, 10, 10]);
+        assert_eq!(backoff(initial, max, u32::MAX).as_secs(), 10);
+    }
+
+    #[test]
+    fn each_failure_pushes_the_next_try_further_out() {
+        let (initial, max) = (Duration::from_secs(1), Duration::from_secs(60));
+        let once = Retry::default().failed(at(100), initial, max);
+        assert_eq!(once.wait(at(100)), Some(Duration::from_secs(1)));
+        let twice = once.failed(at(101), initial, max);
+        assert_eq!(twice.wait(at(101)), Some(Duration::from_secs(2)));
+        assert_eq!(twice.wait(at(103)), None, "due now");
+    }
+
+    #[test]
+    fn records_of_pods_gone_from_the_store_are_dropped_and_not_brought_back() {
+        let records = PodRecords::default();
+        records.get_or_create("a");
+        records.get_or_create("b");
+        let present = HashSet::from(["a".to_owned()]);
+        assert_eq!(records.retain(&present), 1);
+        records.update("b", |record| record.last_listed = Some(at(1)));
+        assert_eq!(records.get("b"), None, "an update does not recreate it");
+        assert_eq!(records.len(), 1);
+    }
+
+    #[test]
+    fn a_launch_in_doubt_keeps_its_first_moment() {
+        let first = Launch::NotSent.in_doubt(at(10));
+        assert_eq!(first.in_doubt(at(20)), Launch::InDoubt { since: at(10) });
+    }
+}

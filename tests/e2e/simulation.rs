@@ -1,0 +1,749 @@
+//! Exactly one instance per pod, none leaked, honest outcomes: checked as invariants over
+//! seeded random runs, not as scripts.
+//!
+//! Each run puts the real orca (node and pod controllers, policy, aws provider; in this
+//! process) against the harness's real apiserver and a hostile model of EC2
+//! (`orca-ec2-model`: late visibility, late tags, stale reads, throttling bursts, lost answers,
+//! capacity errors, per-id refusals, termination protection). A seeded driver creates pods,
+//! deletes them gracefully or by force, lets workloads complete, interrupts spot instances,
+//! stops on-demand ones, protects some from termination, and crashes and restarts orca
+//! (everything in memory lost; the apiserver and EC2 keep theirs). Then it lets everything
+//! settle, deletes what is left, and checks:
+//!
+//! 1. every pod that ever existed had at most one instance launched for it (over the model's
+//!    whole history, by the pod-UID tag);
+//! 2. every instance whose pod is gone is terminated (stopped ones too), within
+//!    `orphanGracePeriod` plus a sync period of when it could have been (its pod gone, it
+//!    visible, orca up, protection off);
+//! 3. no pod stays Terminating longer than the visibility grace plus a few sync periods, once
+//!    EC2 answers (time orca was down or the instance protected does not count);
+//! 4. each pod's final phase and reason match what happened to its instance (exit code, spot
+//!    interruption, stop; a failed launch had no instance);
+//! 5. orca's per-pod state is empty once every pod is gone.
+//!
+//! A failing run names its seed; `ORCA_SIM_SEEDS=<seed>[,<seed>…]` replays exactly those.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use orca_e2e::inprocess::InProcessOrca;
+use orca_e2e::model_ec2::ModelEc2;
+use orca_e2e::orca::free_port;
+use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
+use orca_ec2_model::{Behaviour, Ec2Model, Ending, State, WorkloadEnd};
+use serde_json::json;
+
+/// Seeds CI runs. Each takes about a minute.
+const CI_SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+const SYNC: Duration = Duration::from_millis(500);
+/// Above the model's worst visibility lag, tag lag and describe staleness together (6 s), as
+/// the 120 s default is above EC2's.
+const GRACE: Duration = Duration::from_secs(8);
+const ORPHAN_GRACE: Duration = Duration::from_secs(3);
+/// Driver steps per run, one every [`TICK`].
+const TICKS: usize = 80;
+const TICK: Duration = Duration::from_millis(250);
+/// Pods alive at once, at most.
+const MAX_PODS: usize = 10;
+/// Allowance for the model's throttling bursts and stale reads, on top of the bounds.
+const SLACK: Duration = Duration::from_secs(4);
+const POD_UID_TAG: &str = "orca.research/pod-uid";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs() -> Result<()> {
+    let seeds: Vec<u64> = match std::env::var("ORCA_SIM_SEEDS") {
+        Ok(list) => list
+            .split(',')
+            .map(|seed| seed.trim().parse())
+            .collect::<Result<_, _>>()
+            .context("ORCA_SIM_SEEDS is a comma-separated list of integers")?,
+        Err(_) => CI_SEEDS.to_vec(),
+    };
+    for seed in seeds {
+        let started = Instant::now();
+        let run = Run::start(seed).await?;
+        let outcome = run.play().await;
+        match outcome {
+            Ok(summary) => eprintln!(
+                "seed {seed}: ok in {:.0} s: {summary}",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(error) => bail!(
+                "simulation seed {seed} broke an invariant; replay with \
+                 `ORCA_SIM_SEEDS={seed} cargo test -p orca-e2e --test simulation`:\n{error:#}"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// What the driver knows of one pod it created.
+#[derive(Debug, Clone)]
+struct Tracked {
+    uid: String,
+    deleted_at: Option<Timestamp>,
+    gone_at: Option<Timestamp>,
+}
+
+struct Run {
+    rng: fastrand::Rng,
+    model: Arc<Ec2Model>,
+    node: String,
+    namespace: TestNamespace,
+    pods: Api<Pod>,
+    config: String,
+    kubeconfig: PathBuf,
+    orca: Option<InProcessOrca>,
+    /// When orca was not running: (from, to).
+    downtime: Vec<(Timestamp, Option<Timestamp>)>,
+    /// Instances protected from termination: (id, until).
+    protected: Vec<(String, Timestamp)>,
+    tracked: BTreeMap<String, Tracked>,
+    /// What the driver did, for the failure message.
+    log: Vec<String>,
+    next_pod: u32,
+}
+
+impl Run {
+    async fn start(seed: u64) -> Result<Run> {
+        let cluster = TestCluster::shared();
+        let client = cluster.kube_client().await?;
+        let namespace = TestNamespace::create(&client, &format!("sim-{seed}")).await?;
+        let node = unique_node_name(&format!("sim{seed}"));
+        let model = Arc::new(Ec2Model::new(seed, Behaviour::hostile()));
+        let config = config(&node)?;
+        let kubeconfig = PathBuf::from(cluster.var("ORCA_KUBECONFIG"));
+        let pods = Api::namespaced(client, &namespace.name);
+        let mut run = Run {
+            rng: fastrand::Rng::with_seed(seed),
+            model,
+            node,
+            namespace,
+            pods,
+            config,
+            kubeconfig,
+            orca: None,
+            downtime: Vec::new(),
+            protected: Vec::new(),
+            tracked: BTreeMap::new(),
+            log: Vec::new(),
+            next_pod: 0,
+        };
+        run.start_orca()?;
+        Ok(run)
+    }
+
+    fn start_orca(&mut self) -> Result<()> {
+        let ec2 = Arc::new(ModelEc2::new(self.model.clone()));
+        self.orca = Some(InProcessOrca::start(&self.config, &self.kubeconfig, ec2)?);
+        if let Some((_, to @ None)) = self.downtime.last_mut() {
+            *to = Some(Timestamp::now());
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, what: String) {
+        self.log.push(format!("{} {what}", Timestamp::now()));
+    }
+
+    async fn play(mut self) -> Result<String> {
+        let result = self.drive_and_check().await;
+        if let Some(orca) = self.orca.take() {
+            orca.crash();
+        }
+        let summary = match result {
+            Ok(summary) => summary,
+            Err(error) => {
+                let tail: Vec<&String> = self.log.iter().rev().take(60).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().map(String::as_str).collect();
+                return Err(error.context(format!(
+                    "the driver's last steps:\n  {}",
+                    tail.join("\n  ")
+                )));
+            }
+        };
+        self.namespace.delete().await?;
+        Ok(summary)
+    }
+
+    async fn drive_and_check(&mut self) -> Result<String> {
+        for _ in 0..TICKS {
+            self.step().await?;
+            self.observe_gone().await?;
+            tokio::time::sleep(TICK).await;
+        }
+        if self.orca.is_none() {
+            self.start_orca()?;
+        }
+        let finals = self.settle().await?;
+        self.check_outcomes(&finals)?;
+        self.delete_everything().await?;
+        self.check_no_leak().await?;
+        self.check_one_instance_per_pod()?;
+        self.check_termination_times()?;
+        self.check_state_is_empty().await?;
+        let history = self.model.history();
+        Ok(format!(
+            "{} pods, {} instances, {} crashes",
+            self.tracked.len(),
+            history.len(),
+            self.downtime.len()
+        ))
+    }
+
+    /// One random step of the world.
+    async fn step(&mut self) -> Result<()> {
+        let roll = self.rng.u32(0..100);
+        let now = Timestamp::now();
+        match roll {
+            0..30 => {
+                if self.live_pods().len() < MAX_PODS {
+                    self.create_pod().await?;
+                }
+            }
+            30..40 => self.delete_random(false).await?,
+            40..44 => self.delete_random(true).await?,
+            44..58 => {
+                if let Some(id) = self.random_instance(|spot| spot.is_some()) {
+                    let code = [0, 0, 0, 1, 3][self.rng.usize(0..5)];
+                    let sidecar = if self.rng.bool() { 0 } else { code };
+                    let end = WorkloadEnd {
+                        pod_exit_code: code,
+                        containers: vec![("main".into(), code), ("sidecar".into(), sidecar)],
+                        finished_at: now,
+                    };
+                    if self.model.complete_workload(now, &id, &end) {
+                        self.note(format!("workload on {id} completed with {code}"));
+                    }
+                }
+            }
+            58..63 => {
+                if let Some(id) = self.random_instance(|spot| spot == Some(true))
+                    && self.model.interrupt_spot(now, &id).is_some()
+                {
+                    self.note(format!("spot interruption notice for {id}"));
+                }
+            }
+            63..67 => {
+                if let Some(id) = self.random_instance(|spot| spot == Some(false))
+                    && self.model.stop_by_someone(now, &id)
+                {
+                    self.note(format!("someone stopped {id}"));
+                }
+            }
+            67..70 => {
+                if let Some(id) = self.random_instance(|spot| spot.is_some()) {
+                    let until = now + SignedDuration::from_millis(self.rng.i64(1_000..3_000));
+                    if self.model.protect(now, &id, until) {
+                        self.protected.push((id.clone(), until));
+                        self.note(format!("termination protection on {id} until {until}"));
+                    }
+                }
+            }
+            70..74 => {
+                if let Some(orca) = self.orca.take() {
+                    orca.crash();
+                    self.downtime.push((Timestamp::now(), None));
+                    self.note("orca crashed".into());
+                    let down = Duration::from_millis(self.rng.u64(0..1_500));
+                    tokio::time::sleep(down).await;
+                    self.start_orca()?;
+                    self.note("orca restarted".into());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn create_pod(&mut self) -> Result<()> {
+        self.next_pod += 1;
+        let name = format!("p{}", self.next_pod);
+        let spot = self.rng.bool();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": name,
+                "annotations": {
+                    "orca.research/instance-type": "m5.large",
+                    "orca.research/launch-type": if spot { "spot" } else { "on-demand" },
+                },
+            },
+            "spec": {
+                "nodeName": self.node,
+                "tolerations": [{"key": "orca.research/burst-node", "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [
+                    {"name": "main", "image": "busybox", "command": ["sh", "-c", "work"]},
+                    {"name": "sidecar", "image": "busybox"},
+                ],
+            },
+        }))?;
+        let created = self.pods.create(&PostParams::default(), &pod).await?;
+        let uid = created.metadata.uid.clone().context("created pod has a uid")?;
+        self.note(format!("created {name} ({uid}, spot={spot})"));
+        self.tracked.insert(
+            name,
+            Tracked {
+                uid,
+                deleted_at: None,
+                gone_at: None,
+            },
+        );
+        Ok(())
+    }
+
+    fn live_pods(&self) -> Vec<String> {
+        self.tracked
+            .iter()
+            .filter(|(_, t)| t.deleted_at.is_none())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    async fn delete_random(&mut self, force: bool) -> Result<()> {
+        let live = self.live_pods();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let name = live[self.rng.usize(0..live.len())].clone();
+        self.delete(&name, force).await
+    }
+
+    async fn delete(&mut self, name: &str, force: bool) -> Result<()> {
+        let params = if force {
+            DeleteParams::default().grace_period(0)
+        } else {
+            DeleteParams::default()
+        };
+        match self.pods.delete(name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+        let now = Timestamp::now();
+        if let Some(tracked) = self.tracked.get_mut(name) {
+            tracked.deleted_at = Some(now);
+            if force {
+                tracked.gone_at = Some(now);
+            }
+        }
+        self.note(format!(
+            "{} {name}",
+            if force { "force-deleted" } else { "deleted" }
+        ));
+        Ok(())
+    }
+
+    /// A running instance of a live pod; `market` filters by `Some(spot)` (`None`: any).
+    fn random_instance(&mut self, market: impl Fn(Option<bool>) -> bool) -> Option<String> {
+        let now = Timestamp::now();
+        let live: Vec<String> = self
+            .tracked
+            .values()
+            .filter(|t| t.deleted_at.is_none())
+            .map(|t| t.uid.clone())
+            .collect();
+        let running: Vec<String> = self
+            .model
+            .history()
+            .into_iter()
+            .filter(|h| h.tags.get(POD_UID_TAG).is_some_and(|uid| live.contains(uid)))
+            .filter(|h| market(Some(h.spot)))
+            .filter(|h| state_at(h, now) == Some(State::Running))
+            .map(|h| h.instance_id)
+            .collect();
+        (!running.is_empty()).then(|| running[self.rng.usize(0..running.len())].clone())
+    }
+
+    /// Notes when gracefully deleted pods leave the apiserver.
+    async fn observe_gone(&mut self) -> Result<()> {
+        let present: Vec<String> = self
+            .pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        let now = Timestamp::now();
+        for (name, tracked) in &mut self.tracked {
+            if tracked.gone_at.is_none() && !present.contains(name) {
+                tracked.gone_at = Some(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every live pod is Running or final, and every live pod whose instance's
+    /// workload ended is final; answers their statuses.
+    async fn settle(&mut self) -> Result<BTreeMap<String, Pod>> {
+        let deadline = Instant::now() + GRACE * 3 + Duration::from_secs(20);
+        loop {
+            let listed = self.pods.list(&ListParams::default()).await?.items;
+            let history = self.model.history();
+            let now = Timestamp::now();
+            let unsettled: Vec<String> = listed
+                .iter()
+                .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+                .filter(|pod| {
+                    let phase = phase(pod);
+                    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+                    let ended = history.iter().any(|h| {
+                        h.tags.get(POD_UID_TAG).map(String::as_str) == Some(uid)
+                            && h.ending.as_ref().is_some_and(|e| e.at() <= now)
+                    });
+                    !(phase == "Succeeded" || phase == "Failed" || (phase == "Running" && !ended))
+                })
+                .filter_map(|pod| pod.metadata.name.clone())
+                .collect();
+            if unsettled.is_empty() {
+                return Ok(listed
+                    .into_iter()
+                    .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+                    .filter_map(|pod| Some((pod.metadata.name.clone()?, pod)))
+                    .collect());
+            }
+            if Instant::now() > deadline {
+                let states: Vec<String> = listed
+                    .iter()
+                    .filter(|p| unsettled.contains(p.metadata.name.as_ref().unwrap()))
+                    .map(|p| {
+                        format!(
+                            "{}: {} {:?}",
+                            p.metadata.name.as_deref().unwrap_or("?"),
+                            phase(p),
+                            p.status.as_ref().and_then(|s| s.message.clone())
+                        )
+                    })
+                    .collect();
+                bail!("pods never settled: {}", states.join("; "));
+            }
+            tokio::time::sleep(SYNC).await;
+        }
+    }
+
+    /// Invariant 4: each final phase and reason match what happened to the pod's instance.
+    fn check_outcomes(&self, finals: &BTreeMap<String, Pod>) -> Result<()> {
+        let history = self.model.history();
+        // Endings still to come (an interruption notice running out) have not happened.
+        let now = Timestamp::now();
+        let mut problems = Vec::new();
+        for (name, pod) in finals {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            let instances: Vec<_> = history
+                .iter()
+                .filter(|h| h.tags.get(POD_UID_TAG).map(String::as_str) == Some(uid))
+                .collect();
+            let status = pod.status.clone().unwrap_or_default();
+            let (phase, reason, message) = (
+                status.phase.unwrap_or_default(),
+                status.reason.unwrap_or_default(),
+                status.message.unwrap_or_default(),
+            );
+            let ending = instances
+                .first()
+                .and_then(|h| h.ending.clone())
+                .filter(|ending| ending.at() <= now);
+            let honest = match (phase.as_str(), reason.as_str(), &ending) {
+                ("Running", _, None) => true,
+                ("Succeeded", _, Some(Ending::Completed { pod_exit_code: 0, .. })) => true,
+                ("Failed", "InstanceTerminated", Some(Ending::Completed { pod_exit_code, .. })) => {
+                    *pod_exit_code != 0
+                        && message.contains(&format!("exited with code {pod_exit_code}"))
+                }
+                ("Failed", "SpotInterrupted", Some(Ending::Interrupted { .. })) => true,
+                ("Failed", "InstanceStopped", Some(Ending::Stopped { .. })) => true,
+                ("Failed", "InstanceCreationFailed", _) => instances.is_empty(),
+                _ => false,
+            };
+            if !honest {
+                problems.push(format!(
+                    "{name} ({uid}) is {phase} {reason} ({message}) but its instance(s) {:?} ended {ending:?}",
+                    instances.iter().map(|h| &h.instance_id).collect::<Vec<_>>()
+                ));
+            }
+            if phase == "Succeeded" || phase == "Failed" {
+                // Per-container exit codes of a completed workload.
+                if let Some(Ending::Completed { containers, .. }) = &ending {
+                    for (container, code) in containers {
+                        let reported = status
+                            .container_statuses
+                            .iter()
+                            .flatten()
+                            .find(|c| &c.name == container)
+                            .and_then(|c| c.state.as_ref()?.terminated.as_ref())
+                            .map(|t| t.exit_code);
+                        if reported != Some(*code) {
+                            problems.push(format!(
+                                "{name}: container {container} exited {code}, reported {reported:?}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        ensure!(problems.is_empty(), "dishonest outcomes:\n  {}", problems.join("\n  "));
+        Ok(())
+    }
+
+    /// Deletes every pod left and waits for all of them to go.
+    async fn delete_everything(&mut self) -> Result<()> {
+        for name in self.live_pods() {
+            self.delete(&name, false).await?;
+        }
+        let deadline = Instant::now() + GRACE * 4 + Duration::from_secs(30);
+        loop {
+            self.observe_gone().await?;
+            if self.tracked.values().all(|t| t.gone_at.is_some()) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let stuck: Vec<&String> = self
+                    .tracked
+                    .iter()
+                    .filter(|(_, t)| t.gone_at.is_none())
+                    .map(|(name, _)| name)
+                    .collect();
+                bail!("pods stayed Terminating: {stuck:?}");
+            }
+            tokio::time::sleep(SYNC).await;
+        }
+    }
+
+    /// Invariant 2, at quiescence: every instance is shutting down or terminated.
+    async fn check_no_leak(&self) -> Result<()> {
+        let deadline = Instant::now() + ORPHAN_GRACE + GRACE + Duration::from_secs(20);
+        loop {
+            let now = Timestamp::now();
+            let live: Vec<String> = self
+                .model
+                .history()
+                .into_iter()
+                .filter(|h| {
+                    !matches!(
+                        state_at(h, now),
+                        Some(State::ShuttingDown | State::Terminated)
+                    )
+                })
+                .map(|h| {
+                    format!(
+                        "{} of pod {} ({:?})",
+                        h.instance_id,
+                        h.tags.get(POD_UID_TAG).map(String::as_str).unwrap_or("?"),
+                        state_at(&h, now)
+                    )
+                })
+                .collect();
+            if live.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("instances left running after every pod was gone: {live:?}");
+            }
+            tokio::time::sleep(SYNC).await;
+        }
+    }
+
+    /// Invariant 1.
+    fn check_one_instance_per_pod(&self) -> Result<()> {
+        let mut by_pod: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for h in self.model.history() {
+            let uid = h.tags.get(POD_UID_TAG).cloned().unwrap_or_default();
+            by_pod.entry(uid).or_default().push(h.instance_id);
+        }
+        let duplicates: Vec<String> = by_pod
+            .iter()
+            .filter(|(_, ids)| ids.len() > 1)
+            .map(|(uid, ids)| format!("pod {uid}: {ids:?}"))
+            .collect();
+        ensure!(
+            duplicates.is_empty(),
+            "pods with more than one instance: {duplicates:?}"
+        );
+        Ok(())
+    }
+
+    /// Invariants 2 and 3 in time: instances of pods that are gone end within the orphan
+    /// grace, and Terminating pods go within the visibility grace, plus sync periods, plus
+    /// the time orca was down or the instance protected.
+    fn check_termination_times(&self) -> Result<()> {
+        let history = self.model.history();
+        let mut problems = Vec::new();
+        for (name, tracked) in &self.tracked {
+            let instance = history
+                .iter()
+                .find(|h| h.tags.get(POD_UID_TAG) == Some(&tracked.uid));
+            let excused = |from: Timestamp, to: Timestamp| {
+                let mut excused = self.overlap_down(from, to);
+                if let Some(h) = instance {
+                    excused += self.overlap_protected(&h.instance_id, from, to);
+                }
+                excused
+            };
+            if let (Some(deleted), Some(gone)) = (tracked.deleted_at, tracked.gone_at)
+                && gone > deleted
+            {
+                let took = span(deleted, gone);
+                let bound = GRACE + 4 * SYNC + SLACK + excused(deleted, gone);
+                if took > bound {
+                    problems.push(format!(
+                        "{name} stayed Terminating {took:?} (bound {bound:?})"
+                    ));
+                }
+            }
+            if let (Some(h), Some(gone)) = (instance, tracked.gone_at) {
+                // When the instance could first be known to be an orphan: its pod gone, it
+                // listed (at most the model's visibility and tag lags after launch), and old
+                // enough to pass the orphan grace.
+                let listed = h.launch_time + SignedDuration::from_secs(4);
+                let eligible = gone
+                    .max(listed)
+                    .max(h.launch_time + SignedDuration::try_from(ORPHAN_GRACE)?);
+                let ended = h
+                    .transitions
+                    .iter()
+                    .find(|(_, state, _)| matches!(state, State::ShuttingDown | State::Terminated))
+                    .map(|(at, _, _)| *at);
+                match ended {
+                    Some(ended) if ended > eligible => {
+                        let took = span(eligible, ended);
+                        let bound = 2 * SYNC + SLACK + excused(eligible, ended);
+                        if took > bound {
+                            problems.push(format!(
+                                "{} of {name} ended {took:?} after it could have (bound {bound:?})",
+                                h.instance_id
+                            ));
+                        }
+                    }
+                    Some(_) => {}
+                    None => problems.push(format!("{} of {name} never ended", h.instance_id)),
+                }
+            }
+        }
+        ensure!(problems.is_empty(), "too slow:\n  {}", problems.join("\n  "));
+        Ok(())
+    }
+
+    /// Invariant 5: the controller holds no per-pod or per-instance state any more.
+    async fn check_state_is_empty(&self) -> Result<()> {
+        let orca = self.orca.as_ref().context("orca runs")?;
+        let deadline = Instant::now() + GRACE + 4 * SYNC;
+        loop {
+            let records = orca.metric("orca_pod_records")?;
+            let asked = orca.metric("orca_termination_requests")?;
+            if records == 0.0 && asked == 0.0 {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("orca still holds {records} pod records and {asked} termination requests with every pod gone");
+            }
+            tokio::time::sleep(SYNC).await;
+        }
+    }
+
+    fn overlap_down(&self, from: Timestamp, to: Timestamp) -> Duration {
+        self.downtime
+            .iter()
+            .map(|(down, up)| overlap((*down, up.unwrap_or(to)), (from, to)))
+            .sum()
+    }
+
+    fn overlap_protected(&self, instance_id: &str, from: Timestamp, to: Timestamp) -> Duration {
+        self.protected
+            .iter()
+            .filter(|(id, _)| id == instance_id)
+            .map(|(_, until)| overlap((from, *until), (from, to)))
+            .sum::<Duration>()
+            // Termination is re-asked two sync periods after a refusal, with backoff.
+            + if self.protected.iter().any(|(id, _)| id == instance_id) {
+                Duration::from_secs(2)
+            } else {
+                Duration::ZERO
+            }
+    }
+}
+
+/// The instance's state at `at`, from its transitions.
+fn state_at(history: &orca_ec2_model::InstanceHistory, at: Timestamp) -> Option<State> {
+    history
+        .transitions
+        .iter()
+        .take_while(|(when, _, _)| *when <= at)
+        .last()
+        .map(|(_, state, _)| *state)
+}
+
+fn span(from: Timestamp, to: Timestamp) -> Duration {
+    let elapsed = to.duration_since(from);
+    if elapsed.is_negative() {
+        Duration::ZERO
+    } else {
+        elapsed.unsigned_abs()
+    }
+}
+
+fn overlap(a: (Timestamp, Timestamp), b: (Timestamp, Timestamp)) -> Duration {
+    let from = a.0.max(b.0);
+    let to = a.1.min(b.1);
+    span(from, to)
+}
+
+fn phase(pod: &Pod) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_default()
+}
+
+fn config(node: &str) -> Result<String> {
+    Ok(format!(
+        "node:
+  name: {node}
+  clusterName: {node}
+  daemonPort: {kubelet}
+  leaseRenewInterval: 2s
+  pingInterval: 1s
+  statusUpdateInterval: 10s
+pods:
+  syncInterval: {sync}ms
+  orphanGracePeriod: {orphan}s
+  launchVisibilityGrace: {grace}s
+  retryInitialBackoff: 100ms
+  retryMaxBackoff: 1s
+provider:
+  kind: aws
+  region: us-west-2
+  aws:
+    defaultAmi: ami-0123456789abcdef0
+    catalogueRefresh: 0s
+    unavailableOfferingTtl: 2s
+    subnetIds: [subnet-0a0a0a0a0a0a0a0a0, subnet-0b0b0b0b0b0b0b0b0, subnet-0c0c0c0c0c0c0c0c0]
+    rateLimit:
+      mutatingPerSecond: 100
+      mutatingBurst: 200
+      describePerSecond: 100
+      describeBurst: 200
+kubeletApi:
+  bindAddress: 127.0.0.1
+  tls:
+    sources: [selfSigned]
+metrics:
+  bindAddress: 127.0.0.1
+  port: {metrics}
+logging:
+  level: info
+",
+        kubelet = free_port()?,
+        metrics = free_port()?,
+        sync = SYNC.as_millis(),
+        orphan = ORPHAN_GRACE.as_secs(),
+        grace = GRACE.as_secs(),
+    ))
+}

@@ -1,0 +1,8 @@
+//! The EC2 API as a client sees it: each call is subject to throttling and
+//! to the faults of the behaviour profile.
+
+mod console_output;
+mod describe;
+mod run;
+mod stop;
+mod terminate;

@@ -1,0 +1,106 @@
+//! orca inside the test process, with EC2 replaced by a model: the real node controller, pod
+//! controller, policy pipeline and aws provider, talking to the harness's real apiserver. Each
+//! run has a tokio runtime of its own, so [`InProcessOrca::crash`] drops every task and every
+//! byte of memory at once, as SIGKILL does to a process, while the apiserver and the model keep
+//! their state, as they would.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ::orca::config::Config;
+use ::orca::provider::aws::api::Ec2Api;
+use tokio_util::sync::CancellationToken;
+
+/// One in-process orca.
+pub struct InProcessOrca {
+    runtime: Option<tokio::runtime::Runtime>,
+    shutdown: CancellationToken,
+    pub metrics_port: u16,
+}
+
+impl InProcessOrca {
+    /// Starts orca with `config` (YAML, as a file would hold it), the credentials in
+    /// `kubeconfig`, and `ec2` as its EC2.
+    ///
+    /// # Errors
+    /// A config orca refuses, or a runtime that cannot be built.
+    pub fn start(config: &str, kubeconfig: &Path, ec2: Arc<dyn Ec2Api>) -> Result<InProcessOrca> {
+        ::orca::tls::install_crypto_provider();
+        let config = Config::parse(config).context("the in-process orca's config")?;
+        let metrics_port = config.metrics.port;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("orca-in-process")
+            .enable_all()
+            .build()?;
+        let shutdown = CancellationToken::new();
+        let kubeconfig = kubeconfig.to_path_buf();
+        let stop = shutdown.clone();
+        runtime.spawn(async move {
+            let client = match ::orca::kube_connection::connect(Some(&kubeconfig)).await {
+                Ok((client, _)) => client,
+                Err(error) => {
+                    eprintln!("in-process orca: connecting: {error}");
+                    return;
+                }
+            };
+            match ::orca::orca::Orca::with_ec2(config, client, ec2).await {
+                Ok(orca) => {
+                    if let Err(error) = orca.run(stop).await {
+                        eprintln!("in-process orca: {}", ::orca::errors::error_chain(&error));
+                    }
+                }
+                Err(error) => eprintln!("in-process orca: {}", ::orca::errors::error_chain(&error)),
+            }
+        });
+        Ok(InProcessOrca {
+            runtime: Some(runtime),
+            shutdown,
+            metrics_port,
+        })
+    }
+
+    /// Ends this orca as SIGKILL would: no shutdown step runs, nothing in memory survives.
+    pub fn crash(mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+
+    /// Ends this orca as SIGTERM would: the controllers finish their current steps.
+    pub fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(15));
+        }
+    }
+
+    /// The value of an unlabelled gauge or counter on orca's metrics port.
+    ///
+    /// # Errors
+    /// The port does not answer, or has no such series.
+    pub fn metric(&self, name: &str) -> Result<f64> {
+        let (status, body) = crate::http::curl_status(
+            &format!("http://127.0.0.1:{}/metrics", self.metrics_port),
+            &[],
+        )?;
+        anyhow::ensure!(status == 200, "metrics answered {status}");
+        body.lines()
+            .find_map(|line| {
+                let (series, value) = line.split_once(' ')?;
+                (series == name).then(|| value.trim().parse().ok())?
+            })
+            .with_context(|| format!("no series {name} in orca's metrics"))
+    }
+}
+
+impl Drop for InProcessOrca {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            self.shutdown.cancel();
+            runtime.shutdown_background();
+        }
+    }
+}

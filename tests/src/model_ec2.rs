@@ -1,0 +1,126 @@
+//! orca's EC2 seam ([`Ec2Api`]) over the EC2 model (`orca-ec2-model`): every call is made at
+//! the wall-clock time it happens, so the in-process orca meets the model's lags, stale reads
+//! and faults in real time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ::orca::plan::Market;
+use ::orca::provider::aws::api::{
+    ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest,
+};
+use ::orca::provider::{InstanceState, StateReason};
+use async_trait::async_trait;
+use jiff::Timestamp;
+use orca_ec2_model::{Ec2Error, Ec2Model, ErrorKind, Instance, RunInstances, State};
+
+/// The model, as orca's aws provider sees EC2.
+pub struct ModelEc2 {
+    pub model: Arc<Ec2Model>,
+}
+
+impl ModelEc2 {
+    pub fn new(model: Arc<Ec2Model>) -> ModelEc2 {
+        ModelEc2 { model }
+    }
+}
+
+#[async_trait]
+impl Ec2Api for ModelEc2 {
+    async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
+        let launch = RunInstances {
+            client_token: Some(request.client_token.clone()),
+            instance_type: request.instance_type.clone(),
+            spot: request.market == Market::Spot,
+            max_price: request.max_price,
+            subnet_id: request.subnet_id.clone(),
+            tags: request.tags.clone(),
+            // EC2 compares every parameter of a repeated token; the model compares this
+            // string for the ones it has no field of its own for.
+            fingerprint: format!(
+                "{}|{:?}|{:?}|{:?}|{:?}|{}",
+                request.image_id,
+                request.security_group_ids,
+                request.instance_profile,
+                request.key_name,
+                request.root_volume,
+                request.user_data
+            ),
+        };
+        self.model
+            .run_instances(Timestamp::now(), &launch)
+            .map(|instance| ec2_instance(&instance))
+            .map_err(api_error)
+    }
+
+    async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
+        let filters: Vec<orca_ec2_model::Filter> = filters
+            .iter()
+            .map(|f| orca_ec2_model::Filter::new(f.name.clone(), f.values.clone()))
+            .collect();
+        self.model
+            .describe_instances(Timestamp::now(), &filters)
+            .map(|instances| instances.iter().map(ec2_instance).collect())
+            .map_err(api_error)
+    }
+
+    async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
+        self.model
+            .terminate_instances(Timestamp::now(), instance_ids)
+            .map(|changes| changes.into_iter().map(|c| c.instance_id).collect())
+            .map_err(api_error)
+    }
+
+    async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {
+        self.model
+            .get_console_output(Timestamp::now(), instance_id)
+            .map_err(api_error)
+    }
+
+    async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError> {
+        // The simulation runs with the bundled catalogue (catalogueRefresh: 0s).
+        Ok(Vec::new())
+    }
+
+    async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
+        Ok(HashMap::new())
+    }
+
+    async fn ping(&self) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+fn ec2_instance(instance: &Instance) -> Ec2Instance {
+    Ec2Instance {
+        instance_id: instance.instance_id.clone(),
+        instance_type: instance.instance_type.clone(),
+        state: state(instance.state),
+        private_ip: Some(instance.private_ip.into()),
+        launch_time: instance.launch_time,
+        spot: instance.spot,
+        state_reason: instance.state_reason.as_ref().map(|reason| StateReason {
+            code: reason.code.clone(),
+            message: reason.message.clone(),
+        }),
+        tags: instance.tags.clone(),
+    }
+}
+
+fn state(state: State) -> InstanceState {
+    match state {
+        State::Pending => InstanceState::Pending,
+        State::Running => InstanceState::Running,
+        State::ShuttingDown => InstanceState::ShuttingDown,
+        State::Terminated => InstanceState::Terminated,
+        State::Stopping => InstanceState::Stopping,
+        State::Stopped => InstanceState::Stopped,
+    }
+}
+
+fn api_error(error: Ec2Error) -> ApiError {
+    match error.kind {
+        ErrorKind::Transport => ApiError::transport(error.message),
+        ErrorKind::Service => ApiError::service(error.code, error.message),
+    }
+}
