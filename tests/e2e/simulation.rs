@@ -53,6 +53,10 @@ const TICKS: usize = 80;
 const TICK: Duration = Duration::from_millis(250);
 /// Pods alive at once, at most.
 const MAX_PODS: usize = 10;
+/// How long one instance refuses termination while everything is deleted at the end.
+const END_PROTECTION: Duration = Duration::from_secs(20);
+/// `pods.retryMaxBackoff`.
+const RETRY_MAX: Duration = Duration::from_secs(1);
 /// Allowance for the model's throttling bursts and stale reads, on top of the bounds.
 const SLACK: Duration = Duration::from_secs(4);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
@@ -104,8 +108,8 @@ struct Run {
     orca: Option<InProcessOrca>,
     /// When orca was not running: (from, to).
     downtime: Vec<(Timestamp, Option<Timestamp>)>,
-    /// Instances protected from termination: (id, until).
-    protected: Vec<(String, Timestamp)>,
+    /// Instances protected from termination: (id, from, until).
+    protected: Vec<(String, Timestamp, Timestamp)>,
     tracked: BTreeMap<String, Tracked>,
     /// What the driver did, for the failure message.
     log: Vec<String>,
@@ -185,10 +189,15 @@ impl Run {
         }
         let finals = self.settle().await?;
         self.check_outcomes(&finals)?;
+        self.check_clean_statuses(&finals)?;
+        // One instance refuses termination for a long while as everything is deleted at
+        // once: the others of its batch must go regardless.
+        self.protect_one_at_the_end();
         self.delete_everything().await?;
         self.check_no_leak().await?;
         self.check_one_instance_per_pod()?;
         self.check_termination_times()?;
+        self.check_no_hot_loop()?;
         self.check_state_is_empty().await?;
         let history = self.model.history();
         Ok(format!(
@@ -243,7 +252,7 @@ impl Run {
                 if let Some(id) = self.random_instance(|spot| spot.is_some()) {
                     let until = now + SignedDuration::from_millis(self.rng.i64(1_000..3_000));
                     if self.model.protect(now, &id, until) {
-                        self.protected.push((id.clone(), until));
+                        self.protected.push((id.clone(), now, until));
                         self.note(format!("termination protection on {id} until {until}"));
                     }
                 }
@@ -493,12 +502,79 @@ impl Run {
         Ok(())
     }
 
+    /// Issue 16, defect 9: a status written over another keeps nothing stale: a Running pod
+    /// says nothing of launching, and its containers are only running.
+    fn check_clean_statuses(&self, finals: &BTreeMap<String, Pod>) -> Result<()> {
+        let mut problems = Vec::new();
+        for (name, pod) in finals {
+            let status = pod.status.clone().unwrap_or_default();
+            if status.phase.as_deref() != Some("Running") {
+                continue;
+            }
+            if status.message.is_some() || status.reason.is_some() {
+                problems.push(format!("{name} is Running with {:?} {:?}", status.reason, status.message));
+            }
+            for condition in status.conditions.iter().flatten() {
+                if condition.status == "True"
+                    && condition.type_ != orca::pods::LAUNCHED_CONDITION
+                    && (condition.reason.is_some() || condition.message.is_some())
+                {
+                    problems.push(format!("{name}: condition {} keeps {:?} {:?}", condition.type_, condition.reason, condition.message));
+                }
+            }
+            for container in status.container_statuses.iter().flatten() {
+                let state = container.state.clone().unwrap_or_default();
+                if state.waiting.is_some() || state.terminated.is_some() {
+                    problems.push(format!("{name}: container {} is running and {state:?}", container.name));
+                }
+            }
+        }
+        ensure!(problems.is_empty(), "stale status fields:\n  {}", problems.join("\n  "));
+        Ok(())
+    }
+
+    fn protect_one_at_the_end(&mut self) {
+        let now = Timestamp::now();
+        if let Some(id) = self.random_instance(|spot| spot.is_some()) {
+            let until = now + SignedDuration::try_from(END_PROTECTION).unwrap_or_default();
+            if self.model.protect(now, &id, until) {
+                self.protected.push((id.clone(), now, until));
+                self.note(format!("termination protection on {id} until {until}, then everything deleted"));
+            }
+        }
+    }
+
+    /// Issue 16, defect 8: a step that keeps failing backs off. A termination refused for the
+    /// whole protection is asked at most about once per retryMaxBackoff, not once per
+    /// retryInitialBackoff.
+    fn check_no_hot_loop(&self) -> Result<()> {
+        let mut problems = Vec::new();
+        for h in self.model.history() {
+            let protected: Duration = self
+                .protected
+                .iter()
+                .filter(|(id, _, _)| *id == h.instance_id)
+                .map(|(_, from, until)| span(*from, *until))
+                .sum();
+            let bound = 8 + 2 * (protected.as_millis() / RETRY_MAX.as_millis()) as usize;
+            if h.termination_requests.len() > bound {
+                problems.push(format!(
+                    "{} was asked to terminate {} times (bound {bound})",
+                    h.instance_id,
+                    h.termination_requests.len()
+                ));
+            }
+        }
+        ensure!(problems.is_empty(), "retries without backoff:\n  {}", problems.join("\n  "));
+        Ok(())
+    }
+
     /// Deletes every pod left and waits for all of them to go.
     async fn delete_everything(&mut self) -> Result<()> {
         for name in self.live_pods() {
             self.delete(&name, false).await?;
         }
-        let deadline = Instant::now() + GRACE * 4 + Duration::from_secs(30);
+        let deadline = Instant::now() + END_PROTECTION + GRACE * 4 + Duration::from_secs(30);
         loop {
             self.observe_gone().await?;
             if self.tracked.values().all(|t| t.gone_at.is_some()) {
@@ -656,17 +732,22 @@ impl Run {
     }
 
     fn overlap_protected(&self, instance_id: &str, from: Timestamp, to: Timestamp) -> Duration {
-        self.protected
+        let mine: Vec<&(String, Timestamp, Timestamp)> = self
+            .protected
             .iter()
-            .filter(|(id, _)| id == instance_id)
-            .map(|(_, until)| overlap((from, *until), (from, to)))
-            .sum::<Duration>()
-            // Termination is re-asked two sync periods after a refusal, with backoff.
-            + if self.protected.iter().any(|(id, _)| id == instance_id) {
-                Duration::from_secs(2)
-            } else {
-                Duration::ZERO
-            }
+            .filter(|(id, _, _)| id == instance_id)
+            .collect();
+        let overlapping: Duration = mine
+            .iter()
+            .map(|(_, start, until)| overlap((*start, *until), (from, to)))
+            .sum();
+        // After a refusal, termination is asked again with backoff: up to retryMaxBackoff
+        // after the protection ends.
+        if mine.is_empty() {
+            overlapping
+        } else {
+            overlapping + RETRY_MAX + 2 * SYNC
+        }
     }
 }
 
@@ -716,7 +797,7 @@ pods:
   orphanGracePeriod: {orphan}s
   launchVisibilityGrace: {grace}s
   retryInitialBackoff: 100ms
-  retryMaxBackoff: 1s
+  retryMaxBackoff: {retry_max}ms
 provider:
   kind: aws
   region: us-west-2
@@ -745,5 +826,6 @@ logging:
         sync = SYNC.as_millis(),
         orphan = ORPHAN_GRACE.as_secs(),
         grace = GRACE.as_secs(),
+        retry_max = RETRY_MAX.as_millis(),
     ))
 }
