@@ -311,3 +311,152 @@ async fn the_catalogue_is_refreshed_from_ec2_through_the_sdk() -> Result<()> {
     assert!(types > 500, "moto describes its instance types: {line}");
     Ok(())
 }
+
+// Issue 16, defect 2: a stopped instance was counted as finished, so nothing terminated it; it
+// and its EBS volume stayed, billed, after the pod was gone.
+#[tokio::test]
+async fn a_stopped_instance_fails_its_pod_with_a_precise_reason_and_is_terminated() -> Result<()> {
+    let scenario = AwsScenario::start("aws-stopped", "").await?;
+    pods::create(&scenario.pods, &burst_pod("stopped", scenario.node(), &[])).await?;
+    let running = scenario
+        .wait_phase("stopped", "Running", Duration::from_secs(30))
+        .await?;
+    let id = instance_id(&running).context("the pod names its instance")?;
+    // Someone stops it from the console (or EC2 does, for a scheduled event).
+    scenario
+        .ec2
+        .stop_instances()
+        .instance_ids(&id)
+        .send()
+        .await?;
+    let failed = scenario
+        .wait_phase("stopped", "Failed", Duration::from_secs(30))
+        .await?;
+    assert_eq!(
+        pods::reason(&failed),
+        "InstanceStopped",
+        "{}",
+        pods::message(&failed)
+    );
+    assert!(
+        pods::message(&failed).contains(&format!("instance {id}"))
+            && pods::message(&failed).contains("was stopped"),
+        "{}",
+        pods::message(&failed)
+    );
+    // The pod is final and still there; its stopped instance must not stay.
+    poll_until(
+        "the stopped instance terminated",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            let state = state_of(&scenario.instance(&id).await?);
+            Ok(matches!(
+                state,
+                InstanceStateName::ShuttingDown | InstanceStateName::Terminated
+            )
+            .then_some(()))
+        },
+    )
+    .await?;
+    scenario.finish().await
+}
+
+/// SIGKILL at 20 seeded random points of a burst of creates, graceful deletes and force
+/// deletes, each followed by a restart: afterwards every pod had at most one instance, and
+/// once the pods are gone no instance is left running.
+#[tokio::test]
+async fn sigkill_at_20_random_points_of_a_burst_leaves_every_instance_accounted_for() -> Result<()>
+{
+    const SEED: u64 = 16;
+    const STEPS: usize = 120;
+    const KILLS: usize = 20;
+    let mut scenario = AwsScenario::start("aws-sigkill", "").await?;
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let mut kill_at: Vec<usize> = (0..STEPS).collect();
+    rng.shuffle(&mut kill_at);
+    kill_at.truncate(KILLS);
+    let mut created = Vec::new();
+    let mut next = 0;
+    for step in 0..STEPS {
+        match rng.u32(0..10) {
+            0..6 => {
+                let name = format!("k{next:03}");
+                next += 1;
+                pods::create(&scenario.pods, &burst_pod(&name, scenario.node(), &[])).await?;
+                created.push(name);
+            }
+            6..8 if !created.is_empty() => {
+                let name = created.swap_remove(rng.usize(0..created.len()));
+                let _ = scenario.pods.delete(&name, &DeleteParams::default()).await;
+            }
+            8..10 if !created.is_empty() => {
+                let name = created.swap_remove(rng.usize(0..created.len()));
+                let _ = scenario
+                    .pods
+                    .delete(&name, &DeleteParams::default().grace_period(0))
+                    .await;
+            }
+            _ => {}
+        }
+        if kill_at.contains(&step) {
+            scenario.orca.kill()?;
+            scenario.orca.restart()?;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..150))).await;
+    }
+    for name in created {
+        let _ = scenario.pods.delete(&name, &DeleteParams::default()).await;
+    }
+    poll_until("every pod gone", Duration::from_secs(120), TICK, || async {
+        Ok(scenario
+            .pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .is_empty()
+            .then_some(()))
+    })
+    .await?;
+    // Orphans (instances of force-deleted pods) go after orphanGracePeriod (3 s here).
+    let instances = poll_until(
+        "every instance terminated",
+        Duration::from_secs(60),
+        TICK,
+        || async {
+            let instances = scenario.instances().await?;
+            Ok(instances
+                .iter()
+                .all(|i| {
+                    matches!(
+                        state_of(i),
+                        InstanceStateName::ShuttingDown | InstanceStateName::Terminated
+                    )
+                })
+                .then_some(instances))
+        },
+    )
+    .await?;
+    let mut per_pod: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for instance in &instances {
+        let uid = tags_of(instance)
+            .get(POD_UID_TAG)
+            .cloned()
+            .unwrap_or_default();
+        per_pod
+            .entry(uid)
+            .or_default()
+            .push(instance.instance_id().unwrap_or_default().to_owned());
+    }
+    let duplicated: Vec<_> = per_pod.iter().filter(|(_, ids)| ids.len() > 1).collect();
+    assert!(
+        duplicated.is_empty(),
+        "pods with two instances: {duplicated:?}"
+    );
+    assert!(
+        instances.len() <= next,
+        "{} instances for {next} pods",
+        instances.len()
+    );
+    scenario.finish().await
+}

@@ -71,21 +71,28 @@ async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs()
             .context("ORCA_SIM_SEEDS is a comma-separated list of integers")?,
         Err(_) => CI_SEEDS.to_vec(),
     };
-    for seed in seeds {
+    let mut failed = Vec::new();
+    for seed in &seeds {
         let started = Instant::now();
-        let run = Run::start(seed).await?;
-        let outcome = run.play().await;
-        match outcome {
+        let run = Run::start(*seed).await?;
+        match run.play().await {
             Ok(summary) => eprintln!(
                 "seed {seed}: ok in {:.0} s: {summary}",
                 started.elapsed().as_secs_f64()
             ),
-            Err(error) => bail!(
-                "simulation seed {seed} broke an invariant; replay with \
-                 `ORCA_SIM_SEEDS={seed} cargo test -p orca-e2e --test simulation`:\n{error:#}"
-            ),
+            Err(error) => {
+                eprintln!(
+                    "seed {seed} broke invariants; replay with \
+                     `ORCA_SIM_SEEDS={seed} cargo test -p orca-e2e --test simulation`:\n{error:#}\n"
+                );
+                failed.push(*seed);
+            }
         }
     }
+    ensure!(
+        failed.is_empty(),
+        "seeds {failed:?} of {seeds:?} broke invariants (each is described above)"
+    );
     Ok(())
 }
 
@@ -168,10 +175,9 @@ impl Run {
             Err(error) => {
                 let tail: Vec<&String> = self.log.iter().rev().take(60).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().map(String::as_str).collect();
-                return Err(error.context(format!(
-                    "the driver's last steps:\n  {}",
-                    tail.join("\n  ")
-                )));
+                return Err(
+                    error.context(format!("the driver's last steps:\n  {}", tail.join("\n  ")))
+                );
             }
         };
         self.namespace.delete().await?;
@@ -187,18 +193,32 @@ impl Run {
         if self.orca.is_none() {
             self.start_orca()?;
         }
-        let finals = self.settle().await?;
-        self.check_outcomes(&finals)?;
-        self.check_clean_statuses(&finals)?;
+        // Every invariant is checked, and every one broken is reported.
+        let mut broken: Vec<String> = Vec::new();
+        let mut record = |result: Result<()>| {
+            if let Err(error) = result {
+                broken.push(format!("{error:#}"));
+            }
+        };
+        let finals = match self.settle().await {
+            Ok(finals) => finals,
+            Err(error) => {
+                record(Err(error));
+                self.current_pods().await?
+            }
+        };
+        record(self.check_outcomes(&finals));
+        record(self.check_clean_statuses(&finals));
         // One instance refuses termination for a long while as everything is deleted at
         // once: the others of its batch must go regardless.
         self.protect_one_at_the_end();
-        self.delete_everything().await?;
-        self.check_no_leak().await?;
-        self.check_one_instance_per_pod()?;
-        self.check_termination_times()?;
-        self.check_no_hot_loop()?;
-        self.check_state_is_empty().await?;
+        record(self.delete_everything().await);
+        record(self.check_no_leak().await);
+        record(self.check_one_instance_per_pod());
+        record(self.check_termination_times());
+        record(self.check_no_hot_loop());
+        record(self.check_state_is_empty().await);
+        ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
             "{} pods, {} instances, {} crashes",
@@ -213,11 +233,7 @@ impl Run {
         let roll = self.rng.u32(0..100);
         let now = Timestamp::now();
         match roll {
-            0..30 => {
-                if self.live_pods().len() < MAX_PODS {
-                    self.create_pod().await?;
-                }
-            }
+            0..30 if self.live_pods().len() < MAX_PODS => self.create_pod().await?,
             30..40 => self.delete_random(false).await?,
             40..44 => self.delete_random(true).await?,
             44..58 => {
@@ -295,7 +311,11 @@ impl Run {
             },
         }))?;
         let created = self.pods.create(&PostParams::default(), &pod).await?;
-        let uid = created.metadata.uid.clone().context("created pod has a uid")?;
+        let uid = created
+            .metadata
+            .uid
+            .clone()
+            .context("created pod has a uid")?;
         self.note(format!("created {name} ({uid}, spot={spot})"));
         self.tracked.insert(
             name,
@@ -363,7 +383,11 @@ impl Run {
             .model
             .history()
             .into_iter()
-            .filter(|h| h.tags.get(POD_UID_TAG).is_some_and(|uid| live.contains(uid)))
+            .filter(|h| {
+                h.tags
+                    .get(POD_UID_TAG)
+                    .is_some_and(|uid| live.contains(uid))
+            })
             .filter(|h| market(Some(h.spot)))
             .filter(|h| state_at(h, now) == Some(State::Running))
             .map(|h| h.instance_id)
@@ -438,6 +462,19 @@ impl Run {
         }
     }
 
+    /// The pods not being deleted, by name.
+    async fn current_pods(&self) -> Result<BTreeMap<String, Pod>> {
+        Ok(self
+            .pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+            .filter_map(|pod| Some((pod.metadata.name.clone()?, pod)))
+            .collect())
+    }
+
     /// Invariant 4: each final phase and reason match what happened to the pod's instance.
     fn check_outcomes(&self, finals: &BTreeMap<String, Pod>) -> Result<()> {
         let history = self.model.history();
@@ -462,7 +499,13 @@ impl Run {
                 .filter(|ending| ending.at() <= now);
             let honest = match (phase.as_str(), reason.as_str(), &ending) {
                 ("Running", _, None) => true,
-                ("Succeeded", _, Some(Ending::Completed { pod_exit_code: 0, .. })) => true,
+                (
+                    "Succeeded",
+                    _,
+                    Some(Ending::Completed {
+                        pod_exit_code: 0, ..
+                    }),
+                ) => true,
                 ("Failed", "InstanceTerminated", Some(Ending::Completed { pod_exit_code, .. })) => {
                     *pod_exit_code != 0
                         && message.contains(&format!("exited with code {pod_exit_code}"))
@@ -498,7 +541,11 @@ impl Run {
                 }
             }
         }
-        ensure!(problems.is_empty(), "dishonest outcomes:\n  {}", problems.join("\n  "));
+        ensure!(
+            problems.is_empty(),
+            "dishonest outcomes:\n  {}",
+            problems.join("\n  ")
+        );
         Ok(())
     }
 
@@ -512,24 +559,37 @@ impl Run {
                 continue;
             }
             if status.message.is_some() || status.reason.is_some() {
-                problems.push(format!("{name} is Running with {:?} {:?}", status.reason, status.message));
+                problems.push(format!(
+                    "{name} is Running with {:?} {:?}",
+                    status.reason, status.message
+                ));
             }
             for condition in status.conditions.iter().flatten() {
                 if condition.status == "True"
                     && condition.type_ != orca::pods::LAUNCHED_CONDITION
                     && (condition.reason.is_some() || condition.message.is_some())
                 {
-                    problems.push(format!("{name}: condition {} keeps {:?} {:?}", condition.type_, condition.reason, condition.message));
+                    problems.push(format!(
+                        "{name}: condition {} keeps {:?} {:?}",
+                        condition.type_, condition.reason, condition.message
+                    ));
                 }
             }
             for container in status.container_statuses.iter().flatten() {
                 let state = container.state.clone().unwrap_or_default();
                 if state.waiting.is_some() || state.terminated.is_some() {
-                    problems.push(format!("{name}: container {} is running and {state:?}", container.name));
+                    problems.push(format!(
+                        "{name}: container {} is running and {state:?}",
+                        container.name
+                    ));
                 }
             }
         }
-        ensure!(problems.is_empty(), "stale status fields:\n  {}", problems.join("\n  "));
+        ensure!(
+            problems.is_empty(),
+            "stale status fields:\n  {}",
+            problems.join("\n  ")
+        );
         Ok(())
     }
 
@@ -539,7 +599,9 @@ impl Run {
             let until = now + SignedDuration::try_from(END_PROTECTION).unwrap_or_default();
             if self.model.protect(now, &id, until) {
                 self.protected.push((id.clone(), now, until));
-                self.note(format!("termination protection on {id} until {until}, then everything deleted"));
+                self.note(format!(
+                    "termination protection on {id} until {until}, then everything deleted"
+                ));
             }
         }
     }
@@ -565,7 +627,11 @@ impl Run {
                 ));
             }
         }
-        ensure!(problems.is_empty(), "retries without backoff:\n  {}", problems.join("\n  "));
+        ensure!(
+            problems.is_empty(),
+            "retries without backoff:\n  {}",
+            problems.join("\n  ")
+        );
         Ok(())
     }
 
@@ -703,7 +769,11 @@ impl Run {
                 }
             }
         }
-        ensure!(problems.is_empty(), "too slow:\n  {}", problems.join("\n  "));
+        ensure!(
+            problems.is_empty(),
+            "too slow:\n  {}",
+            problems.join("\n  ")
+        );
         Ok(())
     }
 
@@ -718,7 +788,9 @@ impl Run {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                bail!("orca still holds {records} pod records and {asked} termination requests with every pod gone");
+                bail!(
+                    "orca still holds {records} pod records and {asked} termination requests with every pod gone"
+                );
             }
             tokio::time::sleep(SYNC).await;
         }

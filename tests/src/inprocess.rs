@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use ::orca::config::Config;
 use ::orca::provider::aws::api::Ec2Api;
+use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 /// One in-process orca.

@@ -137,8 +137,17 @@ impl OrcaProcess {
 
     /// Peak resident set size in bytes (VmHWM), from /proc.
     pub fn peak_rss_bytes(&self) -> Option<u64> {
+        self.status_bytes("VmHWM:")
+    }
+
+    /// Resident set size now, in bytes (VmRSS), from /proc.
+    pub fn rss_bytes(&self) -> Option<u64> {
+        self.status_bytes("VmRSS:")
+    }
+
+    fn status_bytes(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        let line = status.lines().find(|line| line.starts_with(field))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     }

@@ -61,10 +61,16 @@ pub enum Step {
     /// answer).
     Launch,
     /// The second look: the instance by id, when listings miss it.
-    LookUp { instance_id: String },
+    LookUp {
+        instance_id: String,
+    },
     /// Read the workload's exit report of the ended instance.
-    ReadExit { instance: Box<InstanceStatus> },
-    Terminate { instance_id: String },
+    ReadExit {
+        instance: Box<InstanceStatus>,
+    },
+    Terminate {
+        instance_id: String,
+    },
     Write(Box<StatusWrite>),
     /// Remove the pod object: its instance is going or gone.
     RemovePod,
@@ -120,7 +126,9 @@ impl Observation<'_> {
 
     /// Waits until `elapsed` reaches `limit`, at most one sync period at a time.
     fn wait_for(&self, elapsed: Duration, limit: Duration) -> Step {
-        let left = limit.saturating_sub(elapsed).max(Duration::from_millis(100));
+        let left = limit
+            .saturating_sub(elapsed)
+            .max(Duration::from_millis(100));
         Step::Wait(Some(left.min(self.timing.sync)))
     }
 }
@@ -227,11 +235,18 @@ fn ended(obs: &Observation, instance: &InstanceStatus) -> Step {
         .state_reason
         .as_ref()
         .is_some_and(|reason| reason.is_spot_interruption());
-    let final_with = |exit| write(obs, status::status_for_instance(obs.pod.pod, instance, exit));
+    let final_with = |exit| {
+        write(
+            obs,
+            status::status_for_instance(obs.pod.pod, instance, exit),
+        )
+    };
     if interrupted {
         // The interruption decides; an exit code only goes into the message.
         let exit = match &obs.record.exit {
-            ExitReport::Read { exit: Some(exit), .. } => Some(exit),
+            ExitReport::Read {
+                exit: Some(exit), ..
+            } => Some(exit),
             _ => instance.workload_exit.as_ref(),
         };
         return final_with(exit);
@@ -290,7 +305,10 @@ fn unlisted(obs: &Observation) -> Step {
         // pod's, so a lost answer's instance comes back rather than a second one.
         return Step::Launch;
     };
-    let last_seen = obs.record.last_listed.map_or(launch.at, |listed| listed.max(launch.at));
+    let last_seen = obs
+        .record
+        .last_listed
+        .map_or(launch.at, |listed| listed.max(launch.at));
     let missing = obs.since(last_seen);
     if missing < obs.timing.grace {
         return obs.wait_for(missing, obs.timing.grace);
@@ -326,7 +344,13 @@ fn unlisted(obs: &Observation) -> Step {
 /// with a change of phase.
 fn write(obs: &Observation, status: PodStatus) -> Step {
     let current = obs.pod.pod.status.as_ref();
-    let read_version = obs.pod.pod.metadata.resource_version.as_deref().unwrap_or_default();
+    let read_version = obs
+        .pod
+        .pod
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap_or_default();
     let in_flight = obs
         .record
         .write

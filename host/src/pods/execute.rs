@@ -44,13 +44,15 @@ pub async fn execute(
         Step::Wait(_) => Ok(Executed::Continue),
         Step::Launch => launch(pod, key, ctx).await,
         Step::LookUp { instance_id } => {
-            let found = ctx.provider.lookup(key, &instance_id).await.map_err(|source| {
-                ReconcileError::LookUpFailed {
+            let found = ctx
+                .provider
+                .lookup(key, &instance_id)
+                .await
+                .map_err(|source| ReconcileError::LookUpFailed {
                     pod: key.clone(),
                     instance_id: instance_id.clone(),
                     source,
-                }
-            })?;
+                })?;
             let now = Timestamp::now();
             tracing::info!(pod = %key, instance = %instance_id, found = found.is_some(), "looked the unlisted instance up by id");
             ctx.records.update(&key.uid, |record| {
@@ -61,13 +63,15 @@ pub async fn execute(
             Ok(Executed::Continue)
         }
         Step::ReadExit { instance } => {
-            let exit = ctx.provider.workload_exit(&instance).await.map_err(|source| {
-                ReconcileError::ExitReadFailed {
+            let exit = ctx
+                .provider
+                .workload_exit(&instance)
+                .await
+                .map_err(|source| ReconcileError::ExitReadFailed {
                     pod: key.clone(),
                     instance_id: instance.instance_id.clone(),
                     source,
-                }
-            })?;
+                })?;
             let now = Timestamp::now();
             ctx.records.update(&key.uid, |record| {
                 record.exit = record.exit.read(exit, now);
@@ -327,12 +331,8 @@ async fn launch_to_retry(
         ctx,
     )
     .await;
-    let status = status::status_while_launching(
-        pod,
-        WaitingReason::InstanceCreationRetrying,
-        message,
-        None,
-    );
+    let status =
+        status::status_while_launching(pod, WaitingReason::InstanceCreationRetrying, message, None);
     write_status(pod, key, status, ctx).await.map(|_| ())
 }
 
@@ -485,6 +485,7 @@ async fn write_status(
         source,
     })?;
     let written = LastWrite::new(read_version, &desired);
-    ctx.records.update(&key.uid, |record| record.write = written);
+    ctx.records
+        .update(&key.uid, |record| record.write = written);
     Ok(true)
 }

@@ -108,6 +108,8 @@ impl fmt::Display for FailureReason {
 }
 
 /// Why a pod is Pending (the reason of its not-ready conditions).
+// Variants are the reasons users read in `kubectl describe`, hence the shared prefix.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitingReason {
     /// `RunInstances` answered; EC2 does not list the instance yet.

@@ -138,7 +138,10 @@ pub struct PodRecords {
 impl PodRecords {
     /// The pod's record, made empty the first time.
     pub fn get_or_create(&self, uid: &str) -> PodRecord {
-        lock(&self.by_uid).entry(uid.to_owned()).or_default().clone()
+        lock(&self.by_uid)
+            .entry(uid.to_owned())
+            .or_default()
+            .clone()
     }
 
     /// The pod's record, if it still has one.
@@ -165,7 +168,6 @@ impl PodRecords {
     pub fn len(&self) -> usize {
         lock(&self.by_uid).len()
     }
-
 }
 
 #[cfg(test)]

@@ -342,10 +342,7 @@ fn container_state(
             let (exit_code, reason, finished_at) = match (exit, outcome.reason) {
                 // An interrupted or stopped workload did not end by itself, whatever it exited
                 // with.
-                (
-                    Some(exit),
-                    None | Some(FailureReason::InstanceTerminated),
-                ) => {
+                (Some(exit), None | Some(FailureReason::InstanceTerminated)) => {
                     let code = exit.code_of(name);
                     (
                         code,

@@ -133,9 +133,9 @@ impl StatusSync {
 
     fn asked_recently(&self, instance: &InstanceStatus, now: Timestamp) -> bool {
         let again_after = 2 * self.config.sync_interval.get();
-        self.ledger.get(&instance.instance_id).is_some_and(|asked| {
-            now.duration_since(asked.at).unsigned_abs() < again_after
-        })
+        self.ledger
+            .get(&instance.instance_id)
+            .is_some_and(|asked| now.duration_since(asked.at).unsigned_abs() < again_after)
     }
 }
 

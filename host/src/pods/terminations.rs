@@ -50,5 +50,4 @@ impl TerminationLedger {
     pub fn len(&self) -> usize {
         lock(&self.by_instance).len()
     }
-
 }

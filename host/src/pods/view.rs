@@ -133,7 +133,10 @@ mod tests {
             ..PodStatus::default()
         });
         let launched = PodView::of(&pod).unwrap().launched.unwrap();
-        assert_eq!((launched.instance_id.as_str(), launched.at), ("i-0456", at(50)));
+        assert_eq!(
+            (launched.instance_id.as_str(), launched.at),
+            ("i-0456", at(50))
+        );
     }
 
     #[test]

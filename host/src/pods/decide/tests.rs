@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatu
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::*;
-use crate::pods::record::Retry;
 use crate::plan::Market;
+use crate::pods::record::Retry;
 use crate::provider::{InstanceState, PodKey, StateReason, WorkloadExit};
 
 const SYNC: Duration = Duration::from_secs(5);
@@ -272,16 +272,19 @@ fn a_stopped_instance_fails_its_pod_with_a_precise_reason() {
 #[test]
 fn a_stopped_instance_is_terminated_for_a_finished_or_deleted_pod() {
     for (phase, deleting) in [("Failed", false), ("Running", true)] {
-        let case = Case::new(pod(Some(phase), deleting, None))
-            .listed(instance(InstanceState::Stopped));
-        assert_eq!(case.decide(), terminate("i-1"), "{phase} deleting={deleting}");
+        let case =
+            Case::new(pod(Some(phase), deleting, None)).listed(instance(InstanceState::Stopped));
+        assert_eq!(
+            case.decide(),
+            terminate("i-1"),
+            "{phase} deleting={deleting}"
+        );
     }
 }
 
 #[test]
 fn an_instance_that_shows_up_for_a_failed_pod_is_terminated() {
-    let case =
-        Case::new(pod(Some("Failed"), false, None)).listed(instance(InstanceState::Pending));
+    let case = Case::new(pod(Some("Failed"), false, None)).listed(instance(InstanceState::Pending));
     assert_eq!(case.decide(), terminate("i-1"));
 }
 
@@ -404,7 +407,9 @@ fn each_container_gets_its_own_exit_code() {
     );
     let case = Case::new(pod(Some("Running"), false, None))
         .listed(ended)
-        .record(|r| r.exit = ExitReport::NotRead.read(Some(exit(3, &[("main", 3), ("sidecar", 0)])), at(9)));
+        .record(|r| {
+            r.exit = ExitReport::NotRead.read(Some(exit(3, &[("main", 3), ("sidecar", 0)])), at(9))
+        });
     let status = written(&case.decide()).clone();
     assert_eq!(status.phase.as_deref(), Some("Failed"));
     assert_eq!(terminated_code(&status, "main"), 3);

@@ -212,13 +212,12 @@ impl Ec2Api for FakeEc2 {
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
         let mut state = self.begin("TerminateInstances")?;
-        if let Some(protected) = instance_ids
-            .iter()
-            .find(|id| state.protected.contains(id))
-        {
+        if let Some(protected) = instance_ids.iter().find(|id| state.protected.contains(id)) {
             return Err(ApiError::service(
                 "OperationNotPermitted",
-                format!("The instance '{protected}' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again."),
+                format!(
+                    "The instance '{protected}' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again."
+                ),
             ));
         }
         if let Some(unknown) = instance_ids

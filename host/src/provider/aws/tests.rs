@@ -318,7 +318,13 @@ async fn terminations_are_batched_and_an_id_ec2_does_not_know_is_unknown() {
     let pods: Vec<Pod> = (0..50).map(|i| pod(&format!("p{i}"))).collect();
     let mut ids = Vec::new();
     for pod in &pods {
-        ids.push(provider.create(pod, &plan_for(pod)).await.unwrap().instance_id);
+        ids.push(
+            provider
+                .create(pod, &plan_for(pod))
+                .await
+                .unwrap()
+                .instance_id,
+        );
     }
     let results = futures::future::join_all(ids.iter().map(|id| provider.terminate(id))).await;
     assert!(results.iter().all(|r| r == &Ok(Termination::Requested)));
@@ -329,7 +335,10 @@ async fn terminations_are_batched_and_an_id_ec2_does_not_know_is_unknown() {
             .all(|i| i.state == crate::provider::InstanceState::ShuttingDown)
     );
     // Asking again is harmless; an id EC2 does not know (yet) is not taken for done.
-    assert_eq!(provider.terminate(&ids[0]).await, Ok(Termination::Requested));
+    assert_eq!(
+        provider.terminate(&ids[0]).await,
+        Ok(Termination::Requested)
+    );
     assert_eq!(
         provider.terminate("i-0000000000000dead").await,
         Ok(Termination::Unknown)
@@ -344,7 +353,13 @@ async fn one_refused_id_fails_only_its_own_termination() {
     let mut ids = Vec::new();
     for name in ["a", "b", "c"] {
         let pod = pod(name);
-        ids.push(provider.create(&pod, &plan_for(&pod)).await.unwrap().instance_id);
+        ids.push(
+            provider
+                .create(&pod, &plan_for(&pod))
+                .await
+                .unwrap()
+                .instance_id,
+        );
     }
     fake.protect(&ids[1]);
     let results = futures::future::join_all(ids.iter().map(|id| provider.terminate(id))).await;

@@ -112,7 +112,10 @@ async fn an_unknown_id_is_unknown_and_terminate_terminates() {
     );
     let statuses = provider.statuses().await.unwrap();
     assert_eq!(statuses[0].state, InstanceState::Terminated);
-    let looked_up = provider.lookup(&key("a"), &launched.instance_id).await.unwrap();
+    let looked_up = provider
+        .lookup(&key("a"), &launched.instance_id)
+        .await
+        .unwrap();
     assert_eq!(looked_up.map(|s| s.state), Some(InstanceState::Terminated));
 }
 
