@@ -187,8 +187,14 @@ async fn shipped_config_for_moto(node: &str, plugins_dir: &Path) -> Result<Strin
     config["node"]["clusterName"] = json!(node);
     config["node"]["leaseRenewInterval"] = json!("2s");
     config["policy"]["pluginsDir"] = json!(plugins_dir);
-    config["pods"] =
-        json!({"syncInterval": "1s", "retryInitialBackoff": "200ms", "retryMaxBackoff": "1s"});
+    // moto posts no console output: the exit report comes from the tag once the short
+    // visibility grace has passed.
+    config["pods"] = json!({
+        "syncInterval": "1s",
+        "launchVisibilityGrace": "5s",
+        "retryInitialBackoff": "200ms",
+        "retryMaxBackoff": "1s"
+    });
     config["provider"]["region"] = json!(cluster.var("AWS_REGION"));
     let aws = &mut config["provider"]["aws"];
     aws["endpointUrl"] = json!(cluster.var("AWS_ENDPOINT_URL"));
