@@ -58,13 +58,8 @@ impl ConsoleLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jiff::SignedDuration;
+    use crate::time::t;
 
-    fn t(seconds: i64) -> Timestamp {
-        Timestamp::UNIX_EPOCH
-            .checked_add(SignedDuration::from_secs(seconds))
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     #[test]
     fn nothing_written_yet_answers_none() {

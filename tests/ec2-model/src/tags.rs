@@ -64,13 +64,8 @@ fn latest_per_key<'a>(writes: impl Iterator<Item = &'a TagWrite>) -> BTreeMap<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jiff::SignedDuration;
+    use crate::time::t;
 
-    fn t(seconds: i64) -> Timestamp {
-        Timestamp::UNIX_EPOCH
-            .checked_add(SignedDuration::from_secs(seconds))
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     #[test]
     fn a_tag_is_invisible_until_its_lag_has_passed() {

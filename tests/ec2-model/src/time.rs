@@ -21,6 +21,12 @@ pub(crate) fn earlier(at: Timestamp, by: SignedDuration) -> Timestamp {
     })
 }
 
+/// `seconds` after the Unix epoch: the tests' clock.
+#[cfg(test)]
+pub(crate) fn t(seconds: i64) -> Timestamp {
+    later(Timestamp::UNIX_EPOCH, SignedDuration::from_secs(seconds))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

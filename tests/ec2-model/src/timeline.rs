@@ -75,13 +75,8 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jiff::SignedDuration;
+    use crate::time::t;
 
-    fn t(seconds: i64) -> Timestamp {
-        Timestamp::UNIX_EPOCH
-            .checked_add(SignedDuration::from_secs(seconds))
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     #[test]
     fn the_state_at_a_moment_is_the_last_transition_before_it() {
