@@ -60,7 +60,6 @@ mod tests {
     use super::*;
     use crate::time::t;
 
-
     #[test]
     fn nothing_written_yet_answers_none() {
         let mut console = ConsoleLog::default();

@@ -66,7 +66,6 @@ mod tests {
     use super::*;
     use crate::time::t;
 
-
     #[test]
     fn a_tag_is_invisible_until_its_lag_has_passed() {
         let mut tags = TagLog::default();

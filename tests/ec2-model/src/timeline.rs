@@ -77,7 +77,6 @@ mod tests {
     use super::*;
     use crate::time::t;
 
-
     #[test]
     fn the_state_at_a_moment_is_the_last_transition_before_it() {
         let mut timeline = Timeline::default();
