@@ -1,7 +1,9 @@
 //! The aws provider end to end: the real orca binary, the real scheduler placing pods, and
-//! moto's EC2 server behind the real AWS SDK. What moto cannot show (capacity errors,
-//! throttling, eventual consistency, crashes mid-call) is covered by the provider's unit
-//! tests against a fault-injecting `Ec2Api`.
+//! moto's EC2 server behind the real AWS SDK, including instances stopped behind orca's back
+//! and orca SIGKILLed in the middle of a burst. What moto cannot show (capacity errors,
+//! throttling, eventual consistency, lost answers, per-id refusals) is covered by the
+//! provider's unit tests against a fault-injecting `Ec2Api` and by the simulation against
+//! `tests/ec2-model` (`tests/e2e/simulation.rs`).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
