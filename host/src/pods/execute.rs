@@ -394,16 +394,22 @@ async fn fail(
     write_status(pod, key, status, ctx).await.map(|_| ())
 }
 
+/// Publishes through the pod's own recorder (a pod whose record is gone gets a one-off one).
 async fn publish(pod: &Pod, notice: Notice, ctx: &Context) {
-    if notice.warning {
-        ctx.events
-            .warning(pod, notice.reason, notice.action, notice.note)
-            .await;
-    } else {
-        ctx.events
-            .normal(pod, notice.reason, notice.action, notice.note)
-            .await;
-    }
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let recorder = ctx
+        .records
+        .recorder(uid, || ctx.events.recorder())
+        .unwrap_or_else(|| ctx.events.recorder());
+    recorder
+        .publish(
+            pod,
+            notice.warning,
+            notice.reason,
+            notice.action,
+            notice.note,
+        )
+        .await;
 }
 
 enum DecisionWrite {
@@ -445,9 +451,17 @@ async fn record_decision(
             });
         }
     };
-    ctx.events
-        .normal(pod, "PolicyDecision", "Plan", record.summary())
-        .await;
+    publish(
+        pod,
+        Notice {
+            warning: false,
+            reason: "PolicyDecision",
+            action: "Plan",
+            note: record.summary(),
+        },
+        ctx,
+    )
+    .await;
     Ok(DecisionWrite::Written(Box::new(updated)))
 }
 

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::events::PodRecorder;
 use super::view::LaunchRef;
 use super::writes::LastWrite;
 use crate::errors::lock;
 use crate::provider::{InstanceStatus, WorkloadExit};
 
 /// One pod's record.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct PodRecord {
     /// What this process's launch of the pod's instance got.
     pub launch: Launch,
@@ -31,6 +32,8 @@ pub struct PodRecord {
     pub retry: Retry,
     /// The last status write, while the store may not show it yet.
     pub write: Option<LastWrite>,
+    /// The pod's Events, with what it needs to fold repeats into one.
+    pub events: Option<PodRecorder>,
 }
 
 /// What this process's launch of the pod's instance got.
@@ -149,6 +152,14 @@ impl PodRecords {
         lock(&self.by_uid).get(uid).cloned()
     }
 
+    /// The pod's recorder, made with `make` the first time; `None` once the pod's record is
+    /// gone.
+    pub fn recorder(&self, uid: &str, make: impl FnOnce() -> PodRecorder) -> Option<PodRecorder> {
+        lock(&self.by_uid)
+            .get_mut(uid)
+            .map(|record| record.events.get_or_insert_with(make).clone())
+    }
+
     /// Changes the pod's record; a pod whose record was dropped (it left the store while a
     /// step was in flight) does not get one back.
     pub fn update(&self, uid: &str, change: impl FnOnce(&mut PodRecord)) {
@@ -206,7 +217,7 @@ mod tests {
         let present = HashSet::from(["a".to_owned()]);
         assert_eq!(records.retain(&present), 1);
         records.update("b", |record| record.last_listed = Some(at(1)));
-        assert_eq!(records.get("b"), None, "an update does not recreate it");
+        assert!(records.get("b").is_none(), "an update does not recreate it");
         assert_eq!(records.len(), 1);
     }
 

@@ -29,10 +29,22 @@ pub struct StatusSync {
 }
 
 impl StatusSync {
-    /// One listing; returns false when the provider could not be listed.
-    pub async fn sync_once(&self, changed: &mpsc::UnboundedSender<ObjectRef<Pod>>) -> bool {
+    /// One listing; returns false when the provider could not be listed. With `present`
+    /// (the store's pod UIDs, once complete), instances that are gone or going and whose pod
+    /// is gone too concern nobody and are not kept: EC2 lists terminated instances for about
+    /// an hour, and a busy node would otherwise hold an hour of them.
+    pub async fn sync_once(
+        &self,
+        changed: &mpsc::UnboundedSender<ObjectRef<Pod>>,
+        present: Option<&HashSet<String>>,
+    ) -> bool {
         match self.provider.statuses().await {
-            Ok(listing) => {
+            Ok(mut listing) => {
+                if let Some(present) = present {
+                    listing.retain(|instance| {
+                        instance.state.needs_termination() || present.contains(&instance.pod.uid)
+                    });
+                }
                 let now = Timestamp::now();
                 let count = listing.len();
                 self.ledger
@@ -78,8 +90,8 @@ impl StatusSync {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            let synced = self.sync_once(&changed).await;
             if !*listed.borrow() {
+                self.sync_once(&changed, None).await;
                 continue;
             }
             let present: HashSet<String> = store
@@ -87,6 +99,7 @@ impl StatusSync {
                 .iter()
                 .filter_map(|pod| pod.metadata.uid.clone())
                 .collect();
+            let synced = self.sync_once(&changed, Some(&present)).await;
             let dropped = self.records.retain(&present);
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
