@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod errors;
 pub mod health;
+pub mod heap;
 pub mod kube_connection;
 pub mod kubelet_api;
 pub mod logging;

@@ -5,7 +5,10 @@
 //!
 //! The simulated provider stands in for EC2 inside orca's process; it keeps terminated
 //! instances listed for `terminatedRetention` as EC2 does for about an hour. The bench sets
-//! that to 10 s, so what is measured is orca's own memory, not the simulated EC2's.
+//! that to 30 s and lets orca settle longer than that before each reading, so what is measured
+//! is orca's own memory, not the simulated EC2's. (Much shorter, and an instance can vanish
+//! before a busy orca has seen its workload exit: the pod then ends `InstanceLost`, honestly,
+//! and the wave never succeeds.)
 //!
 //!     cargo run --release -p orca-e2e --bin memory-bench -- [PODS] [WAVE]
 //!
@@ -22,9 +25,10 @@ use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 
 const MIB: f64 = 1024.0 * 1024.0;
-/// How long orca is left alone before a memory reading: several sync periods, so records of
-/// pods gone are dropped and caches settle.
-const SETTLE: Duration = Duration::from_secs(20);
+/// How long orca is left alone before a memory reading: longer than the simulated provider's
+/// `terminatedRetention` (30 s) plus several sync periods, so the simulated EC2 has forgotten
+/// the instances, records of pods gone are dropped and caches settle.
+const SETTLE: Duration = Duration::from_secs(45);
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -36,7 +40,7 @@ async fn main() -> Result<()> {
     let name = unique_node_name("memory");
     let mut orca = OrcaProcess::start(&name, |_| {
         format!(
-            "node:\n  name: {name}\n  pods: \"{capacity}\"\npods:\n  syncInterval: 1s\nprovider:\n  simulated:\n    bootDelay: 0s\n    runTime: 1s\n    exitCode: 0\n    terminatedRetention: 10s\nlogging:\n  level: warn\n",
+            "node:\n  name: {name}\n  pods: \"{capacity}\"\npods:\n  syncInterval: 1s\nprovider:\n  simulated:\n    bootDelay: 0s\n    runTime: 1s\n    exitCode: 0\n    terminatedRetention: 30s\nlogging:\n  level: warn\n",
             capacity = wave * 2
         )
     })?;
@@ -103,6 +107,18 @@ async fn run_wave(api: &Api<Pod>, node: &str, prefix: &str, count: usize) -> Res
             .count();
         if finished >= count {
             break;
+        }
+        // A pod that failed never succeeds: stop now, naming it, rather than at the deadline.
+        if let Some(failed) = listed.items.iter().find(|p| pods::phase(p) == "Failed") {
+            bail!(
+                "{prefix}: pod {} failed: {}",
+                failed.metadata.name.as_deref().unwrap_or_default(),
+                failed
+                    .status
+                    .as_ref()
+                    .and_then(|status| status.reason.as_deref())
+                    .unwrap_or("no reason")
+            );
         }
         if Instant::now() > deadline {
             bail!("{prefix}: only {finished} of {count} pods Succeeded after 10 minutes");

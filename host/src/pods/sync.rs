@@ -16,6 +16,7 @@ use super::instances::InstanceCache;
 use super::record::PodRecords;
 use super::terminations::TerminationLedger;
 use crate::config::PodsConfig;
+use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
 use crate::provider::{InstanceStatus, PodKey, Provider};
 
@@ -83,6 +84,7 @@ impl StatusSync {
         changed: mpsc::UnboundedSender<ObjectRef<Pod>>,
         shutdown: CancellationToken,
     ) {
+        let mut trim = TrimAfterDrain::default();
         let mut tick = tokio::time::interval(self.config.sync_interval.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -103,6 +105,9 @@ impl StatusSync {
             let dropped = self.records.retain(&present);
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
+            }
+            if trim.observe(self.records.len()) {
+                let _ = tokio::task::spawn_blocking(heap::release_freed_memory).await;
             }
             if synced {
                 self.collect_orphans(&present).await;
