@@ -1,33 +1,66 @@
 //! Giving freed heap back to the operating system once a burst of pods has drained.
 //!
-//! glibc's allocator keeps memory that was freed inside its arenas (one per busy thread, and
-//! tokio runs several) for reuse; only the top of the main heap is returned on its own. A node
-//! that held a wave of 500 pods therefore keeps the wave's high-water mark resident long after
-//! the pods are gone: measured by `memory-bench`, 73 MiB after 10,000 pods against a 32 MiB
-//! idle baseline, the same after 1,000 pods as after 10,000 (no growth, just no return).
-//! `malloc_trim` walks every arena and releases its free pages; it costs a few milliseconds
-//! for a heap of this size, so it is asked only when the number of pods has dropped to half of
-//! its peak since the last trim, never per pod.
+//! Two things keep a drained burst's memory resident, both measured by `memory-bench` (a
+//! 32 MiB idle baseline; 73 MiB after 10,000 pods in waves of 500, the same after 1,000):
+//! - A `HashMap` keeps the capacity of its fullest moment. Maps that hold one entry per pod
+//!   or instance give it back through [`shrink_when_sparse`] as they empty.
+//! - glibc's allocator keeps what was freed inside its arenas (one per busy thread, and tokio
+//!   runs several) for reuse; only the top of the main heap is returned on its own.
+//!   `malloc_trim` walks every arena and releases its free pages. It costs a few milliseconds
+//!   for a heap of this size, so [`TrimAfterDrain`] asks for it only when what orca holds per
+//!   pod (records and listed instances) has shrunk: once halfway down a large drain, and once
+//!   the count has settled after any drop, never per pod.
 
-/// Decides when a trim is worth its cost: after the pod count has fallen to half of its peak
-/// since the last trim (and the peak was not tiny).
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
+
+/// Decides when a trim is worth its cost, from the number of per-pod entries orca holds,
+/// noted once per sync pass.
 #[derive(Debug, Default)]
 pub struct TrimAfterDrain {
+    /// The most held since the last trim halfway down a drain.
     peak: usize,
+    /// What the last pass held, and for how many passes in a row it has not changed.
+    last: usize,
+    unchanged_passes: u32,
+    /// Whether the count has dropped since the last settled trim.
+    dropped: bool,
 }
 
-/// Below this many pods at the peak, what their departure frees is not worth a trim.
+/// Below this many at the peak, trimming halfway down a drain is not worth it.
 const WORTHWHILE_PEAK: usize = 64;
+/// Passes without change after a drop before the settled trim: a drain frees its memory over
+/// a few passes (records, then listed instances, then connections), one trim gets it all.
+const SETTLED_PASSES: u32 = 3;
 
 impl TrimAfterDrain {
-    /// Notes the current number of pods; true when the heap should be trimmed now.
-    pub fn observe(&mut self, pods: usize) -> bool {
-        self.peak = self.peak.max(pods);
-        if self.peak >= WORTHWHILE_PEAK && pods <= self.peak / 2 {
-            self.peak = pods;
+    /// Notes how many entries are held now; true when the heap should be trimmed now.
+    pub fn observe(&mut self, held: usize) -> bool {
+        if held == self.last {
+            self.unchanged_passes = self.unchanged_passes.saturating_add(1);
+        } else {
+            self.dropped |= held < self.last;
+            self.last = held;
+            self.unchanged_passes = 0;
+        }
+        self.peak = self.peak.max(held);
+        if self.peak >= WORTHWHILE_PEAK && held <= self.peak / 2 {
+            self.peak = held;
+            return true;
+        }
+        if self.dropped && self.unchanged_passes >= SETTLED_PASSES {
+            self.dropped = false;
             return true;
         }
         false
+    }
+}
+
+/// Gives a map's spare capacity back once it is mostly empty. Shrinking only below a quarter
+/// of the capacity keeps a map that fills and empties from reallocating on every pass.
+pub fn shrink_when_sparse<K: Eq + Hash, V, S: BuildHasher>(map: &mut HashMap<K, V, S>) {
+    if map.capacity() > 16 && map.len() < map.capacity() / 4 {
+        map.shrink_to_fit();
     }
 }
 
@@ -47,7 +80,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trims_once_the_pods_have_halved_from_their_peak() {
+    fn trims_halfway_down_a_large_drain() {
         let mut trim = TrimAfterDrain::default();
         assert!(!trim.observe(500));
         assert!(!trim.observe(300));
@@ -58,20 +91,58 @@ mod tests {
     }
 
     #[test]
-    fn a_few_pods_coming_and_going_never_trim() {
+    fn trims_once_the_count_settles_after_a_drop() {
         let mut trim = TrimAfterDrain::default();
-        for pods in [10, 0, 40, 0, 63, 0] {
-            assert!(!trim.observe(pods));
+        for held in [10, 10, 10, 10, 10] {
+            assert!(!trim.observe(held), "nothing dropped, nothing to give back");
+        }
+        assert!(!trim.observe(3));
+        assert!(!trim.observe(3));
+        assert!(!trim.observe(3));
+        assert!(trim.observe(3));
+        assert!(!trim.observe(3), "one trim per drop");
+        assert!(!trim.observe(3));
+    }
+
+    #[test]
+    fn a_sudden_drain_trims_at_once_and_again_once_settled() {
+        // What is freed after the pass that saw the drop (connections, the listing of
+        // instances) is only given back by the second trim.
+        let mut trim = TrimAfterDrain::default();
+        let trims: Vec<bool> = [500, 0, 0, 0, 0, 0, 0]
+            .map(|held| trim.observe(held))
+            .into();
+        assert_eq!(trims, [false, true, false, false, true, false, false]);
+    }
+
+    #[test]
+    fn a_drain_trims_halfway_and_again_at_its_end() {
+        let mut trim = TrimAfterDrain::default();
+        let trims: usize = [500, 400, 240, 200, 60, 0, 0, 0, 0, 0, 0, 0]
+            .into_iter()
+            .filter(|&held| trim.observe(held))
+            .count();
+        // 240 (halfway from 500), 60 (halfway from 240), 0 (halfway from 60 is below the
+        // worthwhile peak: the settled trim, three passes later).
+        assert_eq!(trims, 3);
+    }
+
+    #[test]
+    fn a_steady_count_never_trims() {
+        let mut trim = TrimAfterDrain::default();
+        for held in [0, 5, 5, 8, 8, 8, 8, 8, 9, 9, 9, 9] {
+            assert!(!trim.observe(held));
         }
     }
 
     #[test]
-    fn every_drained_wave_trims_once() {
-        let mut trim = TrimAfterDrain::default();
-        for _ in 0..3 {
-            assert!(!trim.observe(500));
-            assert!(trim.observe(0));
-            assert!(!trim.observe(0));
-        }
+    fn an_emptied_map_gives_its_capacity_back() {
+        let mut map: HashMap<u32, [u8; 64]> = (0..1000).map(|i| (i, [0; 64])).collect();
+        map.retain(|&i, _| i < 500);
+        shrink_when_sparse(&mut map);
+        assert!(map.capacity() >= 1000, "half full: kept for the next burst");
+        map.retain(|&i, _| i < 10);
+        shrink_when_sparse(&mut map);
+        assert!(map.capacity() < 64, "capacity {}", map.capacity());
     }
 }

@@ -51,7 +51,7 @@ pub async fn connect(
         };
         (from_file(&path).await?, ConnectionSource::Kubeconfig(path))
     };
-    let client = kube::Client::try_from(config).map_err(ConnectionError::ClientBuildFailed)?;
+    let client = crate::kube_http::client(config).map_err(ConnectionError::ClientBuildFailed)?;
     Ok((client, source))
 }
 

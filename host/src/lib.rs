@@ -10,6 +10,7 @@ pub mod errors;
 pub mod health;
 pub mod heap;
 pub mod kube_connection;
+pub mod kube_http;
 pub mod kubelet_api;
 pub mod logging;
 pub mod metrics;

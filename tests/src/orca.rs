@@ -10,10 +10,14 @@ use anyhow::{Context, Result, bail};
 use crate::TestCluster;
 use crate::http::curl_status;
 
-/// The orca binary, built once per test process with the same cargo and target dir.
+/// The orca binary, built once per test process with the same cargo and target dir; or the
+/// one `ORCA_BINARY` names (a prebuilt release, or orca under a profiler), used as it is.
 pub fn orca_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
+        if let Some(binary) = std::env::var_os("ORCA_BINARY") {
+            return PathBuf::from(binary);
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         // Same profile as this executable: benchmarks (release) measure a release orca.
         let exe = std::env::current_exe().expect("test executable path");

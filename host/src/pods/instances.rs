@@ -37,6 +37,12 @@ impl InstanceCache {
         self.read().by_uid.get(uid).cloned()
     }
 
+    /// How many instances the last listing held.
+    pub fn len(&self) -> usize {
+        let inner = self.read();
+        inner.by_uid.len() + inner.extras.len()
+    }
+
     /// Every listed instance: each pod's, then the extras.
     pub fn all(&self) -> Vec<InstanceStatus> {
         let inner = self.read();

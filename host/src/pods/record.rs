@@ -173,6 +173,7 @@ impl PodRecords {
         let mut by_uid = lock(&self.by_uid);
         let before = by_uid.len();
         by_uid.retain(|uid, _| present.contains(uid));
+        crate::heap::shrink_when_sparse(&mut by_uid);
         before - by_uid.len()
     }
 

@@ -106,7 +106,9 @@ impl StatusSync {
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
             }
-            if trim.observe(self.records.len()) {
+            let held = self.records.len() + self.instances.len();
+            if trim.observe(held) {
+                tracing::debug!(held, "giving freed memory back to the operating system");
                 let _ = tokio::task::spawn_blocking(heap::release_freed_memory).await;
             }
             if synced {

@@ -41,10 +41,12 @@ impl TerminationLedger {
             .iter()
             .map(|instance| (instance.instance_id.as_str(), instance))
             .collect();
-        lock(&self.by_instance).retain(|id, asked| match listed.get(id.as_str()) {
+        let mut by_instance = lock(&self.by_instance);
+        by_instance.retain(|id, asked| match listed.get(id.as_str()) {
             Some(instance) => instance.state.needs_termination(),
             None => now.duration_since(asked.at).unsigned_abs() < keep,
         });
+        crate::heap::shrink_when_sparse(&mut by_instance);
     }
 
     pub fn len(&self) -> usize {

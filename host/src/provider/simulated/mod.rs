@@ -166,6 +166,7 @@ impl Provider for SimulatedProvider {
             pod: key.clone(),
         };
         state.launch_attempts.remove(&key.uid);
+        crate::heap::shrink_when_sparse(&mut state.launch_attempts);
         state.record(Record::Launch(Box::new(instance)))?;
         Ok(Launched {
             instance_id,
