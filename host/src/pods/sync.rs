@@ -41,15 +41,18 @@ impl StatusSync {
     ) -> bool {
         match self.provider.statuses().await {
             Ok(mut listing) => {
+                let now = Timestamp::now();
+                // The whole listing: a request for an instance now shutting down is done even
+                // when its pod is gone (it is not kept below), rather than waiting out the
+                // visibility grace as if EC2 did not list it yet.
+                self.ledger
+                    .prune(&listing, now, self.config.launch_visibility_grace.get());
                 if let Some(present) = present {
                     listing.retain(|instance| {
                         instance.state.needs_termination() || present.contains(&instance.pod.uid)
                     });
                 }
-                let now = Timestamp::now();
                 let count = listing.len();
-                self.ledger
-                    .prune(&listing, now, self.config.launch_visibility_grace.get());
                 let changed_pods = self.instances.replace(listing);
                 // When each pod's instance was last listed: the clock of the second look.
                 for instance in self.instances.all() {
