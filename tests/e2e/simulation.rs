@@ -780,7 +780,9 @@ impl Run {
     /// Invariant 5: the controller holds no per-pod or per-instance state any more.
     async fn check_state_is_empty(&self) -> Result<()> {
         let orca = self.orca.as_ref().context("orca runs")?;
-        let deadline = Instant::now() + GRACE + 4 * SYNC;
+        // The last request is done once a listing shows its instance going: stale reads and
+        // throttled listings can delay that, as for every other bound here.
+        let deadline = Instant::now() + GRACE + 4 * SYNC + SLACK;
         loop {
             let records = orca.metric("orca_pod_records")?;
             let asked = orca.metric("orca_termination_requests")?;

@@ -165,3 +165,6 @@ impl StatusSync {
 fn object_ref(pod: &PodKey) -> ObjectRef<Pod> {
     ObjectRef::new(&pod.name).within(&pod.namespace)
 }
+
+#[cfg(test)]
+mod tests;

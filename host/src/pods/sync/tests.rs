@@ -1,0 +1,104 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ObjectMeta;
+use prometheus_client::registry::Registry;
+
+use super::*;
+use crate::config::{Seconds, SimulatedConfig};
+use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
+use crate::provider::InstanceState;
+use crate::provider::simulated::SimulatedProvider;
+
+fn pod(uid: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(format!("pod-{uid}")),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    }
+}
+
+fn plan() -> LaunchPlan {
+    LaunchPlan {
+        candidates: vec![InstanceCandidate {
+            instance_type: "m5.large".into(),
+            reason: "test".into(),
+        }],
+        market: MarketDecision {
+            market: Market::OnDemand,
+            max_price: None,
+            fallback_to_on_demand: false,
+            reason: "test".into(),
+        },
+        tags: BTreeMap::new(),
+    }
+}
+
+fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
+    StatusSync {
+        provider,
+        instances: Arc::new(InstanceCache::default()),
+        records: Arc::new(PodRecords::default()),
+        ledger: Arc::new(TerminationLedger::default()),
+        config: PodsConfig::default(),
+        metrics: Arc::new(ReconcileMetrics::register(&mut Registry::default())),
+    }
+}
+
+/// Regression (simulation seed 1 and 2 in CI): the request for an instance that is shutting
+/// down once its pod is gone was kept for the whole visibility grace, as if EC2 did not list
+/// the instance at all, because the listing was filtered before the ledger saw it.
+#[tokio::test]
+async fn a_request_is_done_once_its_instance_is_listed_going_even_with_its_pod_gone() {
+    let provider = Arc::new(
+        SimulatedProvider::new(SimulatedConfig {
+            boot_delay: Seconds::from_millis(0),
+            shutdown_delay: Seconds::from_secs(600),
+            ..SimulatedConfig::default()
+        })
+        .unwrap(),
+    );
+    let launched = provider.create(&pod("gone"), &plan()).await.unwrap();
+    let sync = sync_over(provider.clone());
+    let answer = provider.terminate(&launched.instance_id).await.unwrap();
+    sync.ledger
+        .note(&launched.instance_id, answer, Timestamp::now());
+    let listing = provider.statuses().await.unwrap();
+    assert_eq!(listing[0].state, InstanceState::ShuttingDown);
+
+    let (changed, _pending) = mpsc::unbounded();
+    assert!(sync.sync_once(&changed, Some(&HashSet::new())).await);
+
+    assert_eq!(
+        sync.ledger.len(),
+        0,
+        "the request is done: EC2 shows it going"
+    );
+    assert_eq!(
+        sync.instances.len(),
+        0,
+        "and a going instance of a gone pod is not kept"
+    );
+}
+
+/// The request for an instance the listing does not show yet is kept through the grace, so a
+/// termination asked for right after launch is not taken for done.
+#[tokio::test]
+async fn a_request_for_an_instance_not_listed_yet_is_kept() {
+    let provider = Arc::new(SimulatedProvider::new(SimulatedConfig::default()).unwrap());
+    let sync = sync_over(provider);
+    sync.ledger.note(
+        "i-0notlistedyet",
+        crate::provider::Termination::Requested,
+        Timestamp::now(),
+    );
+
+    let (changed, _pending) = mpsc::unbounded();
+    assert!(sync.sync_once(&changed, Some(&HashSet::new())).await);
+
+    assert_eq!(sync.ledger.len(), 1);
+}
