@@ -1,15 +1,17 @@
 //! Giving freed heap back to the operating system once a burst of pods has drained.
 //!
-//! Two things keep a drained burst's memory resident, both measured by `memory-bench` (a
-//! 32 MiB idle baseline; 73 MiB after 10,000 pods in waves of 500, the same after 1,000):
+//! Three things keep a drained burst's memory resident, each measured by `memory-bench`
+//! (BENCHMARKS.md, "Memory over time"):
 //! - A `HashMap` keeps the capacity of its fullest moment. Maps that hold one entry per pod
 //!   or instance give it back through [`shrink_when_sparse`] as they empty.
-//! - glibc's allocator keeps what was freed inside its arenas (one per busy thread, and tokio
-//!   runs several) for reuse; only the top of the main heap is returned on its own.
-//!   `malloc_trim` walks every arena and releases its free pages. It costs a few milliseconds
-//!   for a heap of this size, so [`TrimAfterDrain`] asks for it only when what orca holds per
-//!   pod (records and listed instances) has shrunk: once halfway down a large drain, and once
-//!   the count has settled after any drop, never per pod.
+//! - glibc's allocator keeps what was freed inside its arenas for reuse; only the top of the
+//!   main heap is returned on its own. `malloc_trim` walks every arena and releases its free
+//!   pages. It costs a few milliseconds for a heap of this size, so [`TrimAfterDrain`] asks
+//!   for it only when what orca holds per pod (records and listed instances) has shrunk: once
+//!   halfway down a large drain, and once the count has settled after any drop, never per pod.
+//! - What a burst leaves alive is scattered over every arena it touched, and a page with one
+//!   live allocation cannot be returned. [`configure_allocator`] keeps the arenas few and large
+//!   buffers out of them.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
@@ -64,6 +66,43 @@ pub fn shrink_when_sparse<K: Eq + Hash, V, S: BuildHasher>(map: &mut HashMap<K, 
     }
 }
 
+/// Arenas glibc may create; its default is eight per core.
+const ARENA_MAX: i32 = 2;
+/// Blocks this large or larger are mapped on their own and unmapped when freed: glibc's
+/// starting value, held fixed.
+const MMAP_THRESHOLD: i32 = 128 * 1024;
+
+/// Sets glibc's allocator up for a long-lived process whose load comes in bursts. Called once
+/// at startup, before the runtime starts its threads. Measured by `memory-bench` (BENCHMARKS.md):
+/// - Every thread that allocates while the arenas are contended gets an arena of its own
+///   (tokio's workers, the blocking threads that run plugins and trims), and what a burst
+///   leaves scattered in each stays resident. Two arenas keep two workers from waiting on one
+///   lock and leave two heaps to fragment, not sixteen.
+/// - glibc raises its mmap threshold to the size of any mapped block freed (up to 32 MiB), so
+///   after the first large listing every later one is carved from an arena and fragments it.
+///   A fixed threshold keeps large buffers mapped and gives them back whole.
+///
+/// `GLIBC_TUNABLES` naming any `glibc.malloc.` setting leaves the allocator as it says.
+/// Returns whether the settings were applied (false also where the allocator is not glibc's).
+pub fn configure_allocator() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let tuned = std::env::var("GLIBC_TUNABLES")
+            .is_ok_and(|tunables| tunables.contains("glibc.malloc."));
+        if tuned {
+            return false;
+        }
+        // SAFETY: mallopt only sets the allocator's parameters (an unknown one is refused with
+        // 0); it is called before the runtime's threads exist.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX) == 1
+                && libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    false
+}
+
 /// Returns the allocator's free pages to the operating system. A no-op where the allocator is
 /// not glibc's.
 pub fn release_freed_memory() {
@@ -78,6 +117,14 @@ pub fn release_freed_memory() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn glibc_takes_the_allocator_settings() {
+        if std::env::var("GLIBC_TUNABLES").is_err() {
+            assert!(configure_allocator());
+        }
+    }
 
     #[test]
     fn trims_halfway_down_a_large_drain() {

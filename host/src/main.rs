@@ -4,8 +4,22 @@ use clap::Parser;
 use orca::cli::{Cli, Command, LogFormat};
 use orca::config::Config;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before the runtime's threads exist, so every arena they get follows it.
+    let _ = orca::heap::configure_allocator();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(error) => {
+            eprintln!("orca: starting the async runtime: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let cli = Cli::parse();
     orca::tls::install_crypto_provider();
     // Startup errors are printed plainly, one line each cause, and exit with status 2.

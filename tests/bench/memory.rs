@@ -52,7 +52,8 @@ async fn main() -> Result<()> {
     run_wave(&api, &name, "warmup", 1).await?;
     tokio::time::sleep(SETTLE).await;
     let baseline = orca.rss_bytes().context("orca's RSS")? as f64 / MIB;
-    println!("idle baseline after one pod: {baseline:.1} MiB");
+    let baseline_anon = orca.anon_rss_bytes().unwrap_or_default() as f64 / MIB;
+    println!("idle baseline after one pod: {baseline:.1} MiB ({baseline_anon:.1} MiB anonymous)");
 
     let started = Instant::now();
     let mut done = 0;
@@ -71,12 +72,15 @@ async fn main() -> Result<()> {
     }
     tokio::time::sleep(SETTLE).await;
     let after = orca.rss_bytes().context("orca's RSS")? as f64 / MIB;
+    let after_anon = orca.anon_rss_bytes().unwrap_or_default() as f64 / MIB;
     let peak = orca.peak_rss_bytes().unwrap_or_default() as f64 / MIB;
     println!();
-    println!("| pods | waves | took | idle baseline | peak | after all gone | after / baseline |");
-    println!("|---|---|---|---|---|---|---|");
     println!(
-        "| {total} | {wave_index} of {wave} | {:.0} s | {baseline:.1} MiB | {peak:.1} MiB | {after:.1} MiB | {:+.1} % |",
+        "| pods | waves | took | idle baseline | peak | after all gone | after / baseline | anonymous: idle → after |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {total} | {wave_index} of {wave} | {:.0} s | {baseline:.1} MiB | {peak:.1} MiB | {after:.1} MiB | {:+.1} % | {baseline_anon:.1} → {after_anon:.1} MiB |",
         started.elapsed().as_secs_f64(),
         (after / baseline - 1.0) * 100.0
     );

@@ -149,6 +149,13 @@ impl OrcaProcess {
         self.status_bytes("VmRSS:")
     }
 
+    /// The anonymous part of the resident set (RssAnon: heap, stacks), in bytes: what orca's
+    /// allocations hold, without the pages of its binary and libraries that happen to be
+    /// mapped in (RssFile, which depends on the page cache as much as on orca).
+    pub fn anon_rss_bytes(&self) -> Option<u64> {
+        self.status_bytes("RssAnon:")
+    }
+
     fn status_bytes(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
         let line = status.lines().find(|line| line.starts_with(field))?;
