@@ -15,6 +15,26 @@ pub struct LaunchPlan {
     pub tags: BTreeMap<String, String>,
 }
 
+#[cfg(test)]
+impl LaunchPlan {
+    /// One on-demand `instance_type`, no fallback, no tags: the plan unit tests launch with.
+    pub fn on_demand(instance_type: &str) -> LaunchPlan {
+        LaunchPlan {
+            candidates: vec![InstanceCandidate {
+                instance_type: instance_type.into(),
+                reason: "test".into(),
+            }],
+            market: MarketDecision {
+                market: Market::OnDemand,
+                max_price: None,
+                fallback_to_on_demand: false,
+                reason: "test".into(),
+            },
+            tags: BTreeMap::new(),
+        }
+    }
+}
+
 /// One instance type the pod may run on, and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceCandidate {

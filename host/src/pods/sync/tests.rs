@@ -1,12 +1,10 @@
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ObjectMeta;
 use prometheus_client::registry::Registry;
 
 use super::*;
 use crate::config::{Seconds, SimulatedConfig};
-use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
+use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
 use crate::provider::simulated::SimulatedProvider;
 
@@ -23,19 +21,7 @@ fn pod(uid: &str) -> Pod {
 }
 
 fn plan() -> LaunchPlan {
-    LaunchPlan {
-        candidates: vec![InstanceCandidate {
-            instance_type: "m5.large".into(),
-            reason: "test".into(),
-        }],
-        market: MarketDecision {
-            market: Market::OnDemand,
-            max_price: None,
-            fallback_to_on_demand: false,
-            reason: "test".into(),
-        },
-        tags: BTreeMap::new(),
-    }
+    LaunchPlan::on_demand("m5.large")
 }
 
 fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {

@@ -6,7 +6,6 @@ use kube::api::ObjectMeta;
 
 use super::*;
 use crate::config::Seconds;
-use crate::plan::{InstanceCandidate, Market, MarketDecision};
 use crate::provider::InstanceState;
 
 fn pod(uid: &str, annotations: &[(&str, &str)]) -> Pod {
@@ -28,19 +27,7 @@ fn pod(uid: &str, annotations: &[(&str, &str)]) -> Pod {
 }
 
 fn plan() -> LaunchPlan {
-    LaunchPlan {
-        candidates: vec![InstanceCandidate {
-            instance_type: "m5.large".into(),
-            reason: "test".into(),
-        }],
-        market: MarketDecision {
-            market: Market::OnDemand,
-            max_price: None,
-            fallback_to_on_demand: false,
-            reason: "test".into(),
-        },
-        tags: BTreeMap::new(),
-    }
+    LaunchPlan::on_demand("m5.large")
 }
 
 fn fast() -> SimulatedConfig {
