@@ -154,6 +154,14 @@ mod tests {
         futures::future::try_join_all(requests).await.unwrap()
     }
 
+    fn assert_all_answered_over(answers: &[String], version: Version) {
+        let wanted = format!("{version:?}");
+        assert!(
+            answers.iter().all(|answer| answer.contains(&wanted)),
+            "{answers:?}"
+        );
+    }
+
     #[tokio::test]
     async fn a_burst_of_requests_shares_one_http2_connection() {
         let (port, ca, connections) = server(&[b"h2", b"http/1.1"]).await;
@@ -161,12 +169,7 @@ mod tests {
         // One request first: the connection is set up before the burst needs it.
         burst(&client, 1).await;
         let answers = burst(&client, 100).await;
-        assert!(
-            answers
-                .iter()
-                .all(|answer| answer.contains(&format!("{:?}", Version::HTTP_2))),
-            "{answers:?}"
-        );
+        assert_all_answered_over(&answers, Version::HTTP_2);
         assert_eq!(connections.load(Ordering::SeqCst), 1);
     }
 
@@ -175,12 +178,7 @@ mod tests {
         let (port, ca, connections) = server(&[b"http/1.1"]).await;
         let client = client(config(port, ca)).unwrap();
         let answers = burst(&client, 5).await;
-        assert!(
-            answers
-                .iter()
-                .all(|answer| answer.contains(&format!("{:?}", Version::HTTP_11))),
-            "{answers:?}"
-        );
+        assert_all_answered_over(&answers, Version::HTTP_11);
         assert_eq!(
             connections.load(Ordering::SeqCst),
             5,
