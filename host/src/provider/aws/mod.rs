@@ -321,8 +321,15 @@ impl Provider for AwsProvider {
 
         let mut passed_over = Vec::new();
         let mut last_error = None;
-        for offering in all {
-            if let Some(error) = self.unavailable.check(&offering) {
+        let last = all.len() - 1;
+        for (index, offering) in all.into_iter().enumerate() {
+            // The cache skips offerings but never the last: only EC2's answer to the pod's own
+            // token tells that no instance was launched for it before (an answer lost, a
+            // restart), so a pod never fails on other pods' answers. It also tells when
+            // capacity came back.
+            if index < last
+                && let Some(error) = self.unavailable.check(&offering)
+            {
                 last_error = Some(error.clone());
                 passed_over.push(PassedOver { offering, error });
                 continue;

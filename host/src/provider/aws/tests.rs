@@ -402,6 +402,80 @@ async fn a_lost_answer_and_a_changed_plan_never_launch_twice() {
     assert_eq!(fake.instances().len(), 1, "no second instance");
 }
 
+// Found by the simulation (seed 1): after a restart, an earlier launch whose answer was lost
+// is invisible to describes, and the unavailable-offerings cache, filled by other pods' answers,
+// skipped every offering without asking EC2. The pod failed `InstanceCreationFailed` on cached
+// words while its instance ran. The pod's own token must reach EC2 before it can fail.
+#[tokio::test]
+async fn cached_unavailability_never_fails_a_pod_without_asking_ec2() {
+    let fake = Arc::new(FakeEc2::default());
+    let pod = pod("trainer");
+    fake.hide_new_instances_for(10);
+    fake.lose_next_answer(ApiError::transport("operation timed out"));
+    let lost = provider(fake.clone())
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap_err();
+    assert!(lost.in_doubt);
+    // A new process; another pod's answers mark both offerings unavailable.
+    let restarted = provider(fake.clone());
+    for instance_type in ["m5.large", "m6i.large"] {
+        fake.refuse(
+            instance_type,
+            Market::OnDemand,
+            ApiError::service("InsufficientInstanceCapacity", "none left"),
+        );
+    }
+    let other = self::pod("other");
+    let refused = restarted
+        .create(&other, &plan(&other, Market::OnDemand, false))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.error.class, ErrorClass::Capacity);
+    let runs = fake.count("RunInstances");
+
+    let again = restarted
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        fake.count("RunInstances"),
+        runs + 1,
+        "the last offering is asked whatever the cache says"
+    );
+    assert_eq!(again.error.code, "IdempotentParameterMismatch");
+    assert!(again.in_doubt, "EC2 knows the token: the launch is in doubt, not refused");
+    assert_eq!(fake.instances().len(), 1, "no second instance");
+}
+
+#[tokio::test]
+async fn when_every_offering_is_cached_unavailable_ec2_answers_for_the_last() {
+    let fake = Arc::new(FakeEc2::default());
+    for instance_type in ["m5.large", "m6i.large"] {
+        fake.refuse(
+            instance_type,
+            Market::OnDemand,
+            ApiError::service("InsufficientInstanceCapacity", "none left"),
+        );
+    }
+    let provider = provider(fake.clone());
+    let first = pod("first");
+    provider
+        .create(&first, &plan(&first, Market::OnDemand, false))
+        .await
+        .unwrap_err();
+    assert_eq!(fake.count("RunInstances"), 2);
+    // Capacity came back: the second pod gets it, through its last offering.
+    let second = pod("second");
+    let launched = provider
+        .create(&second, &plan(&second, Market::OnDemand, false))
+        .await
+        .unwrap();
+    assert_eq!(fake.count("RunInstances"), 3, "m5.large was not asked again");
+    assert_eq!(launched.offering.instance_type, "m6i.large");
+    assert_eq!(launched.passed_over.len(), 1);
+}
+
 #[tokio::test]
 async fn a_bad_ami_annotation_fails_before_any_call() {
     let fake = Arc::new(FakeEc2::default());

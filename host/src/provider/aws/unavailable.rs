@@ -1,6 +1,7 @@
 //! Offerings that recently answered with a capacity error are skipped for a while, so a burst
 //! of pods does not ask EC2 the same failing question a thousand times (Karpenter's
-//! unavailable-offerings cache).
+//! unavailable-offerings cache). A pod's last offering is asked whatever the cache says (see
+//! `AwsProvider::create`): the cache saves requests, it never decides a pod's fate.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
