@@ -63,6 +63,9 @@ impl InProcessOrca {
     }
 
     /// Ends this orca as SIGKILL would: no shutdown step runs, nothing in memory survives.
+    /// kube-runtime's controller may print a panic (`JoinError::Cancelled`) from a worker as
+    /// its reconcile tasks are cancelled under it; a real SIGKILL has no such moment, and the
+    /// panic takes nothing with it that the crash did not already.
     pub fn crash(mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
