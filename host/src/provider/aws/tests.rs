@@ -444,7 +444,10 @@ async fn cached_unavailability_never_fails_a_pod_without_asking_ec2() {
         "the last offering is asked whatever the cache says"
     );
     assert_eq!(again.error.code, "IdempotentParameterMismatch");
-    assert!(again.in_doubt, "EC2 knows the token: the launch is in doubt, not refused");
+    assert!(
+        again.in_doubt,
+        "EC2 knows the token: the launch is in doubt, not refused"
+    );
     assert_eq!(fake.instances().len(), 1, "no second instance");
 }
 
@@ -471,7 +474,11 @@ async fn when_every_offering_is_cached_unavailable_ec2_answers_for_the_last() {
         .create(&second, &plan(&second, Market::OnDemand, false))
         .await
         .unwrap();
-    assert_eq!(fake.count("RunInstances"), 3, "m5.large was not asked again");
+    assert_eq!(
+        fake.count("RunInstances"),
+        3,
+        "m5.large was not asked again"
+    );
     assert_eq!(launched.offering.instance_type, "m6i.large");
     assert_eq!(launched.passed_over.len(), 1);
 }
