@@ -93,6 +93,25 @@ fn offering(instance_type: &str, market: Market) -> String {
     .to_string()
 }
 
+/// Each on-demand offering of `types` answers its next launch with a capacity error.
+fn out_of_on_demand_capacity(fake: &FakeEc2, types: &[&str], message: &str) {
+    for instance_type in types {
+        fake.refuse(
+            instance_type,
+            Market::OnDemand,
+            ApiError::service("InsufficientInstanceCapacity", message),
+        );
+    }
+}
+
+/// Launches the named pod with the on-demand plan without fallback.
+async fn create_on_demand(provider: &AwsProvider, name: &str) -> Result<Launched, LaunchFailed> {
+    let pod = pod(name);
+    provider
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+}
+
 #[tokio::test]
 async fn each_capacity_error_moves_to_the_next_offering_then_to_on_demand() {
     for code in [
@@ -142,23 +161,11 @@ async fn each_capacity_error_moves_to_the_next_offering_then_to_on_demand() {
 #[tokio::test]
 async fn an_unavailable_offering_is_skipped_without_asking_ec2_again() {
     let fake = Arc::new(FakeEc2::default());
-    fake.refuse(
-        "m5.large",
-        Market::OnDemand,
-        ApiError::service("InsufficientInstanceCapacity", "no m5 in us-east-1a"),
-    );
+    out_of_on_demand_capacity(&fake, &["m5.large"], "no m5 in us-east-1a");
     let provider = provider(fake.clone());
-    let first = pod("first");
-    provider
-        .create(&first, &plan(&first, Market::OnDemand, false))
-        .await
-        .unwrap();
+    create_on_demand(&provider, "first").await.unwrap();
     assert_eq!(fake.count("RunInstances"), 2);
-    let second = pod("second");
-    let launched = provider
-        .create(&second, &plan(&second, Market::OnDemand, false))
-        .await
-        .unwrap();
+    let launched = create_on_demand(&provider, "second").await.unwrap();
     assert_eq!(launched.offering.instance_type, "m6i.large");
     assert_eq!(
         fake.count("RunInstances"),
@@ -409,35 +416,20 @@ async fn a_lost_answer_and_a_changed_plan_never_launch_twice() {
 #[tokio::test]
 async fn cached_unavailability_never_fails_a_pod_without_asking_ec2() {
     let fake = Arc::new(FakeEc2::default());
-    let pod = pod("trainer");
     fake.hide_new_instances_for(10);
     fake.lose_next_answer(ApiError::transport("operation timed out"));
-    let lost = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+    let lost = create_on_demand(&provider(fake.clone()), "trainer")
         .await
         .unwrap_err();
     assert!(lost.in_doubt);
     // A new process; another pod's answers mark both offerings unavailable.
     let restarted = provider(fake.clone());
-    for instance_type in ["m5.large", "m6i.large"] {
-        fake.refuse(
-            instance_type,
-            Market::OnDemand,
-            ApiError::service("InsufficientInstanceCapacity", "none left"),
-        );
-    }
-    let other = self::pod("other");
-    let refused = restarted
-        .create(&other, &plan(&other, Market::OnDemand, false))
-        .await
-        .unwrap_err();
+    out_of_on_demand_capacity(&fake, &["m5.large", "m6i.large"], "none left");
+    let refused = create_on_demand(&restarted, "other").await.unwrap_err();
     assert_eq!(refused.error.class, ErrorClass::Capacity);
     let runs = fake.count("RunInstances");
 
-    let again = restarted
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
-        .await
-        .unwrap_err();
+    let again = create_on_demand(&restarted, "trainer").await.unwrap_err();
     assert_eq!(
         fake.count("RunInstances"),
         runs + 1,
@@ -454,26 +446,12 @@ async fn cached_unavailability_never_fails_a_pod_without_asking_ec2() {
 #[tokio::test]
 async fn when_every_offering_is_cached_unavailable_ec2_answers_for_the_last() {
     let fake = Arc::new(FakeEc2::default());
-    for instance_type in ["m5.large", "m6i.large"] {
-        fake.refuse(
-            instance_type,
-            Market::OnDemand,
-            ApiError::service("InsufficientInstanceCapacity", "none left"),
-        );
-    }
+    out_of_on_demand_capacity(&fake, &["m5.large", "m6i.large"], "none left");
     let provider = provider(fake.clone());
-    let first = pod("first");
-    provider
-        .create(&first, &plan(&first, Market::OnDemand, false))
-        .await
-        .unwrap_err();
+    create_on_demand(&provider, "first").await.unwrap_err();
     assert_eq!(fake.count("RunInstances"), 2);
     // Capacity came back: the second pod gets it, through its last offering.
-    let second = pod("second");
-    let launched = provider
-        .create(&second, &plan(&second, Market::OnDemand, false))
-        .await
-        .unwrap();
+    let launched = create_on_demand(&provider, "second").await.unwrap();
     assert_eq!(
         fake.count("RunInstances"),
         3,
