@@ -73,7 +73,8 @@ const ARENA_MAX: i32 = 2;
 const MMAP_THRESHOLD: i32 = 128 * 1024;
 
 /// Sets glibc's allocator up for a long-lived process whose load comes in bursts. Called once
-/// at startup, before the runtime starts its threads. Measured by `memory-bench` (BENCHMARKS.md):
+/// at startup, before the runtime starts its threads. Why (BENCHMARKS.md, "Memory over time",
+/// measures it: not enough on its own):
 /// - Every thread that allocates while the arenas are contended gets an arena of its own
 ///   (tokio's workers, the blocking threads that run plugins and trims), and what a burst
 ///   leaves scattered in each stays resident. Two arenas keep two workers from waiting on one
