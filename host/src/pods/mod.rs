@@ -89,7 +89,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
-    while !sync.sync_once(&changed_tx, None).await {
+    while sync.sync_once(&changed_tx, None).await.is_none() {
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(delay) => {}

@@ -30,7 +30,8 @@ pub struct StatusSync {
 }
 
 impl StatusSync {
-    /// One listing; returns false when the provider could not be listed. With `present`
+    /// One listing; returns how many instances the provider listed (its whole listing, before
+    /// anything is set aside), or `None` when it could not be listed. With `present`
     /// (the store's pod UIDs, once complete), instances that are gone or going and whose pod
     /// is gone too concern nobody and are not kept: EC2 lists terminated instances for about
     /// an hour, and a busy node would otherwise hold an hour of them.
@@ -38,10 +39,11 @@ impl StatusSync {
         &self,
         changed: &mpsc::UnboundedSender<ObjectRef<Pod>>,
         present: Option<&HashSet<String>>,
-    ) -> bool {
+    ) -> Option<usize> {
         match self.provider.statuses().await {
             Ok(mut listing) => {
                 let now = Timestamp::now();
+                let whole = listing.len();
                 // The whole listing: a request for an instance now shutting down is done even
                 // when its pod is gone (it is not kept below), rather than waiting out the
                 // visibility grace as if EC2 did not list it yet.
@@ -68,11 +70,11 @@ impl StatusSync {
                 for pod in changed_pods {
                     let _ = changed.unbounded_send(object_ref(&pod));
                 }
-                true
+                Some(whole)
             }
             Err(error) => {
                 tracing::warn!(%error, "listing instances failed; keeping the last known statuses");
-                false
+                None
             }
         }
     }
@@ -88,6 +90,7 @@ impl StatusSync {
         shutdown: CancellationToken,
     ) {
         let mut trim = TrimAfterDrain::default();
+        let mut last_listing = 0;
         let mut tick = tokio::time::interval(self.config.sync_interval.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -104,12 +107,18 @@ impl StatusSync {
                 .iter()
                 .filter_map(|pod| pod.metadata.uid.clone())
                 .collect();
-            let synced = self.sync_once(&changed, Some(&present)).await;
+            let listing = self.sync_once(&changed, Some(&present)).await;
+            let synced = listing.is_some();
+            last_listing = listing.unwrap_or(last_listing);
             let dropped = self.records.retain(&present);
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
             }
-            let held = self.records.len() + self.instances.len();
+            // The provider's whole listing counts too. Instances of gone pods leave the cache
+            // at once, but EC2 lists them for about an hour (the simulated provider for its
+            // retention), and every pass allocates their listing until they age out. Counted,
+            // the settled trim comes after the last of them, not before.
+            let held = self.records.len() + self.instances.len() + last_listing;
             if trim.observe(held) {
                 tracing::debug!(held, "giving freed memory back to the operating system");
                 let _ = tokio::task::spawn_blocking(heap::release_freed_memory).await;
