@@ -54,6 +54,7 @@ async fn main() -> Result<()> {
     let baseline = orca.rss_bytes().context("orca's RSS")? as f64 / MIB;
     let baseline_anon = orca.anon_rss_bytes().unwrap_or_default() as f64 / MIB;
     println!("idle baseline after one pod: {baseline:.1} MiB ({baseline_anon:.1} MiB anonymous)");
+    print_anon_breakdown("idle", &orca);
 
     let started = Instant::now();
     let mut done = 0;
@@ -74,6 +75,7 @@ async fn main() -> Result<()> {
     let after = orca.rss_bytes().context("orca's RSS")? as f64 / MIB;
     let after_anon = orca.anon_rss_bytes().unwrap_or_default() as f64 / MIB;
     let peak = orca.peak_rss_bytes().unwrap_or_default() as f64 / MIB;
+    print_anon_breakdown("after", &orca);
     println!();
     println!(
         "| pods | waves | took | idle baseline | peak | after all gone | after / baseline | anonymous: idle → after |"
@@ -87,6 +89,19 @@ async fn main() -> Result<()> {
     namespace.delete().await?;
     let _ = orca.stop();
     Ok(())
+}
+
+/// Where orca's anonymous memory is (heap, arenas, stacks), read from smaps.
+fn print_anon_breakdown(when: &str, orca: &OrcaProcess) {
+    if let Some(b) = orca.pid().and_then(orca_e2e::procfs::anon_breakdown) {
+        println!(
+            "anonymous {when}: heap {:.1}, arenas {:.1}, stacks {:.1}, other {:.1} MiB",
+            b.heap as f64 / MIB,
+            b.arenas as f64 / MIB,
+            b.stacks as f64 / MIB,
+            b.other as f64 / MIB
+        );
+    }
 }
 
 /// `count` pods bound to the node, each runs for 1 s and succeeds; then all are deleted and

@@ -1,6 +1,7 @@
 //! Counting one client's apiserver requests from the harness's audit log.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use jiff::Timestamp;
@@ -14,6 +15,8 @@ pub struct AuditedRequest {
     pub namespace: Option<String>,
     /// The HTTP status the apiserver answered (403: RBAC refused it).
     pub code: u16,
+    /// When the apiserver completed it.
+    pub at: Timestamp,
 }
 
 impl AuditedRequest {
@@ -44,19 +47,36 @@ pub fn requests(
     from: Timestamp,
     to: Timestamp,
 ) -> Vec<AuditedRequest> {
+    requests_after(path, 0, username, from, to)
+}
+
+/// How long the audit log is now: a benchmark notes it before a window and reads only what
+/// follows ([`requests_after`]), not the whole log of every earlier round.
+pub fn log_length(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |meta| meta.len())
+}
+
+/// [`requests`] among the log's lines from byte `offset` on (a [`log_length`] taken earlier).
+pub fn requests_after(
+    path: &Path,
+    offset: u64,
+    username: &str,
+    from: Timestamp,
+    to: Timestamp,
+) -> Vec<AuditedRequest> {
     let needle = format!(r#""username":"{username}""#);
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = read_from(path, offset);
     text.lines()
         .filter(|line| line.contains(&needle))
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|event| event["stage"] == "ResponseComplete")
-        .filter(|event| {
-            event["stageTimestamp"]
+        .filter_map(|event| {
+            let at = event["stageTimestamp"]
                 .as_str()
-                .and_then(|t| t.parse::<Timestamp>().ok())
-                .is_some_and(|at| at >= from && at <= to)
+                .and_then(|t| t.parse::<Timestamp>().ok())?;
+            (at >= from && at <= to).then_some((event, at))
         })
-        .map(|event| {
+        .map(|(event, at)| {
             let object = &event["objectRef"];
             let mut resource = object["resource"].as_str().unwrap_or("-").to_owned();
             if let Some(sub) = object["subresource"].as_str() {
@@ -71,7 +91,22 @@ pub fn requests(
                     .as_u64()
                     .and_then(|c| u16::try_from(c).ok())
                     .unwrap_or(0),
+                at,
             }
         })
         .collect()
+}
+
+/// The file from byte `offset` on (empty if it cannot be read; a line cut at `offset` is
+/// dropped by the JSON parse).
+fn read_from(path: &Path, offset: u64) -> String {
+    let mut text = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_to_end(&mut text)
+    });
+    match read {
+        Ok(_) => String::from_utf8_lossy(&text).into_owned(),
+        Err(_) => String::new(),
+    }
 }

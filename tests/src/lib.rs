@@ -15,6 +15,7 @@ pub mod nodes;
 pub mod orca;
 pub mod plugins;
 pub mod pods;
+pub mod procfs;
 pub mod scenario;
 pub mod wait;
 

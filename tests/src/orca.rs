@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::TestCluster;
 use crate::http::curl_status;
+use crate::procfs;
 
 /// The orca binary, built once per test process with the same cargo and target dir; or the
 /// one `ORCA_BINARY` names (a prebuilt release, or orca under a profiler), used as it is.
@@ -54,6 +55,8 @@ pub struct OrcaProcess {
     pub metrics_port: u16,
     /// Whose credentials orca uses against the apiserver.
     kubeconfig: PathBuf,
+    /// Tests log at debug level to explain failures; benchmarks keep the config's level.
+    debug_logs: bool,
     child: Option<Child>,
 }
 
@@ -65,10 +68,29 @@ impl OrcaProcess {
         Self::start_with_kubeconfig(node_name, &kubeconfig, config)
     }
 
+    /// [`Self::start`] at the log level the config names rather than the tests' debug level:
+    /// benchmarks measure orca as it runs in production (a debug line per reconcile costs CPU).
+    pub fn start_as_configured(
+        node_name: &str,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
+        let kubeconfig = PathBuf::from(TestCluster::shared().var("ORCA_KUBECONFIG"));
+        Self::spawn(node_name, &kubeconfig, false, config)
+    }
+
     /// [`Self::start`] with the credentials in `kubeconfig` (e.g. a ServiceAccount's token).
     pub fn start_with_kubeconfig(
         node_name: &str,
         kubeconfig: &Path,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
+        Self::spawn(node_name, kubeconfig, true, config)
+    }
+
+    fn spawn(
+        node_name: &str,
+        kubeconfig: &Path,
+        debug_logs: bool,
         config: impl FnOnce(&Path) -> String,
     ) -> Result<OrcaProcess> {
         let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
@@ -81,6 +103,7 @@ impl OrcaProcess {
             kubelet_port,
             metrics_port,
             kubeconfig: kubeconfig.to_owned(),
+            debug_logs,
             child: None,
         };
         process.restart()?;
@@ -97,12 +120,16 @@ impl OrcaProcess {
             .create(true)
             .append(true)
             .open(self.log_path())?;
-        let child = Command::new(orca_binary())
+        let mut command = Command::new(orca_binary());
+        command
             .arg("--config")
             .arg(self.config_path())
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(["--log-level", "orca=debug,info"])
+            .arg(&self.kubeconfig);
+        if self.debug_logs {
+            command.args(["--log-level", "orca=debug,info"]);
+        }
+        let child = command
             .envs(cluster.env_vars())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -131,36 +158,22 @@ impl OrcaProcess {
 
     /// CPU seconds (user + system) the process has used so far, from /proc.
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()?)).ok()?;
-        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-        let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
-        let ticks: f64 =
-            fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-        Some(ticks / clock_ticks_per_second())
+        procfs::cpu_seconds(self.pid()?)
     }
 
     /// Peak resident set size in bytes (VmHWM), from /proc.
     pub fn peak_rss_bytes(&self) -> Option<u64> {
-        self.status_bytes("VmHWM:")
+        procfs::peak_rss_bytes(self.pid()?)
     }
 
     /// Resident set size now, in bytes (VmRSS), from /proc.
     pub fn rss_bytes(&self) -> Option<u64> {
-        self.status_bytes("VmRSS:")
+        procfs::rss_bytes(self.pid()?)
     }
 
-    /// The anonymous part of the resident set (RssAnon: heap, stacks), in bytes: what orca's
-    /// allocations hold, without the pages of its binary and libraries that happen to be
-    /// mapped in (RssFile, which depends on the page cache as much as on orca).
+    /// The anonymous part of the resident set (see [`procfs::anon_rss_bytes`]).
     pub fn anon_rss_bytes(&self) -> Option<u64> {
-        self.status_bytes("RssAnon:")
-    }
-
-    fn status_bytes(&self, field: &str) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
-        let line = status.lines().find(|line| line.starts_with(field))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        procfs::anon_rss_bytes(self.pid()?)
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -368,13 +381,4 @@ pods:
 /// `extra` indented to sit under `provider.<kind>`.
 fn provider_lines(extra: &str) -> String {
     extra.lines().map(|line| format!("    {line}\n")).collect()
-}
-
-fn clock_ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::PodStatus;
 
-use super::phase::{FailureReason, PodPhase};
+use super::phase::{FailureReason, PodPhase, WaitingReason};
 use super::record::{ExitReport, Launch, PodRecord};
 use super::status::{self, needs_write};
 use super::terminations::Asked;
@@ -102,7 +102,7 @@ impl Observation<'_> {
     /// else what the pod's status says.
     fn launched(&self) -> Option<&LaunchRef> {
         match &self.record.launch {
-            Launch::Answered(launch) => Some(launch),
+            Launch::Answered { launch, .. } => Some(launch),
             _ => self.pod.launched.as_ref(),
         }
     }
@@ -152,6 +152,9 @@ pub fn decide(obs: &Observation) -> Step {
 
 /// The pod is being deleted: its instance goes first, then the pod object.
 fn finalize(obs: &Observation) -> Step {
+    if obs.record.removed {
+        return Step::Wait(None);
+    }
     if let Some(instance) = obs.instance() {
         return if instance.state.needs_termination() {
             terminate(obs, &instance.instance_id)
@@ -305,6 +308,29 @@ fn unlisted(obs: &Observation) -> Step {
         // pod's, so a lost answer's instance comes back rather than a second one.
         return Step::Launch;
     };
+    if let Launch::Answered { launch, offering } = &obs.record.launch
+        && obs.pod.launched.as_ref().map(|l| &l.instance_id) != Some(&launch.instance_id)
+    {
+        // Launched by this process, and the pod's status does not name the instance yet.
+        // The next listing usually shows it (running, at once, for a fast boot), and its
+        // status is then written in one go. Only once a sync period has passed without it
+        // does a Pending status name the instance, so no Pending write is overtaken before
+        // it lands.
+        let since = obs.since(launch.at);
+        if since < obs.timing.sync {
+            return obs.wait_for(since, obs.timing.sync);
+        }
+        let message = format!("launching a {offering} instance {}", launch.instance_id);
+        return write(
+            obs,
+            status::status_while_launching(
+                obs.pod.pod,
+                WaitingReason::InstanceLaunching,
+                message,
+                Some(launch),
+            ),
+        );
+    }
     let last_seen = obs
         .record
         .last_listed
@@ -340,23 +366,11 @@ fn unlisted(obs: &Observation) -> Step {
     }
 }
 
-/// Writes `status` unless the pod has it (or our write of it is in flight); the Event comes
+/// Writes `status` unless the pod has it (and carries the policy's decision); the Event comes
 /// with a change of phase.
 fn write(obs: &Observation, status: PodStatus) -> Step {
     let current = obs.pod.pod.status.as_ref();
-    let read_version = obs
-        .pod
-        .pod
-        .metadata
-        .resource_version
-        .as_deref()
-        .unwrap_or_default();
-    let in_flight = obs
-        .record
-        .write
-        .as_ref()
-        .is_some_and(|write| write.covers(read_version, &status));
-    if in_flight || !needs_write(current, &status) {
+    if !needs_write(current, &status) && obs.record.unwritten_decision(obs.pod.pod).is_none() {
         return Step::Wait(None);
     }
     let before = obs.pod.phase;

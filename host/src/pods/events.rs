@@ -3,20 +3,45 @@
 //! kube's `Recorder` folds a repeated event (same type, reason and action on the same object)
 //! into one Event whose series count rises, from a cache it clears only when it next publishes,
 //! six minutes on. One recorder for the whole node would hold every pod's events long after
-//! the pods are gone; so each pod gets its own recorder, kept in the pod's record and dropped
-//! with it.
+//! the pods are gone; so a pod's Warnings (what repeats: a retry failing the same way) go
+//! through its own recorder, kept in the pod's record and dropped with it, and its Normal
+//! Events (each step once) through a recorder made for that one Event.
 
-use k8s_openapi::api::core::v1::Pod;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use tokio::sync::mpsc;
 
-/// Makes each pod's recorder, as the `orca` controller of this node.
+/// Events waiting to go out. A reconcile that finds the queue full waits for room: every
+/// Event is kept, and a burst's Events cannot pile up in memory without bound.
+const QUEUE: usize = 1024;
+/// Events sent at once.
+const IN_FLIGHT: usize = 32;
+
+/// Publishes the pods' Events, as the `orca` controller of this node. They go out from one
+/// background task, in order, many at a time: a reconcile does not wait for an Event to be
+/// sent (as the kubelet's recorder does not), so a burst's status writes are not held up
+/// behind its Events; it waits only while the queue is full.
 pub struct PodEvents {
     client: kube::Client,
     reporter: Reporter,
+    queue: mpsc::Sender<Outgoing>,
+    /// Events queued and not yet answered, so shutdown can let them go out first.
+    pending: Arc<AtomicUsize>,
 }
 
-/// One pod's events: repeats of the same Warning become one Event with a count.
+struct Outgoing {
+    recorder: Recorder,
+    reference: ObjectReference,
+    event: Event,
+}
+
+/// One pod's Warnings: repeats of the same Warning become one Event with a count.
 #[derive(Clone)]
 pub struct PodRecorder(Recorder);
 
@@ -27,27 +52,68 @@ impl std::fmt::Debug for PodRecorder {
 }
 
 impl PodEvents {
+    /// Starts the sending task; it ends once this and every queued Event are gone.
     pub fn new(client: kube::Client, node_name: &str) -> PodEvents {
+        let (queue, mut outgoing) = mpsc::channel::<Outgoing>(QUEUE);
+        let pending = Arc::new(AtomicUsize::new(0));
+        let sent = pending.clone();
+        tokio::spawn(async move {
+            futures::stream::poll_fn(move |cx| outgoing.poll_recv(cx))
+                .map(|out| async move {
+                    if let Err(error) = out.recorder.publish(&out.event, &out.reference).await {
+                        tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
+                    }
+                })
+                .map(|publish| {
+                    let sent = sent.clone();
+                    async move {
+                        publish.await;
+                        sent.fetch_sub(1, Ordering::Relaxed);
+                    }
+                })
+                .buffered(IN_FLIGHT)
+                .for_each(|()| async {})
+                .await;
+        });
         PodEvents {
             client,
             reporter: Reporter {
                 controller: "orca".to_owned(),
                 instance: Some(node_name.to_owned()),
             },
+            queue,
+            pending,
         }
     }
 
-    /// A recorder for one pod.
-    pub fn recorder(&self) -> PodRecorder {
-        PodRecorder(Recorder::new(self.client.clone(), self.reporter.clone()))
+    /// Waits, at most `limit`, for the queued Events to go out (on shutdown).
+    pub async fn drain(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.pending.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let left = self.pending.load(Ordering::Relaxed);
+        if left > 0 {
+            tracing::warn!(left, "shutting down with Events not sent");
+        }
     }
-}
 
-impl PodRecorder {
-    /// Publishes one event about `pod`; a failure is logged, never fatal.
+    /// A recorder for one pod's Warnings, kept in the pod's record and dropped with it.
+    pub fn recorder(&self) -> PodRecorder {
+        PodRecorder(self.new_recorder())
+    }
+
+    fn new_recorder(&self) -> Recorder {
+        Recorder::new(self.client.clone(), self.reporter.clone())
+    }
+
+    /// Queues one Event about `pod`. A Warning goes through the pod's `recorder`, so a repeat
+    /// (a retry failing the same way) folds into one Event; a Normal Event marks a step that
+    /// happens once, and nothing is kept of it.
     pub async fn publish(
         &self,
         pod: &Pod,
+        recorder: Option<PodRecorder>,
         warning: bool,
         reason: &str,
         action: &str,
@@ -65,8 +131,15 @@ impl PodRecorder {
             action: action.to_owned(),
             secondary: None,
         };
-        if let Err(error) = self.0.publish(&event, &pod.object_ref(&())).await {
-            tracing::warn!(pod = pod.metadata.name.as_deref().unwrap_or_default(), reason, %error, "publishing event failed");
+        let outgoing = Outgoing {
+            recorder: recorder.map_or_else(|| self.new_recorder(), |r| r.0),
+            reference: pod.object_ref(&()),
+            event,
+        };
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        if self.queue.send(outgoing).await.is_err() {
+            // The sending task is gone: the controller is shutting down.
+            self.pending.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

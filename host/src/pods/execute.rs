@@ -82,12 +82,13 @@ pub async fn execute(
         Step::Terminate { instance_id } => terminate(pod, key, &instance_id, ctx).await,
         Step::Write(write) => {
             let StatusWrite { status, notice } = *write;
-            if write_status(pod, key, status, ctx).await?
+            let written = write_status(pod, key, status, ctx).await?;
+            if written.is_some()
                 && let Some(notice) = notice
             {
                 publish(pod, notice, ctx).await;
             }
-            Ok(Executed::Continue)
+            Ok(changed(written))
         }
         Step::RemovePod => remove(key, ctx).await,
     }
@@ -126,8 +127,7 @@ async fn terminate(
                     ),
                 },
                 ctx,
-            )
-            .await;
+            ).await;
             Err(ReconcileError::TerminateFailed {
                 pod: key.clone(),
                 instance_id: instance_id.to_owned(),
@@ -158,27 +158,23 @@ async fn remove(key: &PodKey, ctx: &Context) -> Result<Executed, ReconcileError>
             });
         }
     }
+    ctx.records.update(&key.uid, |record| record.removed = true);
     tracing::info!(pod = %key, "pod removed");
     Ok(Executed::PodRemoved)
 }
 
-/// Plans the pod, records the decision on it, and launches its instance.
+/// Plans the pod and launches its instance. The decision goes onto the pod with the status
+/// write that follows (the launch's outcome, or the instance's status once listed).
 async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, ReconcileError> {
     let decision = match ctx.planner.plan(pod).await {
         Ok(decision) => decision,
         Err(error) => {
             let reason = FailureReason::of_policy(error.reason);
-            fail(pod, key, reason, "Plan", error.message, None, ctx).await?;
-            return Ok(Executed::Continue);
+            let written = fail(pod, key, reason, "Plan", error.message, None, ctx).await?;
+            return Ok(changed(written));
         }
     };
-    let written = match record_decision(pod, key, &decision.record, ctx).await? {
-        DecisionWrite::Unchanged => None,
-        DecisionWrite::Written(updated) => Some(updated),
-        DecisionWrite::PodGone => return Ok(Executed::PodRemoved),
-    };
-    // Later writes carry a resourceVersion precondition: use the pod as now stored.
-    let pod = written.as_deref().unwrap_or(pod);
+    note_decision(pod, key, &decision.record, ctx).await;
     let plan = decision.plan;
     let first = plan
         .candidates
@@ -208,8 +204,11 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
         )
         .await;
     }
-    match outcome {
-        Ok(launched) => launched_instance(pod, key, launched, ctx).await?,
+    let written = match outcome {
+        Ok(launched) => {
+            launched_instance(pod, key, launched, ctx).await;
+            None
+        }
         // The pod's instance was launched (an answer lost) and has ended already: the
         // listing tells how, not a failed launch.
         Err(failed) if failed.error.code == "IdempotentInstanceTerminated" => {
@@ -218,6 +217,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             ctx.records.update(&key.uid, |record| {
                 record.launch = record.launch.ended_unseen(now);
             });
+            None
         }
         Err(failed) if failed.error.class == ErrorClass::Transient => {
             launch_to_retry(pod, key, &what, failed, ctx).await?
@@ -227,28 +227,34 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
         // list it.
         Err(failed) if in_doubt(key, ctx) => launch_to_retry(pod, key, &what, failed, ctx).await?,
         Err(failed) => launch_refused(pod, key, &what, failed, ctx).await?,
-    }
-    Ok(match written {
-        Some(updated) => Executed::PodChanged(updated),
-        None => Executed::Continue,
-    })
+    };
+    Ok(changed(written))
 }
 
-async fn launched_instance(
-    pod: &Pod,
-    key: &PodKey,
-    launched: Launched,
-    ctx: &Context,
-) -> Result<(), ReconcileError> {
+/// A pod orca wrote is decided on as written, not as the lagging store shows it.
+fn changed(written: Option<Pod>) -> Executed {
+    match written {
+        Some(pod) => Executed::PodChanged(Box::new(pod)),
+        None => Executed::Continue,
+    }
+}
+
+/// Records the launched instance and announces it. The status names it once a listing shows
+/// it, or once one has missed it (see `decide`): a pod whose instance runs at once gets one
+/// status write, not a Pending one overtaken by Running.
+async fn launched_instance(pod: &Pod, key: &PodKey, launched: Launched, ctx: &Context) {
     let launch = LaunchRef {
         instance_id: launched.instance_id.clone(),
         at: Timestamp::now(),
     };
+    let what = format!("{} instance {}", launched.offering, launched.instance_id);
     ctx.records.update(&key.uid, |record| {
-        record.launch = Launch::Answered(launch.clone());
+        record.launch = Launch::Answered {
+            launch,
+            offering: launched.offering,
+        };
         record.retry = Retry::default();
     });
-    let what = format!("{} instance {}", launched.offering, launched.instance_id);
     let note = if launched.adopted {
         format!("adopted the {what} launched earlier for this pod")
     } else {
@@ -265,13 +271,6 @@ async fn launched_instance(
         ctx,
     )
     .await;
-    let status = status::status_while_launching(
-        pod,
-        WaitingReason::InstanceLaunching,
-        format!("launching a {what}"),
-        Some(&launch),
-    );
-    write_status(pod, key, status, ctx).await.map(|_| ())
 }
 
 /// Whether an earlier launch request of the pod got no answer, within the visibility grace.
@@ -296,7 +295,7 @@ async fn launch_to_retry(
     what: &str,
     failed: LaunchFailed,
     ctx: &Context,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<Pod>, ReconcileError> {
     let now = Timestamp::now();
     let (initial, max) = (
         ctx.config.retry_initial_backoff.get(),
@@ -333,7 +332,7 @@ async fn launch_to_retry(
     .await;
     let status =
         status::status_while_launching(pod, WaitingReason::InstanceCreationRetrying, message, None);
-    write_status(pod, key, status, ctx).await.map(|_| ())
+    write_status(pod, key, status, ctx).await
 }
 
 /// A launch that cannot work: the pod fails with what EC2 said.
@@ -343,7 +342,7 @@ async fn launch_refused(
     what: &str,
     failed: LaunchFailed,
     ctx: &Context,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<Pod>, ReconcileError> {
     let error = &failed.error;
     let reason = match error.code.as_str() {
         REASON_INVALID_ANNOTATION => FailureReason::InvalidAnnotation,
@@ -374,7 +373,7 @@ async fn fail(
     message: String,
     launched: Option<&LaunchRef>,
     ctx: &Context,
-) -> Result<(), ReconcileError> {
+) -> Result<Option<Pod>, ReconcileError> {
     let event_reason = match action {
         "Launch" => "ProviderCreateFailed",
         _ => reason.as_str(),
@@ -391,19 +390,21 @@ async fn fail(
     )
     .await;
     let status = status::status_failed(pod, reason, message, launched);
-    write_status(pod, key, status, ctx).await.map(|_| ())
+    write_status(pod, key, status, ctx).await
 }
 
-/// Publishes through the pod's own recorder (a pod whose record is gone gets a one-off one).
+/// Queues the Event; a Warning through the pod's own recorder, so repeats fold (a pod whose
+/// record is gone gets a one-off one).
 async fn publish(pod: &Pod, notice: Notice, ctx: &Context) {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let recorder = ctx
-        .records
-        .recorder(uid, || ctx.events.recorder())
-        .unwrap_or_else(|| ctx.events.recorder());
-    recorder
+    let recorder = notice
+        .warning
+        .then(|| ctx.records.recorder(uid, || ctx.events.recorder()))
+        .flatten();
+    ctx.events
         .publish(
             pod,
+            recorder,
             notice.warning,
             notice.reason,
             notice.action,
@@ -412,45 +413,24 @@ async fn publish(pod: &Pod, notice: Notice, ctx: &Context) {
         .await;
 }
 
-enum DecisionWrite {
-    /// The pod already carries this decision (a retried launch).
-    Unchanged,
-    Written(Box<Pod>),
-    PodGone,
-}
-
-/// Writes the decision annotation (and a `PolicyDecision` Event) unless the pod already
-/// carries this exact decision.
-async fn record_decision(
-    pod: &Pod,
-    key: &PodKey,
-    record: &DecisionRecord,
-    ctx: &Context,
-) -> Result<DecisionWrite, ReconcileError> {
+/// Keeps a new decision for the next status write and announces it (`PolicyDecision`); a
+/// retried launch with the same decision says nothing again.
+async fn note_decision(pod: &Pod, key: &PodKey, record: &DecisionRecord, ctx: &Context) {
     let json = record.to_json();
-    let current = pod
+    let carried = pod
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(DECISION_ANNOTATION));
-    if current == Some(&json) {
-        return Ok(DecisionWrite::Unchanged);
+    let noted = ctx
+        .records
+        .get(&key.uid)
+        .is_some_and(|r| r.decision.as_ref() == Some(&json));
+    if carried == Some(&json) || noted {
+        return;
     }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let patch = json!({ "metadata": { "annotations": { DECISION_ANNOTATION: json } } });
-    let updated = match api
-        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(updated) => updated,
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(DecisionWrite::PodGone),
-        Err(source) => {
-            return Err(ReconcileError::DecisionWriteFailed {
-                pod: key.clone(),
-                source,
-            });
-        }
-    };
+    ctx.records
+        .update(&key.uid, |r| r.decision = Some(json.clone()));
     publish(
         pod,
         Notice {
@@ -462,44 +442,56 @@ async fn record_decision(
         ctx,
     )
     .await;
-    Ok(DecisionWrite::Written(Box::new(updated)))
 }
 
-/// Writes `desired` over the pod's status if anything would change; returns whether it did.
-/// The resourceVersion precondition turns a concurrent write into a 409 (retried on fresh
-/// data), so newer data is never overwritten; the patch clears what `desired` leaves out.
+/// Writes `desired` over the pod's status if anything would change, with the policy's
+/// decision if the pod does not carry it yet; answers the pod as written. The
+/// resourceVersion precondition turns a concurrent write into a 409 (retried on fresh data),
+/// so newer data is never overwritten; the patch clears what `desired` leaves out.
 async fn write_status(
     pod: &Pod,
     key: &PodKey,
     desired: PodStatus,
     ctx: &Context,
-) -> Result<bool, ReconcileError> {
+) -> Result<Option<Pod>, ReconcileError> {
+    let record = ctx.records.get(&key.uid);
+    let decision = record
+        .as_ref()
+        .and_then(|record| record.unwritten_decision(pod))
+        .map(str::to_owned);
+    if decision.is_none() && !status::needs_write(pod.status.as_ref(), &desired) {
+        return Ok(None);
+    }
     let read_version = pod.metadata.resource_version.clone().unwrap_or_default();
-    let in_flight = ctx
-        .records
-        .get(&key.uid)
-        .and_then(|record| record.write)
-        .is_some_and(|write| write.covers(&read_version, &desired));
-    if in_flight || !status::needs_write(pod.status.as_ref(), &desired) {
-        return Ok(false);
+    let mut metadata = json!({ "resourceVersion": read_version });
+    if let Some(decision) = &decision {
+        // pods/status takes metadata changes too: the decision rides along.
+        metadata["annotations"] = json!({ DECISION_ANNOTATION: decision });
     }
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
     let patch = json!({
-        "metadata": { "resourceVersion": pod.metadata.resource_version },
+        "metadata": metadata,
         "status": status_patch(pod.status.as_ref(), &desired),
     });
-    api.patch_status(
-        &key.name,
-        &PatchParams::default(),
-        &Patch::Strategic(&patch),
-    )
-    .await
-    .map_err(|source| ReconcileError::StatusWriteFailed {
-        pod: key.clone(),
-        source,
-    })?;
-    let written = LastWrite::new(read_version, &desired);
-    ctx.records
-        .update(&key.uid, |record| record.write = written);
-    Ok(true)
+    let mut written = api
+        .patch_status(
+            &key.name,
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+        .map_err(|source| ReconcileError::StatusWriteFailed {
+            pod: key.clone(),
+            source,
+        })?;
+    // Kept like the store keeps pods: without the field managers (see `pods::run`).
+    written.metadata.managed_fields = None;
+    let last = LastWrite::new(read_version, written.clone());
+    ctx.records.update(&key.uid, |record| {
+        record.write = Some(last);
+        if decision.is_some() {
+            record.decision = None;
+        }
+    });
+    Ok(Some(written))
 }

@@ -16,8 +16,8 @@ mod writes;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
@@ -38,6 +38,9 @@ use reconcile::{Context, error_policy, measured_reconcile};
 use record::PodRecords;
 use sync::StatusSync;
 use terminations::TerminationLedger;
+
+/// How long shutdown waits for queued Events to go out.
+const EVENTS_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Everything the pod controller is built from.
 pub struct PodControllerDeps {
@@ -101,14 +104,15 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         "adopted the provider's instances"
     );
 
+    let events = Arc::new(PodEvents::new(deps.client.clone(), &deps.node_name));
     let ctx = Arc::new(Context {
         client: deps.client.clone(),
         provider: deps.provider,
         planner: deps.planner,
         instances,
-        records,
+        records: records.clone(),
         ledger,
-        events: PodEvents::new(deps.client.clone(), &deps.node_name),
+        events: events.clone(),
         config: deps.config.clone(),
         metrics: deps.metrics,
     });
@@ -122,6 +126,9 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let health = deps.health.clone();
     let pod_events = watcher(pods, selector)
         .default_backoff()
+        // Who last wrote which field is of no use to orca and is a good part of each stored
+        // pod: the store holds every pod of the node, so it is dropped before it gets there.
+        .modify(|pod| pod.metadata.managed_fields = None)
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
@@ -129,7 +136,13 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
                 let _ = listed_tx.send(true);
             }
         })
-        .touched_objects();
+        .touched_objects()
+        // orca's own writes come back through the watch. The reconcile that wrote went on
+        // with the pod as written, so an echo would only reconcile for nothing.
+        .try_filter({
+            let records = records.clone();
+            move |pod| std::future::ready(!records.take_echo(pod))
+        });
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
@@ -158,5 +171,6 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         })
         .await;
     let _ = sync_task.await;
+    events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
 }

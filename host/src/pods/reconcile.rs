@@ -34,7 +34,7 @@ pub struct Context {
     pub instances: Arc<InstanceCache>,
     pub records: Arc<PodRecords>,
     pub ledger: Arc<TerminationLedger>,
-    pub events: PodEvents,
+    pub events: Arc<PodEvents>,
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
 }
@@ -53,12 +53,6 @@ impl Context {
 #[allow(clippy::enum_variant_names)]
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("writing the policy decision of pod {pod}")]
-    DecisionWriteFailed {
-        pod: PodKey,
-        #[source]
-        source: kube::Error,
-    },
     #[error("writing status of pod {pod}")]
     StatusWriteFailed {
         pod: PodKey,
@@ -95,7 +89,6 @@ impl ReconcileError {
     /// The failed step, for the reconcile metrics.
     pub fn step(&self) -> &'static str {
         match self {
-            ReconcileError::DecisionWriteFailed { .. } => "DecisionWriteFailed",
             ReconcileError::StatusWriteFailed { .. } => "StatusWriteFailed",
             ReconcileError::PodRemovalFailed { .. } => "PodRemovalFailed",
             ReconcileError::TerminateFailed { .. } => "TerminateFailed",
@@ -106,8 +99,7 @@ impl ReconcileError {
 
     fn pod(&self) -> &PodKey {
         match self {
-            ReconcileError::DecisionWriteFailed { pod, .. }
-            | ReconcileError::StatusWriteFailed { pod, .. }
+            ReconcileError::StatusWriteFailed { pod, .. }
             | ReconcileError::PodRemovalFailed { pod, .. }
             | ReconcileError::TerminateFailed { pod, .. }
             | ReconcileError::LookUpFailed { pod, .. }
@@ -140,7 +132,16 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Recon
     let Some(key) = PodKey::of(&pod) else {
         return Ok(Action::await_change());
     };
-    ctx.records.get_or_create(&key.uid);
+    let record = ctx.records.get_or_create(&key.uid);
+    // While the store lags our last write, the pod as written is the newer truth.
+    let pod = match record.write.as_ref().map(|write| write.newer_than(&pod)) {
+        Some(Some(written)) => written,
+        Some(None) => {
+            ctx.records.update(&key.uid, |record| record.write = None);
+            pod
+        }
+        None => pod,
+    };
     let listed = ctx.instances.get(&key.uid);
     if listed.is_some() {
         // The listing supersedes a second look.

@@ -8,12 +8,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 
 use super::events::PodRecorder;
 use super::view::LaunchRef;
 use super::writes::LastWrite;
 use crate::errors::lock;
-use crate::provider::{InstanceStatus, WorkloadExit};
+use crate::policy::DECISION_ANNOTATION;
+use crate::provider::{InstanceStatus, Offering, WorkloadExit};
 
 /// One pod's record.
 #[derive(Debug, Clone, Default)]
@@ -32,8 +34,27 @@ pub struct PodRecord {
     pub retry: Retry,
     /// The last status write, while the store may not show it yet.
     pub write: Option<LastWrite>,
+    /// The apiserver accepted orca's removal of the pod object: the store drops it soon, and
+    /// until then there is nothing left to do (a second delete would only be refused).
+    pub removed: bool,
+    /// The policy's decision (the annotation's JSON) while the pod does not carry it: it goes
+    /// onto the pod with the next status write rather than in a patch of its own.
+    pub decision: Option<String>,
     /// The pod's Events, with what it needs to fold repeats into one.
     pub events: Option<PodRecorder>,
+}
+
+impl PodRecord {
+    /// The policy's decision when `pod` does not carry it yet.
+    pub fn unwritten_decision(&self, pod: &Pod) -> Option<&str> {
+        let decision = self.decision.as_deref()?;
+        let carried = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(DECISION_ANNOTATION));
+        (carried.map(String::as_str) != Some(decision)).then_some(decision)
+    }
 }
 
 /// What this process's launch of the pod's instance got.
@@ -43,7 +64,10 @@ pub enum Launch {
     #[default]
     NotSent,
     /// EC2 answered with the instance.
-    Answered(LaunchRef),
+    Answered {
+        launch: LaunchRef,
+        offering: Offering,
+    },
     /// A request got no answer (a dropped connection, a timeout, a server error): an instance
     /// may exist that no listing shows yet. Since the first such request.
     InDoubt { since: Timestamp },
@@ -166,6 +190,26 @@ impl PodRecords {
         if let Some(record) = lock(&self.by_uid).get_mut(uid) {
             change(record);
         }
+    }
+
+    /// Whether `pod` is the watch's echo of orca's last write of it; the write is then
+    /// forgotten, since the store holds it now.
+    pub fn take_echo(&self, pod: &Pod) -> bool {
+        let Some(uid) = pod.metadata.uid.as_deref() else {
+            return false;
+        };
+        let mut by_uid = lock(&self.by_uid);
+        let Some(record) = by_uid.get_mut(uid) else {
+            return false;
+        };
+        let echo = record
+            .write
+            .as_ref()
+            .is_some_and(|write| write.echoed_by(pod));
+        if echo {
+            record.write = None;
+        }
+        echo
     }
 
     /// Drops the records of pods not in `present` (the store's UIDs); answers how many.

@@ -1,61 +1,82 @@
-//! The last status write of a pod, kept until the pod store catches up with it.
+//! The pod as orca last wrote it, kept until the pod store catches up with the write.
 //!
 //! At scale the reflector store lags orca's own writes by seconds. A reconcile in that window
-//! sees the pre-write status, would write the same status again with a stale resourceVersion,
-//! and get a 409, over and over until the store catches up (measured: 8.7 status patches per
-//! pod at 1000 pods instead of 2). While the store still shows the version a write was based
-//! on, that write is known to be in flight and is not repeated. Any other version (our write
-//! arrived, or someone else wrote) goes through the normal comparison, so a status another
-//! controller changed is still corrected.
+//! would decide on the pre-write pod: write the same status again, or a newer one on a stale
+//! resourceVersion, and get a 409 over and over until the store catches up (measured: 8.7
+//! status patches per pod at 1000 pods instead of 2). So the pod the apiserver returned for
+//! the write stands in for the stored one while the store still shows the version the write
+//! was based on. Any other stored version (our write arrived, or someone else wrote) is the
+//! truth again, so a status another controller changed is still seen and corrected.
 
-use k8s_openapi::api::core::v1::PodStatus;
+use std::sync::Arc;
 
-/// One status write: the version it was based on and what it wrote.
-#[derive(Debug, Clone, PartialEq)]
+use k8s_openapi::api::core::v1::Pod;
+
+/// One write: the version it was based on and the pod the apiserver answered with.
+#[derive(Debug, Clone)]
 pub struct LastWrite {
     read_version: String,
-    status: serde_json::Value,
+    written: Arc<Pod>,
 }
 
 impl LastWrite {
-    /// `None` if the status cannot be serialized (it always can).
-    pub fn new(read_version: String, status: &PodStatus) -> Option<LastWrite> {
-        Some(LastWrite {
+    pub fn new(read_version: String, written: Pod) -> LastWrite {
+        LastWrite {
             read_version,
-            status: serde_json::to_value(status).ok()?,
-        })
+            written: Arc::new(written),
+        }
     }
 
-    /// True when `desired` was already written on top of `read_version`, the version the
-    /// store still shows: the write is in flight, not missing.
-    pub fn covers(&self, read_version: &str, desired: &PodStatus) -> bool {
-        self.read_version == read_version
-            && serde_json::to_value(desired).is_ok_and(|desired| desired == self.status)
+    /// The pod as written, while `stored` is still the version the write was based on.
+    pub fn newer_than(&self, stored: &Pod) -> Option<Arc<Pod>> {
+        (version(stored) == Some(self.read_version.as_str())).then(|| self.written.clone())
     }
+
+    /// Whether `stored` is the watch's echo of this very write: nothing in it is news.
+    pub fn echoed_by(&self, stored: &Pod) -> bool {
+        version(stored).is_some() && version(stored) == version(&self.written)
+    }
+}
+
+fn version(pod: &Pod) -> Option<&str> {
+    pod.metadata.resource_version.as_deref()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    fn status(phase: &str) -> PodStatus {
-        PodStatus {
-            phase: Some(phase.to_owned()),
-            ..PodStatus::default()
+    fn pod(version: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                resource_version: Some(version.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
         }
     }
 
     #[test]
-    fn a_write_is_in_flight_only_while_the_store_shows_the_version_it_was_based_on() {
-        let write = LastWrite::new("10".into(), &status("Running")).unwrap();
-        assert!(write.covers("10", &status("Running")));
+    fn the_written_pod_stands_in_only_while_the_store_shows_the_version_it_was_based_on() {
+        let write = LastWrite::new("10".into(), pod("11"));
+        let newer = write.newer_than(&pod("10")).expect("the store lags");
+        assert_eq!(version(&newer), Some("11"));
         assert!(
-            !write.covers("10", &status("Succeeded")),
-            "a different status is written"
+            write.newer_than(&pod("11")).is_none(),
+            "the store caught up"
         );
         assert!(
-            !write.covers("11", &status("Running")),
-            "a newer version is compared normally"
+            write.newer_than(&pod("12")).is_none(),
+            "someone else wrote after us: the store is the truth"
         );
+    }
+
+    #[test]
+    fn only_the_version_the_write_produced_is_its_echo() {
+        let write = LastWrite::new("10".into(), pod("11"));
+        assert!(write.echoed_by(&pod("11")));
+        assert!(!write.echoed_by(&pod("10")));
+        assert!(!write.echoed_by(&pod("12")));
     }
 }

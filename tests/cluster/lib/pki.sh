@@ -62,6 +62,10 @@ make_pki() {
   sign_cert "$pki" scheduler "/CN=system:kube-scheduler" clientAuth
   # orca's own identity, so the audit log tells its requests apart (benchmarks count them).
   sign_cert "$pki" orca "/O=system:masters/CN=orca" clientAuth
+  # The peers the side-by-side benchmark runs (KWOK, virtual-kubelet's mock), each its own
+  # identity for the same reason.
+  sign_cert "$pki" kwok "/O=system:masters/CN=kwok" clientAuth
+  sign_cert "$pki" virtual-kubelet "/O=system:masters/CN=virtual-kubelet" clientAuth
   # The apiserver presents this to kubelets (orca's kubelet API) for logs, exec and proxy.
   sign_cert "$pki" apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   # Service-account token signing key pair.

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use super::*;
 use crate::plan::Market;
 use crate::pods::record::Retry;
-use crate::provider::{InstanceState, PodKey, StateReason, WorkloadExit};
+use crate::provider::{InstanceState, Offering, PodKey, StateReason, WorkloadExit};
 
 const SYNC: Duration = Duration::from_secs(5);
 const GRACE: Duration = Duration::from_secs(60);
@@ -160,10 +160,16 @@ impl Case {
 }
 
 fn answered(id: &str, second: i64) -> Launch {
-    Launch::Answered(LaunchRef {
-        instance_id: id.into(),
-        at: at(second),
-    })
+    Launch::Answered {
+        launch: LaunchRef {
+            instance_id: id.into(),
+            at: at(second),
+        },
+        offering: Offering {
+            instance_type: "m5.large".into(),
+            market: Market::OnDemand,
+        },
+    }
 }
 
 fn written(step: &Step) -> &PodStatus {
@@ -308,6 +314,75 @@ fn a_launch_whose_answer_was_lost_is_sent_again() {
     let case = Case::new(pod(Some("Pending"), false, None))
         .record(|r| r.launch = Launch::InDoubt { since: at(5) });
     assert_eq!(case.decide(), Step::Launch);
+}
+
+// --- issue 17: one status write per pod whose instance runs at once ---
+
+#[test]
+fn a_pod_whose_removal_was_accepted_is_not_removed_again() {
+    let case = Case::new(pod(Some("Running"), true, None))
+        .listed(instance(InstanceState::Terminated))
+        .record(|r| r.removed = true);
+    assert_eq!(case.decide(), Step::Wait(None));
+    let before =
+        Case::new(pod(Some("Running"), true, None)).listed(instance(InstanceState::Terminated));
+    assert_eq!(before.decide(), Step::RemovePod);
+}
+
+#[test]
+fn a_fresh_launch_writes_no_pending_status_before_a_listing_had_its_chance() {
+    let case = Case::new(pod(Some("Pending"), false, None))
+        .record(|r| r.launch = answered("i-new", 10))
+        .now(10);
+    assert_eq!(case.decide(), Step::Wait(Some(SYNC)));
+}
+
+#[test]
+fn a_launch_no_listing_showed_within_a_sync_period_is_named_in_a_pending_status() {
+    let case = Case::new(pod(Some("Pending"), false, None))
+        .record(|r| r.launch = answered("i-new", 10))
+        .now(10 + SYNC.as_secs() as i64);
+    let status = written(&case.decide()).clone();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("launching a m5.large on-demand instance i-new")
+    );
+    let launched = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == super::super::view::LAUNCHED_CONDITION)
+        .and_then(|c| c.message.as_deref());
+    assert_eq!(
+        launched,
+        Some("i-new"),
+        "a restarted orca finds it by the status"
+    );
+}
+
+#[test]
+fn a_launch_the_first_listing_shows_running_is_written_running_directly() {
+    let case = Case::new(pod(Some("Pending"), false, None))
+        .record(|r| r.launch = answered("i-1", 10))
+        .listed(instance(InstanceState::Running))
+        .now(10);
+    assert_eq!(written(&case.decide()).phase.as_deref(), Some("Running"));
+}
+
+#[test]
+fn an_unwritten_decision_is_written_even_when_the_status_is_unchanged() {
+    let running =
+        Case::new(pod(Some("Running"), false, None)).listed(instance(InstanceState::Running));
+    let status = written(&running.decide()).clone();
+    let mut settled = pod(Some("Running"), false, None);
+    settled.status = Some(status);
+    let unchanged = Case::new(settled.clone()).listed(instance(InstanceState::Running));
+    assert_eq!(unchanged.decide(), Step::Wait(None));
+    let decided = Case::new(settled)
+        .listed(instance(InstanceState::Running))
+        .record(|r| r.decision = Some("{}".into()));
+    assert!(matches!(decided.decide(), Step::Write(_)));
 }
 
 // --- defect 5: one listing that misses an instance ---

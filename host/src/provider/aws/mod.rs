@@ -193,6 +193,35 @@ impl AwsProvider {
         }
     }
 
+    /// One `RunInstances` for one offering: the instance id, or why not. A capacity refusal
+    /// is remembered, so the next pods skip the offering for a while.
+    async fn run_offering(
+        &self,
+        key: &PodKey,
+        offering: &Offering,
+        request: &RunRequest,
+    ) -> Result<String, LaunchFailed> {
+        let error = match self.api.run_instance(request).await {
+            Ok(instance) => return Ok(instance.instance_id),
+            Err(error) => error,
+        };
+        // No answer, or a server error: EC2 may have launched it all the same. A token EC2
+        // already answered with other parameters: it did.
+        let in_doubt = error.kind == api::ApiErrorKind::Transport
+            || error.status.is_some_and(|status| status >= 500)
+            || error.code == "IdempotentParameterMismatch";
+        let error = launch_error(error, &request.client_token);
+        if error.class == super::ErrorClass::Capacity {
+            tracing::info!(pod = %key, %offering, %error, "offering unavailable");
+            self.unavailable.mark(offering, &error);
+        }
+        Err(LaunchFailed {
+            error,
+            passed_over: Vec::new(),
+            in_doubt,
+        })
+    }
+
     /// The pod's newest instance in any state, for logs.
     async fn newest_instance(&self, pod: &PodKey) -> Result<Option<Ec2Instance>, ProviderError> {
         let mut filters = self.identity_filters();
@@ -289,13 +318,13 @@ impl Provider for AwsProvider {
             .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
         let image_id = self.image_for(pod)?;
         let all = offerings(plan);
-        if all.is_empty() {
+        let Some((last, earlier)) = all.split_last() else {
             return Err(ProviderError::permanent(
                 "NoInstanceType",
                 "the launch plan has no instance type",
             )
             .into());
-        }
+        };
         // An instance launched for this pod before (a retry, a restart) is the pod's instance.
         if let Some(existing) = self
             .lookups
@@ -318,61 +347,58 @@ impl Provider for AwsProvider {
             .map_err(workload_error)?;
         let user_data = workload::user_data(&spec)
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+        let request_for =
+            |offering: &Offering| self.run_request(&key, plan, offering, &image_id, &user_data);
+        let launched = |offering: &Offering, instance_id, passed_over| Launched {
+            instance_id,
+            offering: offering.clone(),
+            adopted: false,
+            passed_over,
+        };
 
         let mut passed_over = Vec::new();
-        let mut last_error = None;
-        let last = all.len() - 1;
-        for (index, offering) in all.into_iter().enumerate() {
-            // The cache skips offerings but never the last: only EC2's answer to the pod's own
-            // token tells that no instance was launched for it before (an answer lost, a
-            // restart), so a pod never fails on other pods' answers. It also tells when
-            // capacity came back.
-            if index < last
-                && let Some(error) = self.unavailable.check(&offering)
-            {
-                last_error = Some(error.clone());
-                passed_over.push(PassedOver { offering, error });
-                continue;
-            }
-            let request = self.run_request(&key, plan, &offering, &image_id, &user_data);
-            match self.api.run_instance(&request).await {
-                Ok(instance) => {
-                    return Ok(Launched {
-                        instance_id: instance.instance_id,
-                        offering,
-                        adopted: false,
-                        passed_over,
-                    });
-                }
-                Err(error) => {
-                    // No answer, or a server error: EC2 may have launched it all the same. A
-                    // token EC2 already answered with other parameters: it did.
-                    let in_doubt = error.kind == api::ApiErrorKind::Transport
-                        || error.status.is_some_and(|status| status >= 500)
-                        || error.code == "IdempotentParameterMismatch";
-                    let error = launch_error(error, &request.client_token);
-                    if error.class != super::ErrorClass::Capacity {
+        for offering in earlier {
+            let error = match self.unavailable.check(offering) {
+                Some(error) => error,
+                None => match self
+                    .run_offering(&key, offering, &request_for(offering))
+                    .await
+                {
+                    Ok(instance_id) => return Ok(launched(offering, instance_id, passed_over)),
+                    Err(failure) if failure.error.class == super::ErrorClass::Capacity => {
+                        failure.error
+                    }
+                    Err(failure) => {
                         return Err(LaunchFailed {
-                            error,
                             passed_over,
-                            in_doubt,
+                            ..failure
                         });
                     }
-                    tracing::info!(pod = %key, %offering, %error, "offering unavailable; trying the next");
-                    self.unavailable.mark(&offering, &error);
-                    last_error = Some(error.clone());
-                    passed_over.push(PassedOver { offering, error });
+                },
+            };
+            passed_over.push(PassedOver {
+                offering: offering.clone(),
+                error,
+            });
+        }
+        // The cache never skips the last offering: only EC2's answer to the pod's own token
+        // tells that no instance was launched for it before (an answer lost, a restart), so a
+        // pod never fails on other pods' answers. It also tells when capacity came back.
+        match self.run_offering(&key, last, &request_for(last)).await {
+            Ok(instance_id) => Ok(launched(last, instance_id, passed_over)),
+            Err(failure) => {
+                if failure.error.class == super::ErrorClass::Capacity {
+                    passed_over.push(PassedOver {
+                        offering: last.clone(),
+                        error: failure.error.clone(),
+                    });
                 }
+                Err(LaunchFailed {
+                    passed_over,
+                    ..failure
+                })
             }
         }
-        let error = last_error.unwrap_or_else(|| {
-            ProviderError::capacity("NoOfferingAvailable", "every offering was unavailable")
-        });
-        Err(LaunchFailed {
-            error,
-            passed_over,
-            in_doubt: false,
-        })
     }
 
     async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError> {
