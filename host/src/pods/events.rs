@@ -59,15 +59,12 @@ impl PodEvents {
         let sent = pending.clone();
         tokio::spawn(async move {
             futures::stream::poll_fn(move |cx| outgoing.poll_recv(cx))
-                .map(|out| async move {
-                    if let Err(error) = out.recorder.publish(&out.event, &out.reference).await {
-                        tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
-                    }
-                })
-                .map(|publish| {
+                .map(|out| {
                     let sent = sent.clone();
                     async move {
-                        publish.await;
+                        if let Err(error) = out.recorder.publish(&out.event, &out.reference).await {
+                            tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
+                        }
                         sent.fetch_sub(1, Ordering::Relaxed);
                     }
                 })
