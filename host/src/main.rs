@@ -45,6 +45,9 @@ async fn run() -> ExitCode {
         Ok(config) => config,
         Err(error) => return fail(&error),
     };
+    if let Err(error) = config.check_fits_container(&cli.config) {
+        return fail(&error);
+    }
     let level = cli
         .log_level
         .clone()

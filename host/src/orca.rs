@@ -13,6 +13,7 @@ use crate::node::{NodeController, RegistrationError};
 use crate::pods::{self, PodCache, PodControllerDeps};
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
+use crate::policy::readiness::PolicyReadiness;
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, ReloadReporter, Reporters};
 use crate::policy::setup::{PolicySetupError, build_registry};
@@ -59,6 +60,8 @@ pub struct Orca {
     ec2: Option<Arc<dyn Ec2Api>>,
     catalogue: Arc<InstanceCatalogue>,
     planner: Arc<dyn Planner>,
+    /// The planner as itself, for its readiness.
+    pipeline: Arc<Pipeline>,
     registry: Arc<PluginRegistry>,
     metrics: Metrics,
     pod_cache: PodCache,
@@ -151,13 +154,15 @@ impl Orca {
         )
         .with_node_architecture(&config.node.architecture)
         .with_observer(metrics.policy.clone());
+        let pipeline = Arc::new(pipeline);
         Ok(Orca {
             config,
             client,
             provider,
             ec2,
             catalogue,
-            planner: Arc::new(Arc::new(pipeline)),
+            planner: Arc::new(pipeline.clone()),
+            pipeline,
             registry,
             metrics,
             pod_cache,
@@ -207,7 +212,13 @@ impl Orca {
                 shutdown.clone(),
             );
         }
+        let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
         let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(vec![
+            Arc::new(PolicyReadiness {
+                pipeline: self.pipeline.clone(),
+                health: self.health.clone(),
+                ready: policy_ready,
+            }),
             self.metrics.policy.clone(),
             Arc::new(NodePluginEvents::spawn(
                 self.client.clone(),
@@ -245,6 +256,7 @@ impl Orca {
                 metrics: self.metrics.reconcile.clone(),
                 health: self.health.clone(),
                 store: self.pod_cache,
+                policy_ready: policy_ready_rx,
             },
             shutdown.clone(),
         ));

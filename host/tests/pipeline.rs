@@ -13,7 +13,7 @@ use orca::config::{Config, OnError, PolicyConfig};
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
 use orca::policy::setup::build_registry;
-use orca::policy::{Decision, Pipeline, PlanError};
+use orca::policy::{Decision, Pipeline, PlanError, PlanRetry};
 use serde_json::json;
 use support::{bytes, variant, write_atomically};
 
@@ -214,6 +214,125 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
     let error = decide(&Pipeline::new(registry, wrong_hook, "n", "c"), &plain).unwrap_err();
     assert!(
         error.message.contains("does not implement choose-market"),
+        "{error}"
+    );
+}
+
+#[test]
+fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry(Some(dir.path()));
+    let chains = |on_error: OnError| HookChains {
+        select_instance: vec![
+            step("hostile", "\"well-behaved\"", on_error),
+            step("orca-default-selector", "{}", OnError::Fail),
+        ],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let plain = pod(json!({}), json!({ "cpu": "1" }));
+
+    // Not loaded, and the chain cannot go past it: not ready, naming the plugin and the field;
+    // a pod waits (retry when loaded) instead of failing.
+    let pipeline = Pipeline::new(registry.clone(), chains(OnError::Fail), "n", "c");
+    let why = pipeline.not_ready(&registry.current()).unwrap();
+    assert!(
+        why.contains("plugin hostile (policy.selectInstance[0]) is not loaded"),
+        "{why}"
+    );
+    let error = decide(&pipeline, &plain).unwrap_err();
+    assert_eq!(error.retry, PlanRetry::WhenLoaded, "{error}");
+
+    // Under fallback the next plugin decides: ready.
+    let tolerant = Pipeline::new(registry.clone(), chains(OnError::Fallback), "n", "c");
+    assert_eq!(tolerant.not_ready(&registry.current()), None);
+    decide(&tolerant, &plain).unwrap();
+
+    // Once the plugin loads, the same pipeline is ready and decides through it.
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    registry.rescan(dir.path());
+    assert_eq!(pipeline.not_ready(&registry.current()), None);
+    let decision = decide(&pipeline, &plain).unwrap();
+    assert_eq!(decision.record.select_instance.plugin, "hostile");
+
+    // A plugin out of time is worth another try; one that refuses the pod is not.
+    let select = |mode: &str| HookChains {
+        select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::Fail)],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let looping = Pipeline::new(registry.clone(), select("loop"), "n", "c");
+    assert_eq!(
+        decide(&looping, &plain).unwrap_err().retry,
+        PlanRetry::Transient
+    );
+    let failing = Pipeline::new(registry, select("long-error"), "n", "c");
+    assert_eq!(decide(&failing, &plain).unwrap_err().retry, PlanRetry::No);
+}
+
+/// Counts log records that name a plugin.
+#[derive(Clone, Default)]
+struct PluginRecords(Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PluginRecords {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().fields().field("plugin").is_some() {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[test]
+fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let registry = registry(Some(dir.path()));
+    let plain = pod(json!({}), json!({ "cpu": "1" }));
+    let selecting = |mode: &str| {
+        let chains = HookChains {
+            select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::Fail)],
+            ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+        };
+        Pipeline::new(registry.clone(), chains, "n", "c")
+    };
+
+    // 2 MiB of error text reaches the pod's status cut to a size a status patch takes.
+    let error = decide(&selecting("long-error"), &plain).unwrap_err();
+    assert_eq!(error.reason, "PolicyError");
+    assert!(error.message.len() < 2048, "{} bytes", error.message.len());
+    assert!(
+        error
+            .message
+            .contains("cut: the plugin's text was 2097152 bytes"),
+        "{}",
+        &error.message[error.message.len() - 80..]
+    );
+
+    // 10,000 records of 1 KiB through the `log` import: the call's 64 KiB budget and the
+    // plugin's rate let at most a burst through, and the decision still stands.
+    let records = PluginRecords::default();
+    let subscriber = tracing_subscriber::registry().with(records.clone());
+    let decision =
+        tracing::subscriber::with_default(subscriber, || decide(&selecting("log-flood"), &plain))
+            .unwrap();
+    assert_eq!(decision.plan.candidates[0].instance_type, "m7i.large");
+    let written = records.0.load(Ordering::Relaxed);
+    assert!(
+        (1..=100).contains(&written),
+        "{written} plugin records logged"
+    );
+
+    // The exit-code tag decides Succeeded or Failed: a tag plugin cannot set it.
+    let forging = HookChains {
+        build_tags: vec![step("hostile", "\"forge-exit-code\"", OnError::Fail)],
+        ..HookChains::single("orca-default-selector", "orca-default-market", "x")
+    };
+    let error = decide(&Pipeline::new(registry, forging, "n", "c"), &plain).unwrap_err();
+    assert_eq!(error.reason, "PolicyError");
+    assert!(
+        error.message.contains("plugin hostile")
+            && error.message.contains("orca.research/exit-code")
+            && error.message.contains("reserves"),
         "{error}"
     );
 }

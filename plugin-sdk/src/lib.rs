@@ -26,6 +26,7 @@
 //! It also builds for the host target: orca shares [`quantity`] with plugins, so both read pod
 //! resources the same way, and plugin logic can be unit-tested natively through [`Catalogue`].
 
+mod architecture;
 pub mod catalogue;
 pub mod pod;
 pub mod quantity;

@@ -3,7 +3,7 @@
 //! going live without a restart, while a broken update leaves the old version serving.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -33,6 +33,22 @@ async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Res
 
 fn with_policy(node: &str, dir: &Path, policy: &str) -> String {
     format!("{}policy:\n{policy}", test_config(node, dir, ""))
+}
+
+/// orca with an empty plugins directory (returned) and `chains` (config lines under `policy:`).
+fn start_with_plugins_dir(node: &str, chains: &str) -> Result<(OrcaProcess, PathBuf)> {
+    let mut plugins_dir = None;
+    let orca = OrcaProcess::start(node, |dir| {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir(&plugins).expect("plugins dir");
+        plugins_dir = Some(plugins.clone());
+        with_policy(
+            node,
+            dir,
+            &format!("  pluginsDir: {}\n{chains}", plugins.display()),
+        )
+    })?;
+    Ok((orca, plugins_dir.context("plugins dir")?))
 }
 
 #[tokio::test]
@@ -104,25 +120,74 @@ async fn hostile_plugins_fail_only_their_own_pods_and_decisions_are_recorded() -
 }
 
 #[tokio::test]
+async fn pods_wait_for_a_missing_plugin_and_go_on_when_it_loads() -> Result<()> {
+    let hostile = std::fs::read(hostile_wasm()?)?;
+    let client = TestCluster::shared().kube_client().await?;
+    let node = unique_node_name("notready");
+    let (orca, plugins) =
+        start_with_plugins_dir(&node, "  selectInstance:\n    - plugin: hostile\n")?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+
+    // Everything else is up, and /readyz names the plugin the policy waits for.
+    let (code, body) = poll_until(
+        "/readyz naming the missing plugin",
+        DECIDED,
+        TICK,
+        || async {
+            let (code, body) = orca.readyz()?;
+            Ok(
+                (code == 503 && !body.contains("node registration") && !body.contains("pod list"))
+                    .then_some((code, body)),
+            )
+        },
+    )
+    .await?;
+    assert!(
+        body.contains("plugin hostile (policy.selectInstance[0]) is not loaded"),
+        "{code}: {body}"
+    );
+
+    // A pod waits Pending, saying why, instead of failing.
+    let namespace = TestNamespace::create(&client, "e2e-notready").await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    pods::create(&api, &burst_pod("waiting", &node, &[])).await?;
+    let waiting = pods::wait_for(&api, "waiting", "PolicyNotReady", DECIDED, |p| {
+        pods::condition_reason(p, "Ready") == Some("PolicyNotReady".to_owned())
+    })
+    .await?;
+    assert_eq!(phase(&waiting), "Pending");
+    assert!(
+        pods::message(&waiting).contains("plugin hostile is not loaded"),
+        "{}",
+        pods::message(&waiting)
+    );
+
+    // The plugin arrives: the pod goes on and /readyz is 200.
+    publish_like_kubelet(
+        &plugins,
+        "2026_11_23_v1",
+        &BTreeMap::from([("hostile.wasm".to_owned(), hostile)]),
+    )?;
+    let running = pods::wait_for(&api, "waiting", "Running", DECIDED, |p| {
+        phase(p) == "Running"
+    })
+    .await?;
+    let recorded = decision(&running).context("the decision annotation")?;
+    assert_eq!(recorded["selectInstance"]["plugin"], "hostile");
+    let (code, body) = orca.readyz()?;
+    assert_eq!(code, 200, "{body}");
+    namespace.delete().await
+}
+
+#[tokio::test]
 async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Result<()> {
     let hostile = std::fs::read(hostile_wasm()?)?;
     let client = TestCluster::shared().kube_client().await?;
     let node = unique_node_name("reload");
-    let mut plugins_dir = None;
-    let orca = OrcaProcess::start(&node, |dir| {
-        let plugins = dir.join("plugins");
-        std::fs::create_dir(&plugins).expect("plugins dir");
-        plugins_dir = Some(plugins.clone());
-        with_policy(
-            &node,
-            dir,
-            &format!(
-                "  pluginsDir: {}\n  selectInstance:\n    - plugin: hostile\n      onError: fallback\n    - plugin: orca-default-selector\n",
-                plugins.display()
-            ),
-        )
-    })?;
-    let plugins = plugins_dir.context("plugins dir")?;
+    let (orca, plugins) = start_with_plugins_dir(
+        &node,
+        "  selectInstance:\n    - plugin: hostile\n      onError: fallback\n    - plugin: orca-default-selector\n",
+    )?;
     orca.wait_ready(Duration::from_secs(20)).await?;
     let namespace = TestNamespace::create(&client, "e2e-reload").await?;
     let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);

@@ -242,6 +242,12 @@ impl OrcaProcess {
         .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
     }
 
+    /// `/readyz` as it answers now: status code and body.
+    pub fn readyz(&self) -> Result<(u16, String)> {
+        let readyz = format!("http://127.0.0.1:{}/readyz", self.metrics_port);
+        curl_status(&readyz, &[])
+    }
+
     /// The log so far, for assertion messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()

@@ -139,6 +139,18 @@ pub fn reason(pod: &Pod) -> &str {
         .unwrap_or("")
 }
 
+/// The reason of the pod's condition of type `kind` (`Ready`), if it has one.
+pub fn condition_reason(pod: &Pod, kind: &str) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)?
+        .reason
+        .clone()
+}
+
 pub fn message(pod: &Pod) -> &str {
     pod.status
         .as_ref()

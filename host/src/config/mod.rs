@@ -2,6 +2,7 @@
 //! mistake stops startup with a message naming the field and the form it expects.
 
 mod aws;
+mod container;
 mod duration;
 mod error;
 mod kubelet_api;
@@ -90,6 +91,19 @@ impl Config {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// Checks the configuration against the container this process runs in: what plugins may
+    /// hold at once against its memory limit. Separate from [`Config::load`], whose answer
+    /// depends on the file alone.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the field to change.
+    pub fn check_fits_container(&self, path: &Path) -> Result<(), ConfigError> {
+        match container::memory_limit() {
+            Some(limit) => self.policy.check_fits(limit).map_err(|e| e.in_file(path)),
+            None => Ok(()),
+        }
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -276,6 +290,14 @@ mod tests {
                 "policy:\n  limits:\n    timeout: 0s\n",
                 "policy.limits.timeout",
             ),
+            (
+                "policy:\n  limits:\n    concurrentCalls: 0\n",
+                "policy.limits.concurrentCalls",
+            ),
+            (
+                "policy:\n  limits:\n    concurrentCalls: 65\n",
+                "policy.limits.concurrentCalls",
+            ),
             ("policy:\n  pluginsDir: /no/such/dir\n", "policy.pluginsDir"),
             ("node:\n  clusterName: \"\"\n", "node.clusterName"),
             ("node:\n  clusterName: \"a\\u0001b\"\n", "node.clusterName"),
@@ -284,6 +306,20 @@ mod tests {
             let error = Config::parse(yaml).unwrap_err().to_string();
             assert!(error.contains(field), "{yaml}: {error}");
         }
+    }
+
+    #[test]
+    fn plugins_may_hold_at_most_half_the_container_memory() {
+        let config = Config::parse("").unwrap();
+        // Two decisions and one load at 64 MiB each: 192 MiB, under half of the Deployment's
+        // 512 MiB limit.
+        assert_eq!(config.policy.total_plugin_memory_bytes(), 192 << 20);
+        config.policy.check_fits(512 << 20).unwrap();
+        let config = Config::parse("policy:\n  limits:\n    concurrentCalls: 8\n").unwrap();
+        let error = config.policy.check_fits(512 << 20).unwrap_err().to_string();
+        assert!(error.contains("policy.limits.concurrentCalls"), "{error}");
+        assert!(error.contains("576Mi"), "{error}");
+        assert!(error.contains("512Mi"), "{error}");
     }
 
     #[test]

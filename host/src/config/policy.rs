@@ -64,10 +64,14 @@ pub enum OnError {
 pub struct SandboxLimitsConfig {
     /// Wall time per call.
     pub timeout: Seconds,
-    /// Linear memory per call (a Kubernetes quantity).
+    /// Linear memory per call, all its memories together (a Kubernetes quantity).
     pub max_memory: String,
-    /// Elements in any one table.
+    /// Table elements per call, all its tables together.
     pub max_table_elements: u32,
+    /// Pods' decisions that run at once. Decisions are CPU-bound and take well under a
+    /// millisecond with a Rust plugin, so two keep up with any launch rate EC2 allows; each
+    /// one more lets plugins hold another `maxMemory`.
+    pub concurrent_calls: u16,
     /// Bytes of stdout and of stderr kept per call (a Kubernetes quantity).
     pub max_output: String,
 }
@@ -79,6 +83,7 @@ impl Default for SandboxLimitsConfig {
             max_memory: "64Mi".to_owned(),
             max_table_elements: 20_000,
             max_output: "64Ki".to_owned(),
+            concurrent_calls: 2,
         }
     }
 }
@@ -217,9 +222,50 @@ impl PolicyConfig {
                 "a positive number of table elements, such as 20000",
             ));
         }
+        if !(1..=MAX_CONCURRENT_CALLS).contains(&self.limits.concurrent_calls) {
+            return Err(ConfigError::invalid(
+                "policy.limits.concurrentCalls",
+                self.limits.concurrent_calls,
+                &format!("a number of calls from 1 to {MAX_CONCURRENT_CALLS}, such as 2"),
+            ));
+        }
         Ok(())
     }
+
+    /// Linear memory all plugin calls together may hold at once: `maxMemory` for each
+    /// concurrent decision and for the one plugin load that may run beside them.
+    pub fn total_plugin_memory_bytes(&self) -> u64 {
+        let calls = u64::from(self.limits.concurrent_calls) + LOAD_CALLS;
+        calls.saturating_mul(self.max_memory_bytes() as u64)
+    }
+
+    /// Plugins may hold at most half of the memory this process may use, so a hostile plugin
+    /// at its limits cannot get orca killed for memory.
+    pub(super) fn check_fits(&self, memory_limit: u64) -> Result<(), ConfigError> {
+        let total = self.total_plugin_memory_bytes();
+        if total <= memory_limit / 2 {
+            return Ok(());
+        }
+        Err(ConfigError::invalid(
+            "policy.limits.concurrentCalls",
+            self.limits.concurrent_calls,
+            &format!(
+                "(concurrentCalls + 1) × maxMemory = ({} + 1) × {} = {} of plugin memory at \
+                 most half of this container's memory limit ({}): fewer concurrent calls, a \
+                 smaller policy.limits.maxMemory, or a higher memory limit",
+                self.limits.concurrent_calls,
+                self.limits.max_memory,
+                human(usize::try_from(total).unwrap_or(usize::MAX)),
+                human(usize::try_from(memory_limit).unwrap_or(usize::MAX)),
+            ),
+        ))
+    }
 }
+
+/// The most pods' decisions that may run at once.
+const MAX_CONCURRENT_CALLS: u16 = 64;
+/// Plugin calls besides pods' decisions that may run at once (a load, on the reload thread).
+const LOAD_CALLS: u64 = 1;
 
 fn quantity_bytes(value: &str) -> Option<usize> {
     let quantity: Quantity = value.parse().ok()?;
@@ -231,6 +277,7 @@ fn human(bytes: usize) -> String {
         0 => "0".to_owned(),
         b if b >= 1 << 30 => format!("{}Gi", b >> 30),
         b if b >= 1 << 20 => format!("{}Mi", b >> 20),
+        b if b >= 1 << 10 => format!("{}Ki", b >> 10),
         b => format!("{b}"),
     }
 }

@@ -42,11 +42,12 @@ pub fn run(command: PluginCommand) -> Result<(), String> {
 fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
     serde_json::from_str::<serde_json::Value>(&args.settings)
         .map_err(|error| format!("--settings is not JSON: {error}"))?;
-    let policy = PolicyConfig {
-        // A command line tool compiles afresh: the node's cache is for the node.
-        compile_cache_dir: None,
-        ..PolicyConfig::default()
-    };
+    // Compiled plugins go to the user's compile cache, so the next command (and a node run by
+    // the same user) loads them in milliseconds; the author is told where.
+    let policy = PolicyConfig::default();
+    if let Some(dir) = policy.compile_cache_dir() {
+        eprintln!("orca: compiled plugins are cached in {}", dir.display());
+    }
     let (catalogue, registry) =
         build_registry(&policy, &args.region).map_err(|e| crate::errors::error_chain(&e))?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);

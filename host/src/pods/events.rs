@@ -17,28 +17,74 @@ use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::mpsc;
 
-/// Events waiting to go out. A reconcile that finds the queue full waits for room: every
-/// Event is kept, and a burst's Events cannot pile up in memory without bound.
-const QUEUE: usize = 1024;
+/// Events waiting to go out (about half a KiB each). A reconcile that finds the queue full
+/// waits for room: every Event is kept, and a burst's Events cannot pile up in memory without
+/// bound.
+const QUEUE: usize = 4096;
 /// Events sent at once.
 const IN_FLIGHT: usize = 32;
 
 /// Publishes the pods' Events, as the `orca` controller of this node. They go out from one
 /// background task, in order, many at a time: a reconcile does not wait for an Event to be
-/// sent (as the kubelet's recorder does not), so a burst's status writes are not held up
-/// behind its Events; it waits only while the queue is full.
+/// sent (as the kubelet's recorder does not), and Events yield to status writes. The
+/// apiserver is what a burst waits on, and a pod's status is what its owner acts on; so while
+/// any status write is in flight no Event starts, and a burst's Events go out as it ends (or
+/// as soon as the queue is full, which holds up reconciles until there is room again).
 pub struct PodEvents {
     client: kube::Client,
-    reporter: Reporter,
     queue: mpsc::Sender<Outgoing>,
+    reporter: Reporter,
     /// Events queued and not yet answered, so shutdown can let them go out first.
     pending: Arc<AtomicUsize>,
+    /// Status writes in flight, which Events wait out.
+    status_writes: Arc<StatusWrites>,
 }
 
 struct Outgoing {
-    recorder: Recorder,
+    /// A pod's Warnings share its recorder (so repeats fold into one Event); a Normal Event
+    /// gets a recorder of its own when it is sent.
+    recorder: Option<Recorder>,
     reference: ObjectReference,
     event: Event,
+}
+
+/// Status writes in flight, and a wake-up for whoever waits for there to be none.
+#[derive(Default)]
+pub struct StatusWrites {
+    in_flight: AtomicUsize,
+    none_left: tokio::sync::Notify,
+}
+
+/// A status write in flight, until dropped.
+pub struct StatusWriting(Arc<StatusWrites>);
+
+impl Drop for StatusWriting {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.none_left.notify_waiters();
+        }
+    }
+}
+
+impl StatusWrites {
+    fn begin(self: &Arc<Self>) -> StatusWriting {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        StatusWriting(self.clone())
+    }
+
+    /// Returns once no status write is in flight.
+    async fn none_in_flight(&self) {
+        loop {
+            let notified = self.none_left.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a write ending in between still wakes us.
+            notified.as_mut().enable();
+            if self.in_flight.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// One pod's Warnings: repeats of the same Warning become one Event with a count.
@@ -56,31 +102,36 @@ impl PodEvents {
     pub fn new(client: kube::Client, node_name: &str) -> PodEvents {
         let (queue, mut outgoing) = mpsc::channel::<Outgoing>(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
-        let sent = pending.clone();
+        let status_writes = Arc::new(StatusWrites::default());
+        let reporter = Reporter {
+            controller: "orca".to_owned(),
+            instance: Some(node_name.to_owned()),
+        };
+        let sender = Sender {
+            client: client.clone(),
+            reporter: reporter.clone(),
+            sent: pending.clone(),
+            status_writes: status_writes.clone(),
+        };
         tokio::spawn(async move {
             futures::stream::poll_fn(move |cx| outgoing.poll_recv(cx))
-                .map(|out| {
-                    let sent = sent.clone();
-                    async move {
-                        if let Err(error) = out.recorder.publish(&out.event, &out.reference).await {
-                            tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
-                        }
-                        sent.fetch_sub(1, Ordering::Relaxed);
-                    }
-                })
+                .map(|out| sender.send(out))
                 .buffered(IN_FLIGHT)
                 .for_each(|()| async {})
                 .await;
         });
         PodEvents {
             client,
-            reporter: Reporter {
-                controller: "orca".to_owned(),
-                instance: Some(node_name.to_owned()),
-            },
             queue,
+            reporter,
             pending,
+            status_writes,
         }
+    }
+
+    /// Marks a status write in flight until the answer is dropped: Events wait it out.
+    pub fn status_write(&self) -> StatusWriting {
+        self.status_writes.begin()
     }
 
     /// Waits, at most `limit`, for the queued Events to go out (on shutdown).
@@ -129,7 +180,7 @@ impl PodEvents {
             secondary: None,
         };
         let outgoing = Outgoing {
-            recorder: recorder.map_or_else(|| self.new_recorder(), |r| r.0),
+            recorder: recorder.map(|r| r.0),
             reference: pod.object_ref(&()),
             event,
         };
@@ -137,6 +188,31 @@ impl PodEvents {
         if self.queue.send(outgoing).await.is_err() {
             // The sending task is gone: the controller is shutting down.
             self.pending.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the sending task needs to send one Event.
+struct Sender {
+    client: kube::Client,
+    reporter: Reporter,
+    sent: Arc<AtomicUsize>,
+    status_writes: Arc<StatusWrites>,
+}
+
+impl Sender {
+    fn send(&self, out: Outgoing) -> impl Future<Output = ()> + use<> {
+        let recorder = out
+            .recorder
+            .unwrap_or_else(|| Recorder::new(self.client.clone(), self.reporter.clone()));
+        let sent = self.sent.clone();
+        let status_writes = self.status_writes.clone();
+        async move {
+            status_writes.none_in_flight().await;
+            if let Err(error) = recorder.publish(&out.event, &out.reference).await {
+                tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
+            }
+            sent.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -11,12 +11,12 @@ use serde_json::json;
 use super::decide::{Notice, StatusWrite, Step};
 use super::phase::{FailureReason, WaitingReason};
 use super::reconcile::{Context, ReconcileError};
-use super::record::{Launch, Retry};
+use super::record::{Launch, PodRecord, Retry};
 use super::status::{self, status_patch};
 use super::view::LaunchRef;
 use super::writes::LastWrite;
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
-use crate::policy::{DECISION_ANNOTATION, DecisionRecord};
+use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
 use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
 
 /// What a performed step left behind.
@@ -169,8 +169,20 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
     let decision = match ctx.planner.plan(pod).await {
         Ok(decision) => decision,
         Err(error) => {
-            let reason = FailureReason::of_policy(error.reason);
-            let written = fail(pod, key, reason, "Plan", error.message, None, ctx).await?;
+            let waiting = match error.retry {
+                PlanRetry::WhenLoaded => Some(WaitingReason::PolicyNotReady),
+                PlanRetry::Transient if policy_tries_left(key, ctx) => {
+                    Some(WaitingReason::PolicyRetrying)
+                }
+                PlanRetry::Transient | PlanRetry::No => None,
+            };
+            let written = match waiting {
+                Some(waiting) => plan_to_retry(pod, key, waiting, error.message, ctx).await?,
+                None => {
+                    let reason = FailureReason::of_policy(error.reason);
+                    fail(pod, key, reason, "Plan", error.message, None, ctx).await?
+                }
+            };
             return Ok(changed(written));
         }
     };
@@ -296,6 +308,37 @@ async fn launch_to_retry(
     failed: LaunchFailed,
     ctx: &Context,
 ) -> Result<Option<Pod>, ReconcileError> {
+    let later = Later {
+        waiting: WaitingReason::InstanceCreationRetrying,
+        event_reason: "ProviderCreateFailed",
+        action: "Launch",
+        what_failed: format!("launching a {what} failed ({})", failed.error),
+    };
+    retry_later(pod, key, later, ctx, |record, now| {
+        if failed.in_doubt {
+            record.launch = record.launch.in_doubt(now);
+        }
+    })
+    .await
+}
+
+/// A step that may work later, and how the pod says so meanwhile.
+struct Later {
+    waiting: WaitingReason,
+    event_reason: &'static str,
+    action: &'static str,
+    what_failed: String,
+}
+
+/// The pod stays Pending, saying what failed and when the next try is, and the next try backs
+/// off; `mark` notes in the pod's record what the next try needs to know.
+async fn retry_later(
+    pod: &Pod,
+    key: &PodKey,
+    later: Later,
+    ctx: &Context,
+    mark: impl FnOnce(&mut PodRecord, Timestamp),
+) -> Result<Option<Pod>, ReconcileError> {
     let now = Timestamp::now();
     let (initial, max) = (
         ctx.config.retry_initial_backoff.get(),
@@ -303,19 +346,17 @@ async fn launch_to_retry(
     );
     let mut retry = Retry::default();
     ctx.records.update(&key.uid, |record| {
-        if failed.in_doubt {
-            record.launch = record.launch.in_doubt(now);
-        }
+        mark(record, now);
         record.retry = record.retry.failed(now, initial, max);
         retry = record.retry;
     });
-    let error = failed.error;
     let delay = retry.wait(now).unwrap_or(initial);
+    let what_failed = later.what_failed;
     // The Event's words stay the same from try to try, so repeats aggregate into one Event;
     // the status says which try is next.
-    let note = format!("launching a {what} failed ({error}); retrying with backoff");
+    let note = format!("{what_failed}; retrying with backoff");
     let message = format!(
-        "launching a {what} failed ({error}); retry {} in {}",
+        "{what_failed}; retry {} in {}",
         retry.failures,
         humantime::format_duration(std::time::Duration::from_secs(delay.as_secs().max(1)))
     );
@@ -323,16 +364,46 @@ async fn launch_to_retry(
         pod,
         Notice {
             warning: true,
-            reason: "ProviderCreateFailed",
-            action: "Launch",
+            reason: later.event_reason,
+            action: later.action,
             note,
         },
         ctx,
     )
     .await;
-    let status =
-        status::status_while_launching(pod, WaitingReason::InstanceCreationRetrying, message, None);
+    let status = status::status_while_launching(pod, later.waiting, message, None);
     write_status(pod, key, status, ctx).await
+}
+
+/// Plans that may run out of time before a pod fails for it: a plugin that loops on this pod
+/// fails it after this many tries, a machine too busy for one try does not.
+const POLICY_TIMEOUT_TRIES: u32 = 3;
+
+/// Whether the pod has tries left after a plan that ran out of time.
+fn policy_tries_left(key: &PodKey, ctx: &Context) -> bool {
+    let failures = ctx.records.get(&key.uid).map_or(0, |r| r.retry.failures);
+    failures + 1 < POLICY_TIMEOUT_TRIES
+}
+
+/// A plan that may pass later (a plugin not loaded yet, a call that ran out of time): the pod
+/// stays Pending saying why, and is planned again with backoff, or as soon as the plugin loads.
+async fn plan_to_retry(
+    pod: &Pod,
+    key: &PodKey,
+    waiting: WaitingReason,
+    error: String,
+    ctx: &Context,
+) -> Result<Option<Pod>, ReconcileError> {
+    let later = Later {
+        waiting,
+        event_reason: waiting.as_str(),
+        action: "Plan",
+        what_failed: format!("the policy cannot decide yet ({error})"),
+    };
+    retry_later(pod, key, later, ctx, |record, _| {
+        record.waits_for_policy = waiting == WaitingReason::PolicyNotReady;
+    })
+    .await
 }
 
 /// A launch that cannot work: the pod fails with what EC2 said.
@@ -473,6 +544,8 @@ async fn write_status(
         "metadata": metadata,
         "status": status_patch(pod.status.as_ref(), &desired),
     });
+    // Events wait while status writes are in flight (`events.rs`).
+    let _writing = ctx.events.status_write();
     let mut written = api
         .patch_status(
             &key.name,

@@ -6,6 +6,7 @@ pub(crate) mod events;
 mod execute;
 mod instances;
 mod phase;
+mod policy_wait;
 mod reconcile;
 mod record;
 mod status;
@@ -53,6 +54,9 @@ pub struct PodControllerDeps {
     pub health: Arc<Health>,
     /// The pod cache this controller fills; others (the kubelet API, metrics) read it.
     pub store: PodCache,
+    /// Whether the policy can decide (`policy::readiness`): when it turns true, pods waiting
+    /// for a plugin are planned again at once.
+    pub policy_ready: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The cache of pods bound to this node, and its writer. Made before the controller runs so
@@ -143,6 +147,13 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             let records = records.clone();
             move |pod| std::future::ready(!records.take_echo(pod))
         });
+    tokio::spawn(policy_wait::wake_on_ready(
+        deps.policy_ready,
+        records.clone(),
+        store.clone(),
+        changed_tx.clone(),
+        shutdown.clone(),
+    ));
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );

@@ -119,6 +119,11 @@ pub enum WaitingReason {
     InstanceCreationRetrying,
     /// The instance is booting.
     InstancePending,
+    /// A plugin the policy chain needs is not loaded; the pod is planned again with backoff
+    /// and goes on once it loads.
+    PolicyNotReady,
+    /// A plugin ran out of time deciding (a busy machine can cause it); a few more tries.
+    PolicyRetrying,
 }
 
 impl WaitingReason {
@@ -127,6 +132,8 @@ impl WaitingReason {
             WaitingReason::InstanceLaunching => "InstanceLaunching",
             WaitingReason::InstanceCreationRetrying => "InstanceCreationRetrying",
             WaitingReason::InstancePending => "InstancePending",
+            WaitingReason::PolicyNotReady => "PolicyNotReady",
+            WaitingReason::PolicyRetrying => "PolicyRetrying",
         }
     }
 }

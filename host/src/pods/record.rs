@@ -42,6 +42,9 @@ pub struct PodRecord {
     pub decision: Option<String>,
     /// The pod's Events, with what it needs to fold repeats into one.
     pub events: Option<PodRecorder>,
+    /// The last plan found a plugin the policy needs not loaded: the pod is planned again as
+    /// soon as the policy can decide, not only at its next backoff.
+    pub waits_for_policy: bool,
 }
 
 impl PodRecord {
@@ -223,6 +226,20 @@ impl PodRecords {
 
     pub fn len(&self) -> usize {
         lock(&self.by_uid).len()
+    }
+
+    /// The pods waiting for a plugin to load, made due now; answers their UIDs.
+    pub fn wake_policy_waiters(&self) -> HashSet<String> {
+        let mut by_uid = lock(&self.by_uid);
+        by_uid
+            .iter_mut()
+            .filter(|(_, record)| record.waits_for_policy)
+            .map(|(uid, record)| {
+                record.waits_for_policy = false;
+                record.retry.due = None;
+                uid.clone()
+            })
+            .collect()
     }
 }
 

@@ -8,7 +8,9 @@ pub mod decision;
 pub mod embedded;
 pub mod native;
 pub mod pipeline;
+mod plugin_text;
 mod pod_view;
+pub mod readiness;
 pub mod registry;
 pub mod reload;
 pub mod setup;
@@ -31,6 +33,21 @@ pub struct PlanError {
     /// `InvalidAnnotation` or `PolicyError`.
     pub reason: &'static str,
     pub message: String,
+    /// Whether asking again may give a plan.
+    pub retry: PlanRetry,
+}
+
+/// Whether a failed plan may pass if the pod is planned again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlanRetry {
+    /// The failure is about the pod or is a plugin's answer: asking again gives the same.
+    #[default]
+    No,
+    /// A plugin the chain needs is not loaded: the pod waits for it (policy not ready).
+    WhenLoaded,
+    /// A plugin ran out of time, which a busy machine can cause, or found every sandbox slot
+    /// taken: worth a few more tries.
+    Transient,
 }
 
 /// Decides how a pod is launched.
@@ -44,7 +61,11 @@ pub trait Planner: Send + Sync + 'static {
 #[async_trait]
 impl Planner for Arc<Pipeline> {
     async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError> {
-        // Plugin calls are CPU-bound and may run up to their time limit: off the async workers.
+        // Plugin calls are CPU-bound and may run up to their time limit: off the async workers,
+        // and no more at once than `policy.limits.concurrentCalls`. A plugin's time limit starts
+        // with its call, so waiting for a permit does not count against it.
+        // (The semaphore is never closed, so the permit is always there.)
+        let _permit = self.deciding.acquire().await.ok();
         let pipeline = self.clone();
         let pod = pod.clone();
         tokio::task::spawn_blocking(move || pipeline.decide(&pod))
@@ -53,6 +74,7 @@ impl Planner for Arc<Pipeline> {
                 Err(PlanError {
                     reason: pipeline::REASON_POLICY_ERROR,
                     message: format!("the policy pipeline crashed: {error}"),
+                    retry: PlanRetry::No,
                 })
             })
     }

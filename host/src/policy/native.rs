@@ -53,10 +53,12 @@ impl NativePolicy {
         let fail = |error: sdk::PolicyError| PlanError {
             reason: super::pipeline::REASON_POLICY_ERROR,
             message: super::pipeline::policy_error_message(&convert::policy_error_to_wasm(error)),
+            retry: super::PlanRetry::No,
         };
         let view = pod_view(pod).map_err(|error| PlanError {
             reason: super::pipeline::REASON_POLICY_ERROR,
             message: error.to_string(),
+            retry: super::PlanRetry::No,
         })?;
         let catalogue = NativeCatalogue(&self.catalogue);
         let selector = orca_plugin_selector::Settings::parse("{}").map_err(fail)?;

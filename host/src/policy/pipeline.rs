@@ -12,10 +12,11 @@ use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
+use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, Hook, Market, PolicyError, TagContext};
-use super::{PlanError, convert, pod_view};
+use super::{PlanError, PlanRetry, convert, pod_view};
 use crate::config::{OnError, PluginStep, PolicyConfig};
 use crate::plan::{self, InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
@@ -93,6 +94,10 @@ pub struct Pipeline {
     /// The Node's `kubernetes.io/arch`, for pods that do not select one.
     node_architecture: Option<String>,
     observer: Option<Arc<dyn EvaluationObserver>>,
+    /// Decisions running at once (`policy.limits.concurrentCalls`): they are CPU-bound, so more
+    /// than the cores only adds threads and warm sandbox memory without deciding any faster,
+    /// and the bound is what keeps plugins' memory within `SandboxLimits::total_memory_bytes`.
+    pub(super) deciding: tokio::sync::Semaphore,
 }
 
 /// Why one plugin's answer was not used.
@@ -111,6 +116,7 @@ impl Pipeline {
         node_name: &str,
         cluster_name: &str,
     ) -> Pipeline {
+        let concurrent_calls = registry.engine().limits().concurrent_calls.max(1);
         Pipeline {
             registry,
             chains,
@@ -118,6 +124,7 @@ impl Pipeline {
             cluster_name: cluster_name.to_owned(),
             node_architecture: None,
             observer: None,
+            deciding: tokio::sync::Semaphore::new(concurrent_calls),
         }
     }
 
@@ -143,10 +150,12 @@ impl Pipeline {
         let key = PodKey::of(pod).ok_or_else(|| PlanError {
             reason: REASON_POLICY_ERROR,
             message: "pod has no name or uid".to_owned(),
+            retry: PlanRetry::No,
         })?;
         let mut view = pod_view(pod).map_err(|error| PlanError {
             reason: REASON_POLICY_ERROR,
             message: error.to_string(),
+            retry: PlanRetry::No,
         })?;
         if let Some(architecture) = &self.node_architecture
             && !view.node_selector.iter().any(|(key, _)| key == ARCH_LABEL)
@@ -198,6 +207,7 @@ impl Pipeline {
             |plugin, settings| plugin.build_tags(&engine, &catalogue, &pod, settings, &context),
             |plugin, tags| {
                 validate::tags(plugin, tags)?;
+                validate::reserved_tags(plugin, tags, &ownership)?;
                 // The count after the merge below, without building the map twice: the plugin's
                 // tags (unique, checked above) not replaced by an ownership tag, plus those.
                 let kept = tags
@@ -304,17 +314,50 @@ impl Pipeline {
                 StepFailure::Policy(PolicyError::InvalidAnnotation(_)) => REASON_INVALID_ANNOTATION,
                 _ => REASON_POLICY_ERROR,
             };
+            let retry = match failure {
+                StepFailure::NotLoaded => PlanRetry::WhenLoaded,
+                StepFailure::Call(CallError::Timeout { .. } | CallError::Busy { .. }) => {
+                    PlanRetry::Transient
+                }
+                _ => PlanRetry::No,
+            };
             let message = if earlier.is_empty() {
                 message
             } else {
                 format!("{message} (after: {})", earlier.join("; "))
             };
-            return Err(PlanError { reason, message });
+            return Err(PlanError {
+                reason,
+                message,
+                retry,
+            });
         }
         Err(PlanError {
             reason: REASON_POLICY_ERROR,
             message: format!("{}: no plugin is configured", hook_name(hook)),
+            retry: PlanRetry::No,
         })
+    }
+
+    /// Why the chains cannot decide for any pod as the plugins stand: the first step whose
+    /// plugin is not loaded (or lacks its hook) and that no loaded plugin before it covers,
+    /// or `None` when every hook has a plugin to ask.
+    pub fn not_ready(&self, set: &PluginSet) -> Option<String> {
+        [
+            (
+                Hook::SelectInstance,
+                "policy.selectInstance",
+                &self.chains.select_instance,
+            ),
+            (
+                Hook::ChooseMarket,
+                "policy.chooseMarket",
+                &self.chains.choose_market,
+            ),
+            (Hook::BuildTags, "policy.buildTags", &self.chains.build_tags),
+        ]
+        .into_iter()
+        .find_map(|(hook, field, chain)| chain_not_ready(set, hook, field, chain))
     }
 
     fn ask<T>(
@@ -354,6 +397,36 @@ pub fn hook_name(hook: Hook) -> &'static str {
     }
 }
 
+/// Why one hook's chain cannot decide: walking it as a decision would, the first step that can
+/// only fail (its plugin not loaded, or without the hook) under `onError: fail`, or the end of
+/// the chain without a plugin that can answer.
+fn chain_not_ready(
+    set: &PluginSet,
+    hook: Hook,
+    field: &str,
+    chain: &[ChainStep],
+) -> Option<String> {
+    let mut missing = Vec::new();
+    for (index, step) in chain.iter().enumerate() {
+        match set.get(&step.plugin) {
+            Some(plugin) if plugin.implements(hook) => return None,
+            Some(_) => missing.push(format!(
+                "plugin {} ({field}[{index}]) does not implement {}",
+                step.plugin,
+                hook_name(hook)
+            )),
+            None => missing.push(format!(
+                "plugin {} ({field}[{index}]) is not loaded",
+                step.plugin
+            )),
+        }
+        if step.on_error == OnError::Fail {
+            break;
+        }
+    }
+    (!missing.is_empty()).then(|| missing.join("; "))
+}
+
 /// A message for the pod's status: the hook, the plugin and version, and what went wrong.
 fn describe(
     hook: Hook,
@@ -373,8 +446,9 @@ fn describe(
         StepFailure::NotImplemented | StepFailure::Policy(PolicyError::Unsupported) => {
             format!("{hook}: {who} does not implement {hook}")
         }
-        // CallError and OutputError already name the plugin.
-        StepFailure::Call(error) => format!("{hook}: {error}"),
+        // CallError and OutputError already name the plugin; a trap's text holds the plugin's
+        // own function names and panic message.
+        StepFailure::Call(error) => format!("{hook}: {}", bounded(&error.to_string())),
         StepFailure::Output(error) => format!("{hook}: {error}"),
         StepFailure::Policy(error) => format!("{hook}: {who}: {}", policy_error_message(error)),
     }
@@ -384,12 +458,14 @@ pub fn policy_error_message(error: &PolicyError) -> String {
     match error {
         PolicyError::InvalidAnnotation(a) => format!(
             "annotation {}={:?} is invalid; expected {}",
-            a.annotation, a.value, a.expected
+            bounded(&a.annotation),
+            bounded(&a.value),
+            bounded(&a.expected)
         ),
-        PolicyError::NoMatch(message) => format!("no match: {message}"),
-        PolicyError::InvalidSettings(message) => format!("invalid settings: {message}"),
+        PolicyError::NoMatch(message) => format!("no match: {}", bounded(message)),
+        PolicyError::InvalidSettings(message) => format!("invalid settings: {}", bounded(message)),
         PolicyError::Unsupported => "the hook is not implemented".to_owned(),
-        PolicyError::Failed(message) => message.clone(),
+        PolicyError::Failed(message) => bounded(message).into_owned(),
     }
 }
 

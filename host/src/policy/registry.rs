@@ -4,7 +4,7 @@
 //! current set when it starts and finishes on it, whatever reloads happen meanwhile. A file
 //! whose new bytes do not load keeps its previous version serving.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -88,7 +88,8 @@ pub enum ReloadEvent {
 
 /// A plugin file as last seen.
 struct FileState {
-    /// The bytes' sha256 as last read, loaded or not: unchanged bytes are not reloaded.
+    /// The bytes' sha256 as last loaded or refused for good: unchanged bytes are not loaded
+    /// again. A load that ran out of time leaves it as it was, so the next rescan retries.
     seen_sha256: String,
     /// The last version of this file that loaded.
     serving: Option<Arc<RegisteredPlugin>>,
@@ -116,7 +117,7 @@ impl PluginRegistry {
         let embedded = embedded
             .iter()
             .map(|plugin| {
-                LoadedPlugin::load(&engine, plugin.bytes, &catalogue).map(|loaded| {
+                load_retrying(&engine, plugin.bytes, &catalogue).map(|loaded| {
                     Arc::new(RegisteredPlugin {
                         plugin: loaded,
                         source: PluginSource::Embedded,
@@ -205,9 +206,9 @@ impl PluginRegistry {
             if state.seen_sha256 == sha256 {
                 continue;
             }
-            state.seen_sha256 = sha256;
             match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
                 Ok(plugin) => {
+                    state.seen_sha256 = sha256;
                     events.push(ReloadEvent::Loaded {
                         path: path.clone(),
                         name: plugin.name.clone(),
@@ -220,11 +221,21 @@ impl PluginRegistry {
                     }));
                 }
                 Err(error) => {
+                    if !error.is_transient() {
+                        state.seen_sha256 = sha256;
+                    }
                     events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
                 }
             }
         }
         events.extend(self.publish(&files));
+        let keep: HashSet<&str> = self
+            .embedded
+            .iter()
+            .chain(files.values().filter_map(|f| f.serving.as_ref()))
+            .map(|p| p.plugin.sha256.as_str())
+            .collect();
+        self.engine.prune_compile_cache(&keep);
         events
     }
 
@@ -276,6 +287,28 @@ impl PluginRegistry {
         }
         self.current.store(Arc::new(PluginSet { by_name }));
         shadowed
+    }
+}
+
+/// Loads tried before an embedded plugin that keeps running out of time is given up on.
+const EMBEDDED_LOAD_ATTEMPTS: usize = 3;
+
+/// Loads `bytes`, again while the load runs out of time (a machine too busy to answer within
+/// the load timeout), at most [`EMBEDDED_LOAD_ATTEMPTS`] times.
+fn load_retrying(
+    engine: &PluginEngine,
+    bytes: &[u8],
+    catalogue: &Arc<dyn CatalogueQuery>,
+) -> Result<LoadedPlugin, LoadError> {
+    let mut attempt = 1;
+    loop {
+        match LoadedPlugin::load(engine, bytes, catalogue) {
+            Err(error) if error.is_transient() && attempt < EMBEDDED_LOAD_ATTEMPTS => {
+                tracing::warn!(%error, attempt, "loading an embedded plugin ran out of time; trying again");
+                attempt += 1;
+            }
+            result => return result,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use orca_plugin_sdk::tags::{MAX_TAGS, validate_tag};
 
 use super::catalogue::any_query;
 use super::wasm::{Candidate, CatalogueQuery, InstanceQuery, Market, MarketDecision, Tag};
+use crate::provider::ownership::TAG_MANAGED_BY;
 
 /// More candidates than this is a misbehaving selector (the provider tries them in order).
 pub const MAX_CANDIDATES: usize = 20;
@@ -39,7 +40,15 @@ pub enum OutputError {
         "plugin {plugin} returned a reason of {chars} characters; at most {MAX_REASON_CHARS} are accepted"
     )]
     ReasonTooLong { plugin: String, chars: usize },
+    #[error(
+        "plugin {plugin} set tag {key:?}, which orca reserves: tags named {TAG_MANAGED_BY} or \
+         starting with {RESERVED_TAG_PREFIX} are set by orca only"
+    )]
+    ReservedTag { plugin: String, key: String },
 }
+
+/// Tags under this prefix carry what orca relies on (ownership, the workload's exit code).
+pub const RESERVED_TAG_PREFIX: &str = "orca.research/";
 
 /// # Errors
 /// [`OutputError`] for an empty, oversized or unknown candidate list.
@@ -116,6 +125,36 @@ pub fn tags(plugin: &str, tags: &[Tag]) -> Result<(), OutputError> {
         })?;
     }
     Ok(())
+}
+
+/// orca reads some tags back to decide a pod's fate (ownership finds its instance; the exit-code
+/// tag decides Succeeded or Failed), so no plugin may set them. A plugin that repeats one of
+/// the pod's ownership tags with the value orca sets anyway (as version 0.1.0 of the default
+/// tagger did) changes nothing and is let through.
+///
+/// # Errors
+/// [`OutputError::ReservedTag`] naming the first reserved tag set otherwise.
+pub fn reserved_tags(
+    plugin: &str,
+    tags: &[Tag],
+    ownership: &[(&'static str, String)],
+) -> Result<(), OutputError> {
+    let reserved = |key: &str| key == TAG_MANAGED_BY || key.starts_with(RESERVED_TAG_PREFIX);
+    let echoes_ownership = |tag: &Tag| {
+        ownership
+            .iter()
+            .any(|(key, value)| *key == tag.key && *value == tag.value)
+    };
+    match tags
+        .iter()
+        .find(|tag| reserved(&tag.key) && !echoes_ownership(tag))
+    {
+        Some(tag) => Err(OutputError::ReservedTag {
+            plugin: plugin.to_owned(),
+            key: tag.key.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn reason(plugin: &str, reason: &str) -> Result<(), OutputError> {
@@ -260,5 +299,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.starts_with("plugin my-tagger "), "{error}");
+    }
+
+    #[test]
+    fn reserved_tags_are_refused_unless_they_repeat_orcas_own() {
+        let ownership = [
+            (TAG_MANAGED_BY, "ORCA".to_owned()),
+            ("orca.research/pod-uid", "u1".to_owned()),
+        ];
+        let refused = |tags: &[Tag]| match reserved_tags("p", tags, &ownership) {
+            Err(OutputError::ReservedTag { key, .. }) => Some(key),
+            _ => None,
+        };
+        // The exit code decides Succeeded or Failed: a plugin must not forge it.
+        assert_eq!(
+            refused(&[tag("orca.research/exit-code", "0")]).as_deref(),
+            Some("orca.research/exit-code")
+        );
+        assert_eq!(
+            refused(&[tag("ManagedBy", "me")]).as_deref(),
+            Some("ManagedBy")
+        );
+        assert_eq!(
+            refused(&[tag("orca.research/pod-uid", "someone-else")]).as_deref(),
+            Some("orca.research/pod-uid")
+        );
+        // Repeating what orca sets anyway changes nothing; other keys are the plugin's.
+        assert_eq!(
+            refused(&[
+                tag("ManagedBy", "ORCA"),
+                tag("orca.research/pod-uid", "u1"),
+                tag("team", "ml"),
+                tag("orca-research/x", "y"),
+            ]),
+            None
+        );
+        let message = reserved_tags(
+            "hostile",
+            &[tag("orca.research/exit-code", "0")],
+            &ownership,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("plugin hostile"), "{message}");
+        assert!(message.contains("orca.research/exit-code"), "{message}");
     }
 }

@@ -110,7 +110,7 @@ fn describe(query: &InstanceQuery) -> String {
         query.min_vcpus, query.min_memory_mib, query.min_gpus
     );
     if let Some(architecture) = query.architecture {
-        text.push_str(&format!(" on {architecture:?}").to_lowercase());
+        text.push_str(&format!(" on {architecture}"));
     }
     if !query.families.is_empty() {
         text.push_str(&format!(" in families {}", query.families.join(", ")));

@@ -1,14 +1,30 @@
 //! Compiled plugins on disk, so a restart deserializes in milliseconds instead of compiling.
 //!
-//! Key: the component's sha256 and the engine's compatibility hash (wasmtime version, target,
-//! and every setting that changes generated code). A stale or damaged entry is never trusted
-//! blindly: wasmtime checks its header, and a failure is treated as a miss and overwritten.
+//! A compiled plugin is native code that orca maps and runs, so the cache is guarded:
+//! - the directory is created private (0700) and refused when anyone but orca's user can write
+//!   to it, since whoever can write there chooses the code orca runs;
+//! - each entry starts with a header naming the component's sha256, the engine's compatibility
+//!   hash (wasmtime version, target, every setting that changes generated code) and the sha256
+//!   of the compiled bytes, all checked before wasmtime sees the bytes: an entry renamed,
+//!   truncated, damaged or built by another engine is discarded and compiled again;
+//! - entries of plugins no longer loaded are pruned once unused for a while, so a volume of
+//!   bounded size (the Deployment's emptyDir) does not fill up with old versions.
 
+use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
+use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// The first line of every entry: the format, so a future layout is never misread.
+const MAGIC: &str = "orca-compiled-plugin-v1";
+/// Entries of plugins not loaded are removed once unused this long: long enough that several
+/// orca processes sharing a cache (tests, `orca plugin` commands) do not remove each other's.
+pub const PRUNE_AFTER: Duration = Duration::from_secs(10 * 60);
 
 /// A directory of precompiled components.
 pub struct CompileCache {
@@ -16,12 +32,27 @@ pub struct CompileCache {
     engine_key: String,
 }
 
+/// Why a cache directory is not used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheDirError {
+    #[error("creating it: {0}")]
+    Create(std::io::Error),
+    #[error("reading its metadata: {0}")]
+    Metadata(std::io::Error),
+    #[error("it belongs to uid {owner}, not to orca's uid {uid}")]
+    NotOwned { owner: u32, uid: u32 },
+    #[error(
+        "others can write to it (mode {mode:o}), and whoever writes there chooses native code orca runs"
+    )]
+    WritableByOthers { mode: u32 },
+}
+
 impl CompileCache {
-    /// Creates `dir` if needed. `None` (with a warning) when it cannot be created: compiling
-    /// every time is slower, not wrong.
+    /// Creates `dir` (0700) if needed. `None` (with a warning) when it cannot be used:
+    /// compiling every time is slower, not wrong.
     pub fn open(dir: &Path, engine: &Engine) -> Option<CompileCache> {
-        if let Err(error) = std::fs::create_dir_all(dir) {
-            tracing::warn!(dir = %dir.display(), %error, "plugin compile cache unavailable; plugins are compiled on every start");
+        if let Err(error) = private_dir(dir) {
+            tracing::warn!(dir = %dir.display(), %error, "plugin compile cache not used; plugins are compiled on every start");
             return None;
         }
         let mut hasher = DefaultHasher::new();
@@ -39,21 +70,63 @@ impl CompileCache {
     /// The cached compilation of the component with this sha256, if there is a usable one.
     pub fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
         let path = self.entry(sha256);
-        if !path.is_file() {
-            return None;
-        }
-        // SAFETY: the file was written by `put` below from wasmtime's own serialization, in a
-        // directory only orca writes; wasmtime validates its header and engine compatibility.
-        #[allow(unsafe_code)]
-        let loaded = unsafe { Component::deserialize_file(engine, &path) };
+        let bytes = std::fs::read(&path).ok()?;
+        let loaded = match self.payload(&bytes, sha256) {
+            // SAFETY: the payload is what `put` serialized with an engine of this compatibility
+            // hash for this component (the header says so and the payload's sha256 matches),
+            // in a directory only orca's user can write; wasmtime checks its own header too.
+            #[allow(unsafe_code)]
+            Ok(payload) => unsafe { Component::deserialize(engine, payload) }
+                .map_err(|error| format!("{error:#}")),
+            Err(why) => Err(why),
+        };
         match loaded {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                // Used now: pruning goes by the last use.
+                let _ = std::fs::File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+                Some(component)
+            }
             Err(error) => {
-                tracing::warn!(path = %path.display(), error = %format!("{error:#}"), "discarding an unusable compiled plugin");
+                tracing::warn!(path = %path.display(), %error, "discarding an unusable compiled plugin");
                 let _ = std::fs::remove_file(&path);
                 None
             }
         }
+    }
+
+    /// The compiled bytes of an entry whose header matches `sha256`, this engine and the
+    /// payload itself.
+    fn payload<'b>(&self, bytes: &'b [u8], sha256: &str) -> Result<&'b [u8], String> {
+        let mut lines = bytes.splitn(5, |b| *b == b'\n');
+        let mut field = |name: &str| {
+            lines
+                .next()
+                .and_then(|line| std::str::from_utf8(line).ok())
+                .ok_or_else(|| format!("no {name} in the header"))
+        };
+        let (magic, component, engine, digest) = (
+            field("format")?,
+            field("component sha256")?,
+            field("engine hash")?,
+            field("payload sha256")?,
+        );
+        let payload = lines.next().ok_or("no compiled code after the header")?;
+        if magic != MAGIC {
+            return Err(format!("format {magic:?}, not {MAGIC:?}"));
+        }
+        if component != sha256 {
+            return Err(format!("compiled from component {component}, not {sha256}"));
+        }
+        if engine != self.engine_key {
+            return Err(format!(
+                "compiled by engine {engine}, not {}",
+                self.engine_key
+            ));
+        }
+        if digest != hex(&Sha256::digest(payload)) {
+            return Err("the compiled code does not match its recorded sha256".to_owned());
+        }
+        Ok(payload)
     }
 
     /// Stores a compilation; failures only cost a recompile later, so they are logged.
@@ -62,15 +135,153 @@ impl CompileCache {
         let result = component
             .serialize()
             .map_err(|error| std::io::Error::other(format!("{error:#}")))
-            .and_then(|bytes| {
+            .and_then(|payload| {
+                let header = format!(
+                    "{MAGIC}\n{sha256}\n{}\n{}\n",
+                    self.engine_key,
+                    hex(&Sha256::digest(&payload))
+                );
                 // Write then rename, so a concurrent reader never sees half a file.
                 let mut staged = tempfile::NamedTempFile::new_in(&self.dir)?;
-                std::io::Write::write_all(&mut staged, &bytes)?;
+                std::io::Write::write_all(&mut staged, header.as_bytes())?;
+                std::io::Write::write_all(&mut staged, &payload)?;
                 staged.persist(&path).map_err(|error| error.error)?;
                 Ok(())
             });
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "caching a compiled plugin failed");
         }
+    }
+
+    /// Removes entries of components not in `keep` that have not been used for
+    /// [`PRUNE_AFTER`], and leftovers of interrupted writes; answers how many.
+    pub fn prune(&self, keep: &HashSet<&str>, now: SystemTime) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let sha256 = name.split('-').next().unwrap_or_default();
+            if keep.contains(sha256) {
+                continue;
+            }
+            let unused_for = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok())
+                .unwrap_or_default();
+            if unused_for >= PRUNE_AFTER && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+/// Creates `dir` private to orca's user, or checks that an existing one is.
+fn private_dir(dir: &Path) -> Result<(), CacheDirError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(CacheDirError::Create)?;
+    let metadata = std::fs::metadata(dir).map_err(CacheDirError::Metadata)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    #[allow(unsafe_code)]
+    let uid = unsafe { libc::geteuid() };
+    if metadata.uid() != uid {
+        return Err(CacheDirError::NotOwned {
+            owner: metadata.uid(),
+            uid,
+        });
+    }
+    let mode = metadata.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(CacheDirError::WritableByOthers { mode });
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Engine {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        Engine::new(&config).unwrap()
+    }
+
+    /// The smallest component there is: the preamble of an empty component.
+    fn component(engine: &Engine) -> Component {
+        Component::new(engine, [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00]).unwrap()
+    }
+
+    #[test]
+    fn the_directory_is_created_private_and_a_shared_one_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("a/b");
+        let engine = engine();
+        assert!(CompileCache::open(&dir, &engine).is_some());
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            private_dir(&dir),
+            Err(CacheDirError::WritableByOthers { mode: 0o777 })
+        ));
+        assert!(CompileCache::open(&dir, &engine).is_none());
+    }
+
+    #[test]
+    fn an_entry_loads_only_for_its_component_engine_and_intact_bytes() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        cache.put(&a, &component(&engine));
+        assert!(cache.get(&engine, &a).is_some());
+
+        // The same bytes under another component's name: refused and removed.
+        std::fs::copy(cache.entry(&a), cache.entry(&b)).unwrap();
+        assert!(cache.get(&engine, &b).is_none());
+        assert!(!cache.entry(&b).exists());
+
+        // A flipped byte in the compiled code: refused and removed.
+        let mut bytes = std::fs::read(cache.entry(&a)).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(cache.entry(&a), &bytes).unwrap();
+        assert!(cache.get(&engine, &a).is_none());
+        assert!(!cache.entry(&a).exists());
+
+        // A bare wasmtime serialization without orca's header: refused.
+        std::fs::write(cache.entry(&a), component(&engine).serialize().unwrap()).unwrap();
+        assert!(cache.get(&engine, &a).is_none());
+    }
+
+    #[test]
+    fn entries_of_plugins_not_loaded_are_pruned_once_unused() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let (kept, old) = ("c".repeat(64), "d".repeat(64));
+        cache.put(&kept, &component(&engine));
+        cache.put(&old, &component(&engine));
+        let keep = HashSet::from([kept.as_str()]);
+        // Just written: nothing is old enough yet.
+        assert_eq!(cache.prune(&keep, SystemTime::now()), 0);
+        let later = SystemTime::now() + PRUNE_AFTER + Duration::from_secs(1);
+        assert_eq!(cache.prune(&keep, later), 1);
+        assert!(cache.entry(&kept).exists());
+        assert!(!cache.entry(&old).exists());
     }
 }

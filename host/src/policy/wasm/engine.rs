@@ -1,7 +1,8 @@
 //! One wasmtime engine for all plugins: component model, pooling allocator, epoch interruption
 //! driven by a ticker thread that stops when the engine is dropped.
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
 
 use std::path::Path;
 
@@ -9,8 +10,9 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::Plugin;
+use super::budget::INSTANCES_PER_CALL;
 use super::cache::CompileCache;
-use super::limits::{EPOCH_TICK, SandboxLimits};
+use super::limits::{EPOCH_TICK, LOAD_CALLS, SandboxLimits};
 use super::state::CallState;
 
 /// Bytes of each memory and table slot kept resident between calls: more than a default
@@ -38,12 +40,17 @@ impl PluginEngine {
     /// [`EngineError`] when wasmtime rejects the configuration (for example a pooling size the
     /// machine cannot reserve).
     pub fn new(limits: SandboxLimits) -> Result<PluginEngine, EngineError> {
+        // Room for every call that may run at once, each with all the instances it may create:
+        // a call never waits for, or fails on, a slot taken by another.
+        let calls = u32::try_from(limits.concurrent_calls + LOAD_CALLS).unwrap_or(u32::MAX);
+        let per_call = u32::try_from(INSTANCES_PER_CALL).unwrap_or(u32::MAX);
+        let slots = calls.saturating_mul(per_call);
         let mut pooling = PoolingAllocationConfig::default();
         pooling
-            .total_component_instances(256)
-            .total_core_instances(512)
-            .total_memories(512)
-            .total_tables(512)
+            .total_component_instances(calls)
+            .total_core_instances(slots)
+            .total_memories(slots)
+            .total_tables(slots)
             .max_memory_size(limits.max_memory_bytes)
             .table_elements(limits.max_table_elements)
             // A fresh instance per call reuses a warm slot: resetting the pages the last call
@@ -93,6 +100,20 @@ impl PluginEngine {
             cache.put(sha256, &component);
         }
         Ok(component)
+    }
+
+    /// Removes compiled plugins of components not in `keep` (the sha256s loaded now) once
+    /// they have gone unused for a while.
+    pub fn prune_compile_cache(&self, keep: &HashSet<&str>) {
+        if let Some(cache) = &self.cache {
+            let removed = cache.prune(keep, SystemTime::now());
+            if removed > 0 {
+                tracing::info!(
+                    removed,
+                    "removed compiled plugins no longer loaded from the compile cache"
+                );
+            }
+        }
     }
 
     pub fn limits(&self) -> SandboxLimits {

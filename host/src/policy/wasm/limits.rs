@@ -7,10 +7,13 @@ use std::time::Duration;
 pub struct SandboxLimits {
     /// Wall time a call may run before it is interrupted (epoch deadline).
     pub timeout: Duration,
-    /// Linear memory a call may grow to, in bytes.
+    /// Linear memory one call may hold, in bytes, all its memories together.
     pub max_memory_bytes: usize,
-    /// Elements in any one table.
+    /// Table elements one call may hold, all its tables together.
     pub max_table_elements: usize,
+    /// Calls that may run at once for pods' decisions. With one more for loading plugins, this
+    /// times `max_memory_bytes` bounds what plugins can hold at once.
+    pub concurrent_calls: usize,
     /// Bytes a call may write to stdout and to stderr (each); writes past it fail.
     pub max_output_bytes: usize,
 }
@@ -22,6 +25,7 @@ impl Default for SandboxLimits {
             max_memory_bytes: 64 << 20,
             max_table_elements: 20_000,
             max_output_bytes: 64 << 10,
+            concurrent_calls: 2,
         }
     }
 }
@@ -29,7 +33,30 @@ impl Default for SandboxLimits {
 /// The epoch ticks every this often; a call's deadline is its timeout in ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
+/// Calls besides pods' decisions that may run at once: a plugin's `info` when it is loaded
+/// (loads run one at a time, on the reload thread or at startup).
+pub const LOAD_CALLS: usize = 1;
+
+/// Wall time a plugin's `info` call may take when it is loaded. Loads run on the reload thread
+/// (or at startup), not in a pod's path, and on a machine whose cores are busy (a build, a
+/// burst) instantiating a plugin the first time can take far longer than a decision's limit.
+pub const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl SandboxLimits {
+    /// The limits of a load-time call: the same, with [`LOAD_TIMEOUT`] unless the decision
+    /// timeout is longer.
+    pub fn for_load(self) -> SandboxLimits {
+        SandboxLimits {
+            timeout: self.timeout.max(LOAD_TIMEOUT),
+            ..self
+        }
+    }
+
+    /// Linear memory all plugin calls together may hold at once.
+    pub fn total_memory_bytes(&self) -> usize {
+        (self.concurrent_calls + LOAD_CALLS).saturating_mul(self.max_memory_bytes)
+    }
+
     pub fn deadline_ticks(&self) -> u64 {
         let ticks = self.timeout.as_nanos() / EPOCH_TICK.as_nanos();
         u64::try_from(ticks).unwrap_or(u64::MAX).max(1)

@@ -2,9 +2,11 @@
 //! bounded sandbox.
 
 pub(crate) mod bindings;
+mod budget;
 mod cache;
 mod engine;
 mod limits;
+mod log_limit;
 mod plugin;
 mod state;
 mod version;

@@ -2,17 +2,20 @@
 //! component, so no state leaks between pods and a call costs an instantiation, not a compile.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::bindings::{
     Candidate, Hook, MarketDecision, Plugin, PluginPre, Pod, PolicyError, Tag, TagContext,
 };
+use super::budget::CallBudget;
 use super::engine::PluginEngine;
+use super::limits::SandboxLimits;
+use super::log_limit::{Admission, CallLog, LogRate};
 use super::state::{CallState, CatalogueQuery};
 use super::version::{VersionError, check_interface_version};
 
@@ -27,6 +30,49 @@ pub enum LoadError {
     WrongWorld(wasmtime::Error),
     #[error("asking the plugin for its name, version and hooks failed: {0}")]
     InfoFailed(CallError),
+    #[error(
+        "the plugin's {field} {value:?} is not usable: expected 1 to {MAX_INFO_BYTES} printable \
+         ASCII characters without spaces"
+    )]
+    BadInfo { field: &'static str, value: String },
+}
+
+impl LoadError {
+    /// Whether loading the same bytes again may succeed: only running out of time can pass
+    /// (a busy machine); every other refusal is about the bytes.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LoadError::InfoFailed(CallError::Timeout { .. } | CallError::Busy { .. })
+        )
+    }
+}
+
+/// The longest name or version a plugin may report: both appear in pod messages, Events,
+/// metrics labels and the log.
+pub const MAX_INFO_BYTES: usize = 63;
+
+/// Checks a name or version from a plugin's `info`.
+fn info_field(field: &'static str, value: String) -> Result<String, LoadError> {
+    let usable = !value.is_empty()
+        && value.len() <= MAX_INFO_BYTES
+        && value.bytes().all(|b| b.is_ascii_graphic());
+    if usable {
+        return Ok(value);
+    }
+    let mut shown = value;
+    if shown.len() > MAX_INFO_BYTES {
+        let mut end = MAX_INFO_BYTES;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.truncate(end);
+        shown.push('…');
+    }
+    Err(LoadError::BadInfo {
+        field,
+        value: shown,
+    })
 }
 
 /// Why a call into a plugin did not return an answer.
@@ -36,6 +82,8 @@ pub enum CallError {
     Timeout { plugin: String, timeout: Duration },
     #[error("plugin {plugin} failed: {message}")]
     Trapped { plugin: String, message: String },
+    #[error("plugin {plugin} could not run: every sandbox slot was taken by other calls")]
+    Busy { plugin: String },
 }
 
 /// A plugin ready to be called: compiled, type-checked against the world, described.
@@ -48,6 +96,8 @@ pub struct LoadedPlugin {
     /// The `orca:policy` version the plugin declares it was built against, if it does.
     pub interface_version: Option<String>,
     pre: PluginPre<CallState>,
+    /// This plugin's share of orca's log, across all its calls.
+    log_rate: Arc<LogRate>,
 }
 
 impl LoadedPlugin {
@@ -77,14 +127,18 @@ impl LoadedPlugin {
             hooks: Vec::new(),
             interface_version,
             pre,
+            log_rate: Arc::new(LogRate::new(Instant::now())),
         };
         let info = plugin
-            .call(engine, catalogue, |bindings, store| {
-                bindings.orca_policy_policy().call_info(store)
-            })
+            .call_within(
+                engine.limits.for_load(),
+                engine,
+                catalogue,
+                |bindings, store| bindings.orca_policy_policy().call_info(store),
+            )
             .map_err(LoadError::InfoFailed)?;
-        plugin.name = info.name;
-        plugin.version = info.version;
+        plugin.name = info_field("name", info.name)?;
+        plugin.version = info_field("version", info.version)?;
         plugin.hooks = info.hooks;
         Ok(plugin)
     }
@@ -146,7 +200,16 @@ impl LoadedPlugin {
         catalogue: &Arc<dyn CatalogueQuery>,
         run: impl FnOnce(&Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let limits = engine.limits;
+        self.call_within(engine.limits, engine, catalogue, run)
+    }
+
+    fn call_within<R>(
+        &self,
+        limits: SandboxLimits,
+        engine: &PluginEngine,
+        catalogue: &Arc<dyn CatalogueQuery>,
+        run: impl FnOnce(&Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
         let stdout = MemoryOutputPipe::new(limits.max_output_bytes);
         let stderr = MemoryOutputPipe::new(limits.max_output_bytes);
         // No preopened directories, environment, arguments or network: stdio only.
@@ -158,27 +221,29 @@ impl LoadedPlugin {
             plugin: self.name.clone(),
             wasi,
             table: Default::default(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.max_memory_bytes)
-                .table_elements(limits.max_table_elements)
-                .instances(16)
-                .trap_on_grow_failure(true)
-                .build(),
+            budget: CallBudget::new(limits.max_memory_bytes, limits.max_table_elements),
+            log: CallLog::new(limits.max_output_bytes),
+            log_rate: self.log_rate.clone(),
+            log_dropped: 0,
             catalogue: catalogue.clone(),
         };
         let mut store = Store::new(&engine.engine, state);
-        store.limiter(|state| &mut state.limits);
+        store.limiter(|state| &mut state.budget);
         store.set_epoch_deadline(limits.deadline_ticks());
         let result = self
             .pre
             .instantiate(&mut store)
             .and_then(|bindings| run(&bindings, &mut store));
-        forward_output(&self.name, "stdout", &stdout);
-        forward_output(&self.name, "stderr", &stderr);
+        self.log_rate.count_dropped(store.data().log_dropped);
+        forward_output(&self.name, "stdout", &stdout, &self.log_rate);
+        forward_output(&self.name, "stderr", &stderr, &self.log_rate);
         result.map_err(|error| match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => CallError::Timeout {
                 plugin: self.name.clone(),
                 timeout: limits.timeout,
+            },
+            _ if error.is::<PoolConcurrencyLimitError>() => CallError::Busy {
+                plugin: self.name.clone(),
             },
             _ => CallError::Trapped {
                 plugin: self.name.clone(),
@@ -188,13 +253,17 @@ impl LoadedPlugin {
     }
 }
 
-fn forward_output(plugin: &str, stream: &'static str, pipe: &MemoryOutputPipe) {
+/// What the call wrote to a stream (bounded by the pipe), one log record per line, within the
+/// plugin's share of orca's log.
+fn forward_output(plugin: &str, stream: &'static str, pipe: &MemoryOutputPipe, rate: &LogRate) {
     let contents = pipe.contents();
     for line in String::from_utf8_lossy(&contents)
         .lines()
         .filter(|line| !line.trim().is_empty())
     {
-        tracing::info!(plugin, stream, "{line}");
+        if let Admission::Write { dropped_before } = rate.admit(Instant::now()) {
+            tracing::info!(plugin, stream, dropped_before, "{line}");
+        }
     }
 }
 
@@ -205,4 +274,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_and_versions_are_short_printable_words() {
+        assert_eq!(
+            info_field("name", "orca-default-selector".into()).unwrap(),
+            "orca-default-selector"
+        );
+        assert_eq!(
+            info_field("version", "0.1.0+build.7".into()).unwrap(),
+            "0.1.0+build.7"
+        );
+        for bad in ["", "two words", "tab\there", "naïve"] {
+            assert!(info_field("name", bad.into()).is_err(), "{bad:?}");
+        }
+        let Err(LoadError::BadInfo { value, .. }) = info_field("name", "n".repeat(1 << 20)) else {
+            panic!("a megabyte name was accepted");
+        };
+        assert_eq!(value.len(), MAX_INFO_BYTES + '…'.len_utf8());
+    }
 }

@@ -1,13 +1,15 @@
 //! The per-call store data: WASI (stdio only), limits, and the host functions plugins import.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::orca::policy::{host, types};
 use super::bindings::{InstanceQuery, InstanceType, LogLevel};
+use super::budget::CallBudget;
+use super::log_limit::{Admission, CallLog, LogRate};
 
 /// The host-side catalogue query plugins call through `query-instance-types`.
 pub trait CatalogueQuery: Send + Sync + 'static {
@@ -18,7 +20,13 @@ pub struct CallState {
     pub plugin: String,
     pub wasi: WasiCtx,
     pub table: ResourceTable,
-    pub limits: StoreLimits,
+    pub budget: CallBudget,
+    /// What this call may still log through the `log` import.
+    pub log: CallLog,
+    /// The plugin's share of orca's log, across its calls.
+    pub log_rate: Arc<LogRate>,
+    /// Records this call could not log for its byte budget.
+    pub log_dropped: u64,
     pub catalogue: Arc<dyn CatalogueQuery>,
 }
 
@@ -35,13 +43,21 @@ impl types::Host for CallState {}
 
 impl host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) {
+        let Some(kept) = self.log.take(&message) else {
+            self.log_dropped += 1;
+            return;
+        };
+        let Admission::Write { dropped_before } = self.log_rate.admit(Instant::now()) else {
+            return;
+        };
         let plugin = self.plugin.as_str();
+        let cut = kept.len() < message.len();
         match level {
-            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            LogLevel::Info => tracing::info!(plugin, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            LogLevel::Error => tracing::error!(plugin, "{message}"),
+            LogLevel::Trace => tracing::trace!(plugin, cut, dropped_before, "{kept}"),
+            LogLevel::Debug => tracing::debug!(plugin, cut, dropped_before, "{kept}"),
+            LogLevel::Info => tracing::info!(plugin, cut, dropped_before, "{kept}"),
+            LogLevel::Warn => tracing::warn!(plugin, cut, dropped_before, "{kept}"),
+            LogLevel::Error => tracing::error!(plugin, cut, dropped_before, "{kept}"),
         }
     }
 

@@ -1,11 +1,14 @@
 //! Misbehaves as its settings say, so tests can prove the sandbox holds: `loop` never returns,
-//! `grow` allocates without end, `trap` panics, `output` floods stdout, `bad-type` answers an
-//! instance type that does not exist, `bad-tags` answers tags AWS would refuse. Anything else
-//! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
+//! `grow` allocates without end, `trap` panics, `output` floods stdout, `log-flood` floods the
+//! host's `log` import, `long-error` fails with 2 MiB of text, `bad-type` answers an instance
+//! type that does not exist, `bad-tags` answers tags AWS would refuse, `forge-exit-code` sets
+//! the exit-code tag orca reads to decide a pod's outcome. Anything else answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
 //! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
 //! passes them.
 
-use orca_plugin_sdk::{Candidate, Hook, Plugin, Pod, PodExt, PolicyError, Tag, TagContext};
+use orca_plugin_sdk::{
+    Candidate, Hook, LogLevel, Plugin, Pod, PodExt, PolicyError, Tag, TagContext, log,
+};
 
 /// A pod annotation that overrides the settings, so one loaded plugin can misbehave per pod.
 pub const MODE_ANNOTATION: &str = "hostile.orca.research/mode";
@@ -40,6 +43,17 @@ impl Plugin for Hostile {
                 }
                 Ok(Vec::new())
             }
+            "log-flood" => {
+                let line = "y".repeat(1024);
+                for _ in 0..10_000 {
+                    log(LogLevel::Info, &line);
+                }
+                Ok(vec![Candidate {
+                    instance_type: "m7i.large".into(),
+                    reason: "logged a lot first".into(),
+                }])
+            }
+            "long-error" => Err(PolicyError::Failed("z".repeat(2 << 20))),
             "bad-type" => Ok(vec![Candidate {
                 instance_type: "z9.imaginary".into(),
                 reason: "made up".into(),
@@ -60,6 +74,10 @@ impl Plugin for Hostile {
             "bad-tags" => Ok(vec![Tag {
                 key: "aws:owner".into(),
                 value: "me".into(),
+            }]),
+            "forge-exit-code" => Ok(vec![Tag {
+                key: "orca.research/exit-code".into(),
+                value: "0".into(),
             }]),
             _ => Ok(vec![Tag {
                 key: "ManagedBy".into(),
