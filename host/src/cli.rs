@@ -44,9 +44,18 @@ pub enum PluginCommand {
         /// The plugin component (`.wasm`).
         file: PathBuf,
     },
-    /// Runs the whole pipeline for a pod and prints the decision as orca would record it. The
-    /// plugin answers the hooks it implements; the embedded defaults answer the rest.
-    Eval(PipelineArgs),
+    /// Runs the whole pipeline for a pod and shows every plugin asked (who answered, who
+    /// declined or failed and why), every candidate with its reason, and the decision as orca
+    /// would record it. With `--plugin`, that plugin answers the hooks it implements and the
+    /// embedded defaults the rest; with `--config`, the chains of that config.yaml decide.
+    /// Exit status 1 if the pod would fail.
+    Eval {
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        /// `text` for people, `json` for scripts (the same fields, for failures too).
+        #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
+        output: String,
+    },
     /// Runs the pipeline repeatedly and prints latency percentiles, beside the default policy
     /// run natively (no sandbox) for comparison.
     Bench {
@@ -62,20 +71,26 @@ pub enum PluginCommand {
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
     /// A plugin component; without it, the embedded default plugins decide.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "config")]
     pub plugin: Option<PathBuf>,
+    /// An orca config.yaml: its hook chains, settings, onError, plugins directory, limits,
+    /// node (name, cluster, architecture) and region, exactly as orca would load them.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// The pod, as YAML or JSON (a manifest is enough; a missing uid is filled in).
     #[arg(long)]
     pub pod: PathBuf,
     /// The plugin's settings as JSON.
-    #[arg(long, default_value = "{}")]
+    #[arg(long, default_value = "{}", conflicts_with = "config")]
     pub settings: String,
-    /// The region whose catalogue prices apply.
-    #[arg(long, default_value = "us-east-1")]
-    pub region: String,
-    /// The Node's architecture (`node.architecture`), for a pod that selects none.
-    #[arg(long, default_value = "amd64", value_parser = ["amd64", "arm64"])]
-    pub architecture: String,
+    /// The region whose catalogue prices apply (default: the config's `provider.region`, or
+    /// us-east-1).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// The Node's architecture, for a pod that selects none (default: the config's
+    /// `node.architecture`, or amd64).
+    #[arg(long, value_parser = ["amd64", "arm64"])]
+    pub architecture: Option<String>,
 }
 
 /// How log lines are written.

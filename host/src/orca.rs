@@ -226,6 +226,9 @@ impl Orca {
             )),
         ]));
         reporter.rescanned(&self.registry.current());
+        // Detached: it ends by itself once every embedded plugin has loaded, or at shutdown.
+        let _ =
+            reload::spawn_embedded_retry(self.registry.clone(), reporter.clone(), shutdown.clone());
         let watch_task = match &self.config.policy.plugins_dir {
             Some(dir) => {
                 // Plugins on disk serve from the first pod on.

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use orca::config::{Config, OnError, PolicyConfig};
+use orca::config::{Config, FailureKind, OnError, OnErrorAction, PolicyConfig};
+use orca::policy::explain::StepOutcome;
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
 use orca::policy::setup::build_registry;
@@ -169,7 +170,7 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
     let select = |mode: &str, on_error: OnError| HookChains {
         select_instance: vec![
             step("hostile", &format!("\"{mode}\""), on_error),
-            step("orca-default-selector", "{}", OnError::Fail),
+            step("orca-default-selector", "{}", OnError::FAIL),
         ],
         ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
     };
@@ -181,7 +182,7 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
         ("output", "hostile"),
         ("bad-type", "z9.imaginary"),
     ] {
-        let failing = Pipeline::new(registry.clone(), select(mode, OnError::Fail), "n", "c");
+        let failing = Pipeline::new(registry.clone(), select(mode, OnError::FAIL), "n", "c");
         let error = decide(&failing, &plain).unwrap_err();
         assert_eq!(error.reason, "PolicyError", "{mode}: {error}");
         assert!(
@@ -189,7 +190,7 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
             "{mode}: {error}"
         );
 
-        let tolerant = Pipeline::new(registry.clone(), select(mode, OnError::Fallback), "n", "c");
+        let tolerant = Pipeline::new(registry.clone(), select(mode, OnError::FALLBACK), "n", "c");
         let decision = decide(&tolerant, &plain).unwrap();
         assert_eq!(
             decision.record.select_instance.plugin,
@@ -200,7 +201,7 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
     }
 
     let tags = HookChains {
-        build_tags: vec![step("hostile", "\"bad-tags\"", OnError::Fail)],
+        build_tags: vec![step("hostile", "\"bad-tags\"", OnError::FAIL)],
         ..HookChains::single("orca-default-selector", "orca-default-market", "x")
     };
     let error = decide(&Pipeline::new(registry.clone(), tags, "n", "c"), &plain).unwrap_err();
@@ -225,7 +226,7 @@ fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
     let chains = |on_error: OnError| HookChains {
         select_instance: vec![
             step("hostile", "\"well-behaved\"", on_error),
-            step("orca-default-selector", "{}", OnError::Fail),
+            step("orca-default-selector", "{}", OnError::FAIL),
         ],
         ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
     };
@@ -233,7 +234,7 @@ fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
 
     // Not loaded, and the chain cannot go past it: not ready, naming the plugin and the field;
     // a pod waits (retry when loaded) instead of failing.
-    let pipeline = Pipeline::new(registry.clone(), chains(OnError::Fail), "n", "c");
+    let pipeline = Pipeline::new(registry.clone(), chains(OnError::FAIL), "n", "c");
     let why = pipeline.not_ready(&registry.current()).unwrap();
     assert!(
         why.contains("plugin hostile (policy.selectInstance[0]) is not loaded"),
@@ -243,7 +244,7 @@ fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
     assert_eq!(error.retry, PlanRetry::WhenLoaded, "{error}");
 
     // Under fallback the next plugin decides: ready.
-    let tolerant = Pipeline::new(registry.clone(), chains(OnError::Fallback), "n", "c");
+    let tolerant = Pipeline::new(registry.clone(), chains(OnError::FALLBACK), "n", "c");
     assert_eq!(tolerant.not_ready(&registry.current()), None);
     decide(&tolerant, &plain).unwrap();
 
@@ -256,7 +257,7 @@ fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
 
     // A plugin out of time is worth another try; one that refuses the pod is not.
     let select = |mode: &str| HookChains {
-        select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::Fail)],
+        select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::FAIL)],
         ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
     };
     let looping = Pipeline::new(registry.clone(), select("loop"), "n", "c");
@@ -266,6 +267,201 @@ fn policy_missing_a_plugin_is_not_ready_and_its_pods_wait_for_it() {
     );
     let failing = Pipeline::new(registry, select("long-error"), "n", "c");
     assert_eq!(decide(&failing, &plain).unwrap_err().retry, PlanRetry::No);
+}
+
+#[test]
+fn a_decline_asks_the_next_plugin_and_on_error_decides_each_failure_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let registry = registry(Some(dir.path()));
+    let chain = |mode: &str, on_error: OnError| HookChains {
+        select_instance: vec![
+            step("hostile", &format!("\"{mode}\""), on_error),
+            step("orca-default-selector", "{}", OnError::FAIL),
+        ],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let plain = pod(json!({}), json!({ "cpu": "1" }));
+
+    // A decline is not a failure: even under `onError: fail` the next plugin decides, and the
+    // record says who passed and why.
+    let pipeline = Pipeline::new(registry.clone(), chain("decline", OnError::FAIL), "n", "c");
+    let decision = decide(&pipeline, &plain).unwrap();
+    assert_eq!(
+        decision.record.select_instance.plugin,
+        "orca-default-selector"
+    );
+    let passed = &decision.record.fallbacks[0];
+    assert_eq!(
+        (passed.plugin.as_str(), passed.kind.as_str()),
+        ("hostile", "declined")
+    );
+    assert!(
+        passed.error.contains("not a hostile pod"),
+        "{}",
+        passed.error
+    );
+    assert!(
+        decision.record.summary().contains("passed hostile"),
+        "{}",
+        decision.record.summary()
+    );
+
+    // …unless the chain says a decline fails the pod.
+    let strict = OnError::FAIL.with(FailureKind::Declined, OnErrorAction::Fail);
+    let pipeline = Pipeline::new(registry.clone(), chain("decline", strict), "n", "c");
+    let error = decide(&pipeline, &plain).unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("hostile 0.0.1 declined: not a hostile pod"),
+        "{error}"
+    );
+    assert_eq!(error.retry, PlanRetry::No);
+
+    // A chain whose every plugin declines fails the pod, saying so.
+    let alone = HookChains {
+        select_instance: vec![step("hostile", "\"decline\"", OnError::FAIL)],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let error = decide(&Pipeline::new(registry.clone(), alone, "n", "c"), &plain).unwrap_err();
+    assert_eq!(error.reason, "PolicyError");
+    assert!(
+        error
+            .message
+            .starts_with("no plugin took the pod: select-instance"),
+        "{error}"
+    );
+
+    // Per kind: the plugin's own refusal (no-match) fails the pod, so the default selector
+    // never replaces it; a crash of the same plugin falls back.
+    let per_kind = OnError::FAIL
+        .with(FailureKind::Crashed, OnErrorAction::Fallback)
+        .with(FailureKind::TimedOut, OnErrorAction::Fallback);
+    let refusing = Pipeline::new(registry.clone(), chain("no-match", per_kind), "n", "c");
+    let error = decide(&refusing, &plain).unwrap_err();
+    assert!(
+        error.message.contains("no match: nothing hostile fits"),
+        "{error}"
+    );
+    let crashing = Pipeline::new(registry.clone(), chain("trap", per_kind), "n", "c");
+    let decision = decide(&crashing, &plain).unwrap();
+    assert_eq!(decision.record.fallbacks[0].kind, "crashed");
+    let lenient = per_kind.with(FailureKind::NoMatch, OnErrorAction::Fallback);
+    let decision = decide(
+        &Pipeline::new(registry.clone(), chain("no-match", lenient), "n", "c"),
+        &plain,
+    )
+    .unwrap();
+    assert_eq!(decision.record.fallbacks[0].kind, "noMatch");
+
+    // A plugin that is not loaded keeps the chain from being ready only when its kind fails.
+    let absent = |on_error: OnError| HookChains {
+        select_instance: vec![
+            step("nobody", "{}", on_error),
+            step("orca-default-selector", "{}", OnError::FAIL),
+        ],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let waiting = Pipeline::new(registry.clone(), absent(per_kind), "n", "c");
+    assert!(waiting.not_ready(&registry.current()).is_some());
+    let ready = per_kind.with(FailureKind::NotLoaded, OnErrorAction::Fallback);
+    let ready = Pipeline::new(registry.clone(), absent(ready), "n", "c");
+    assert_eq!(ready.not_ready(&registry.current()), None);
+
+    // `explain` lists every plugin asked and what came of it.
+    let pipeline = Pipeline::new(registry, chain("decline", OnError::FAIL), "n", "c");
+    let (decision, asked) = pipeline.explain(&plain);
+    assert_eq!(decision.unwrap(), decide(&pipeline, &plain).unwrap());
+    let steps: Vec<(&str, &str, StepOutcome, Option<&str>)> = asked
+        .iter()
+        .map(|s| {
+            (
+                s.hook,
+                s.plugin.as_str(),
+                s.outcome,
+                s.failure.as_ref().map(|f| f.kind.as_str()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (
+                "select-instance",
+                "hostile",
+                StepOutcome::PassedOn,
+                Some("declined")
+            ),
+            (
+                "select-instance",
+                "orca-default-selector",
+                StepOutcome::Answered,
+                None
+            ),
+            (
+                "choose-market",
+                "orca-default-market",
+                StepOutcome::Answered,
+                None
+            ),
+            (
+                "build-tags",
+                "orca-default-tagger",
+                StepOutcome::Answered,
+                None
+            ),
+        ]
+    );
+    assert_eq!(asked[0].interface, Some("0.2.0"));
+}
+
+#[test]
+fn embedded_plugins_that_keep_running_out_of_time_leave_orca_starting_but_not_ready() {
+    use orca::policy::catalogue::InstanceCatalogue;
+    use orca::policy::embedded::DEFAULT_PLUGINS;
+    use orca::policy::wasm::{CatalogueQuery, PluginEngine, SandboxLimits};
+
+    // A zero time limit stops every call at its first instruction: a machine too busy to load
+    // anything.
+    let limits = SandboxLimits {
+        timeout: std::time::Duration::ZERO,
+        load_timeout: std::time::Duration::ZERO,
+        ..SandboxLimits::default()
+    };
+    let engine = Arc::new(PluginEngine::new(limits).unwrap());
+    let catalogue: Arc<dyn CatalogueQuery> =
+        Arc::new(InstanceCatalogue::bundled("us-east-1").unwrap());
+    let registry = Arc::new(
+        PluginRegistry::new(engine, catalogue, DEFAULT_PLUGINS)
+            .expect("orca starts (and registers its Node) without them"),
+    );
+    assert!(registry.has_pending_embedded());
+    assert_eq!(registry.current().iter().count(), 0);
+    let pipeline = defaults(registry.clone());
+    let why = pipeline.not_ready(&registry.current()).unwrap();
+    assert!(
+        why.contains("plugin orca-default-selector (policy.selectInstance[0]) is not loaded"),
+        "{why}"
+    );
+    let error = decide(&pipeline, &pod(json!({}), json!({ "cpu": "1" }))).unwrap_err();
+    assert_eq!(error.retry, PlanRetry::WhenLoaded, "{error}");
+
+    // Each background attempt reports every plugin still out of time, and keeps it pending.
+    let events = registry.load_pending_embedded();
+    assert_eq!(events.len(), 3, "{events:?}");
+    for event in &events {
+        assert!(
+            matches!(event, ReloadEvent::Rejected { error, .. } if error.contains("time limit")),
+            "{event:?}"
+        );
+    }
+    assert!(registry.has_pending_embedded());
+
+    // On a machine with time to spare nothing is pending.
+    let healthy = self::registry(None);
+    assert!(!healthy.has_pending_embedded());
+    assert!(healthy.load_pending_embedded().is_empty());
 }
 
 /// Counts log records that name a plugin.
@@ -290,7 +486,7 @@ fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
     let plain = pod(json!({}), json!({ "cpu": "1" }));
     let selecting = |mode: &str| {
         let chains = HookChains {
-            select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::Fail)],
+            select_instance: vec![step("hostile", &format!("\"{mode}\""), OnError::FAIL)],
             ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
         };
         Pipeline::new(registry.clone(), chains, "n", "c")
@@ -324,7 +520,7 @@ fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
 
     // The exit-code tag decides Succeeded or Failed: a tag plugin cannot set it.
     let forging = HookChains {
-        build_tags: vec![step("hostile", "\"forge-exit-code\"", OnError::Fail)],
+        build_tags: vec![step("hostile", "\"forge-exit-code\"", OnError::FAIL)],
         ..HookChains::single("orca-default-selector", "orca-default-market", "x")
     };
     let error = decide(&Pipeline::new(registry, forging, "n", "c"), &plain).unwrap_err();
@@ -383,16 +579,16 @@ fn the_plugins_directory_reloads_and_a_bad_version_never_replaces_a_good_one() {
     write_atomically(&path, &other_world);
     let events = registry.rescan(dir.path());
     assert!(
-        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("orca:policy@0.1.0 plugin world")),
+        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("orca:policy plugin world (0.1.0, 0.2.0)")),
         "{events:?}"
     );
     let mut newer = other_world.clone();
     newer.extend_from_slice(&[0, 25, 19]);
-    newer.extend_from_slice(b"orca:policy-version0.2.0");
+    newer.extend_from_slice(b"orca:policy-version0.9.0");
     write_atomically(&path, &newer);
     let events = registry.rescan(dir.path());
     assert!(
-        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("built against orca:policy@0.2.0")),
+        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("built against orca:policy@0.9.0")),
         "{events:?}"
     );
     assert_eq!(serving(&registry).as_ref(), Some(&sha2));
@@ -466,8 +662,8 @@ fn reloads_during_a_stream_of_decisions_never_fail_or_mix_versions() {
     let registry = registry(Some(dir.path()));
     // hostile answers two hooks: a decision mixing versions would show two sha256s.
     let chains = HookChains {
-        select_instance: vec![step("hostile", "{}", OnError::Fail)],
-        build_tags: vec![step("hostile", "{}", OnError::Fail)],
+        select_instance: vec![step("hostile", "{}", OnError::FAIL)],
+        build_tags: vec![step("hostile", "{}", OnError::FAIL)],
         ..HookChains::single("x", "orca-default-market", "x")
     };
     let pipeline = Arc::new(Pipeline::new(registry.clone(), chains, "n", "c"));

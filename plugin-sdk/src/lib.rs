@@ -38,14 +38,14 @@ pub use pod::PodExt;
 pub use quantity::{Quantity, QuantityError};
 
 /// The interface version this SDK implements; stamped into every plugin it builds.
-pub const INTERFACE_VERSION: &str = "0.1.0";
+pub const INTERFACE_VERSION: &str = "0.2.0";
 
 /// Generated bindings; authors use the re-exports below instead.
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         world: "plugin",
-        path: "wit/since_v0.1.0",
+        path: "wit/since_v0.2.0",
         default_bindings_module: "orca_plugin_sdk::bindings",
         pub_export_macro: true,
         export_macro_name: "__export_orca_policy",

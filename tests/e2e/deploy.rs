@@ -590,8 +590,9 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
     if decision["fallbacks"][0]["error"]
         .as_str()
         .is_none_or(|e| !e.contains("finance"))
+        || decision["fallbacks"][0]["kind"] != "declined"
     {
-        bail!("the fallback names the team-selector's reason: {decision}");
+        bail!("the record says the team-selector declined and why: {decision}");
     }
     namespace.delete().await
 }
@@ -600,7 +601,7 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
 fn decision_for_example(example: &str) -> Result<Value> {
     let pod = repo_root().join("deploy/examples").join(example);
     let output = std::process::Command::new(orca_e2e::orca::orca_binary())
-        .args(["plugin", "eval", "--pod"])
+        .args(["plugin", "eval", "-o", "json", "--pod"])
         .arg(&pod)
         .output()?;
     ensure!(
@@ -608,7 +609,90 @@ fn decision_for_example(example: &str) -> Result<Value> {
         "orca plugin eval --pod {example}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    Ok(serde_json::from_slice(&output.stdout)?)
+    let evaluation: Value = serde_json::from_slice(&output.stdout)?;
+    Ok(evaluation["decision"].clone())
+}
+
+/// `orca plugin eval --config` of the custom-plugin example's config.yaml (its plugins
+/// directory holding the team-selector), for a pod of `team` asking for `gpus`.
+fn eval_with_example_config(team: &str, gpus: u32, json: bool) -> Result<(bool, String)> {
+    let dir = tempfile::tempdir()?;
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins)?;
+    std::fs::copy(team_selector_wasm()?, plugins.join("team-selector.wasm"))?;
+    let example = repo_root().join("deploy/examples/custom-plugin/config.yaml");
+    let config = std::fs::read_to_string(example)?
+        .replace("/etc/orca/plugins", &plugins.display().to_string());
+    std::fs::write(dir.path().join("config.yaml"), config)?;
+    std::fs::write(
+        dir.path().join("pod.yaml"),
+        format!(
+            "metadata: {{name: p, labels: {{team: {team}}}}}\n\
+             spec:\n  containers:\n  - name: main\n    image: busybox\n    \
+             resources: {{limits: {{nvidia.com/gpu: '{gpus}'}}}}\n"
+        ),
+    )?;
+    let mut command = std::process::Command::new(orca_e2e::orca::orca_binary());
+    command
+        .args(["plugin", "eval", "--config"])
+        .arg(dir.path().join("config.yaml"))
+        .arg("--pod")
+        .arg(dir.path().join("pod.yaml"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"));
+    if json {
+        command.args(["-o", "json"]);
+    }
+    let output = command.output()?;
+    Ok((
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn eval_with_a_config_shows_every_plugin_asked_and_why() -> Result<()> {
+    // A team the selector does not know: it declines, the default selector answers.
+    let (decided, text) = eval_with_example_config("finance", 1, false)?;
+    ensure!(decided, "{text}");
+    for expected in [
+        "select-instance\n  team-selector 0.1.0 (orca:policy@0.2.0): declined, next plugin asked: ",
+        "team \"finance\" has no instance types",
+        "orca-default-selector",
+        "candidates, best first\n",
+        "decision\n",
+    ] {
+        ensure!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
+
+    // A vision pod bigger than the team's types: no-match fails it (the example's onError),
+    // and the JSON says so with every step.
+    let (decided, json) = eval_with_example_config("vision", 8, true)?;
+    ensure!(!decided, "the pod must fail: {json}");
+    let evaluation: Value = serde_json::from_str(&json)?;
+    ensure!(evaluation["decided"] == false, "{evaluation}");
+    let asked = evaluation["asked"].as_array().context("asked")?;
+    ensure!(
+        asked.len() == 1,
+        "only the team-selector was asked: {evaluation}"
+    );
+    ensure!(asked[0]["outcome"] == "failedThePod", "{evaluation}");
+    ensure!(asked[0]["failure"]["kind"] == "noMatch", "{evaluation}");
+    let message = evaluation["error"]["message"].as_str().context("message")?;
+    ensure!(message.contains("g6.xlarge, g5.xlarge"), "{message}");
+
+    // A vision pod that fits: the team's types, each with its reason.
+    let (decided, json) = eval_with_example_config("vision", 1, true)?;
+    ensure!(decided, "{json}");
+    let evaluation: Value = serde_json::from_str(&json)?;
+    ensure!(
+        evaluation["candidates"][0]["instanceType"] == "g6.xlarge",
+        "{evaluation}"
+    );
+    ensure!(
+        evaluation["candidates"][0]["reason"] == "team vision's types",
+        "{evaluation}"
+    );
+    Ok(())
 }
 
 #[test]

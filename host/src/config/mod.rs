@@ -7,6 +7,7 @@ mod duration;
 mod error;
 mod kubelet_api;
 mod node;
+mod on_error;
 mod pods;
 mod policy;
 mod provider;
@@ -23,8 +24,8 @@ pub use kubelet_api::{KubeletApiConfig, MetricsConfig, ServingTlsConfig, TlsSour
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use pods::PodsConfig;
 pub use policy::{
-    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, OnError, PluginStep, PolicyConfig,
-    SandboxLimitsConfig,
+    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, OnError, OnErrorAction,
+    PluginStep, PolicyConfig, SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 

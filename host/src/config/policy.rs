@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use orca_plugin_sdk::Quantity;
 use serde::Deserialize;
 
+pub use super::on_error::{FailureKind, OnError, OnErrorAction};
 use super::{ConfigError, Seconds};
 
 /// The names of the plugins embedded in the binary (see `plugins/`).
@@ -47,17 +48,6 @@ pub struct PluginStep {
     pub on_error: OnError,
 }
 
-/// What a plugin failure (error, trap, timeout, invalid answer, not loaded) means for the pod.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnError {
-    /// The pod fails with reason `PolicyError` and the plugin's message.
-    #[default]
-    Fail,
-    /// The next plugin in the chain is asked; after the last, the pod fails.
-    Fallback,
-}
-
 /// Limits on every plugin call.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -96,7 +86,7 @@ fn step(plugin: &str) -> Vec<PluginStep> {
     vec![PluginStep {
         plugin: plugin.to_owned(),
         settings: empty_settings(),
-        on_error: OnError::Fail,
+        on_error: OnError::FAIL,
     }]
 }
 

@@ -26,20 +26,22 @@ pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
         "{:<34} {:>9} {:>9} {:>9} {:>9}",
         "", "p50", "p90", "p99", "max"
     );
-    let sandboxed_label = if args.plugin.is_none() {
+    let sandboxed_label = if args.config.is_some() {
+        "the config's chains (wasm)"
+    } else if args.plugin.is_none() {
         "pipeline (wasm, 3 hooks)"
     } else {
         "pipeline with the plugin (wasm)"
     };
     print_row(sandboxed_label, &sandboxed);
 
-    // The denominator is always the default policy run natively: with --plugin it is what the
-    // plugin costs over deciding with no sandbox at all.
+    // The denominator is always the default policy run natively: with --plugin or --config it
+    // is what those plugins cost over deciding with no sandbox at all.
     let native = NativePolicy::new(catalogue, super::NODE_NAME, super::CLUSTER_NAME);
     let native_times = measure(iterations, || {
         let _ = native.decide(&pod);
     });
-    let baseline = if args.plugin.is_none() {
+    let baseline = if args.plugin.is_none() && args.config.is_none() {
         "same policy, native Rust"
     } else {
         "default policy, native Rust"

@@ -8,7 +8,7 @@ use crate::config::PolicyConfig;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::hook_name;
 use crate::policy::setup::sandbox_limits;
-use crate::policy::wasm::{CatalogueQuery, HOST_INTERFACE_VERSION, LoadedPlugin, PluginEngine};
+use crate::policy::wasm::{CatalogueQuery, InterfaceVersion, LoadedPlugin, PluginEngine};
 
 pub fn run(file: &Path) -> Result<(), String> {
     let bytes =
@@ -23,7 +23,11 @@ pub fn run(file: &Path) -> Result<(), String> {
     let elapsed = started.elapsed();
     let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
     println!("file:       {}", file.display());
-    println!("world:      orca:policy/plugin@{HOST_INTERFACE_VERSION}");
+    println!(
+        "world:      orca:policy/plugin@{} (this orca serves {})",
+        plugin.interface,
+        InterfaceVersion::supported_list()
+    );
     println!(
         "interface:  {}",
         plugin

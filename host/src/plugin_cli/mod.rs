@@ -11,16 +11,21 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cli::{PipelineArgs, PluginCommand};
-use crate::config::{DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, OnError, PolicyConfig};
+use crate::config::{
+    Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, OnError, PolicyConfig,
+};
 use crate::policy::Pipeline;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::{ChainStep, HookChains};
+use crate::policy::registry::{PluginRegistry, ReloadEvent};
 use crate::policy::setup::build_registry;
 use crate::policy::wasm::Hook;
 
 /// The node and cluster names decisions are made for outside a cluster.
 const NODE_NAME: &str = "orca-aws-node";
 const CLUSTER_NAME: &str = "kubernetes";
+const DEFAULT_REGION: &str = "us-east-1";
+const DEFAULT_ARCHITECTURE: &str = "amd64";
 
 /// Runs a plugin command; the error is printed by `main`.
 ///
@@ -29,7 +34,7 @@ const CLUSTER_NAME: &str = "kubernetes";
 pub fn run(command: PluginCommand) -> Result<(), String> {
     match command {
         PluginCommand::Check { file } => check::run(&file),
-        PluginCommand::Eval(args) => eval::run(&args),
+        PluginCommand::Eval { pipeline, output } => eval::run(&pipeline, &output),
         PluginCommand::Bench {
             pipeline,
             iterations,
@@ -37,19 +42,21 @@ pub fn run(command: PluginCommand) -> Result<(), String> {
     }
 }
 
-/// A pipeline of the embedded defaults, with `args.plugin` (if any) answering the hooks it
-/// implements with `args.settings`.
+/// The pipeline `args` describe: a config.yaml's chains (`--config`), or the embedded
+/// defaults with `args.plugin` (if any) answering the hooks it implements with `args.settings`.
 fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
+    match &args.config {
+        Some(path) => configured_pipeline(args, path),
+        None => plugin_pipeline(args),
+    }
+}
+
+fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
     serde_json::from_str::<serde_json::Value>(&args.settings)
         .map_err(|error| format!("--settings is not JSON: {error}"))?;
-    // Compiled plugins go to the user's compile cache, so the next command (and a node run by
-    // the same user) loads them in milliseconds; the author is told where.
     let policy = PolicyConfig::default();
-    if let Some(dir) = policy.compile_cache_dir() {
-        eprintln!("orca: compiled plugins are cached in {}", dir.display());
-    }
-    let (catalogue, registry) =
-        build_registry(&policy, &args.region).map_err(|e| crate::errors::error_chain(&e))?;
+    let region = args.region.as_deref().unwrap_or(DEFAULT_REGION);
+    let (catalogue, registry) = registry(&policy, region)?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = &args.plugin {
         let plugin = registry.load_file(file)?;
@@ -57,7 +64,7 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), S
             vec![ChainStep {
                 plugin: plugin.plugin.name.clone(),
                 settings: args.settings.clone(),
-                on_error: OnError::Fail,
+                on_error: OnError::FAIL,
             }]
         };
         for (hook, chain) in [
@@ -70,9 +77,72 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), S
             }
         }
     }
+    let architecture = args.architecture.as_deref().unwrap_or(DEFAULT_ARCHITECTURE);
     let pipeline = Pipeline::new(registry, chains, NODE_NAME, CLUSTER_NAME)
-        .with_node_architecture(&args.architecture);
+        .with_node_architecture(architecture);
     Ok((pipeline, catalogue))
+}
+
+/// The policy a node with this config.yaml would run: its chains, limits and plugins
+/// directory (scanned once, each refused file reported), for its node and region.
+fn configured_pipeline(
+    args: &PipelineArgs,
+    path: &Path,
+) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
+    let config = Config::load(path).map_err(|error| error.to_string())?;
+    let region = args.region.as_deref().unwrap_or(&config.provider.region);
+    let (catalogue, registry) = registry(&config.policy, region)?;
+    if let Some(dir) = &config.policy.plugins_dir {
+        for event in registry.rescan(dir) {
+            match event {
+                ReloadEvent::Loaded {
+                    path,
+                    name,
+                    version,
+                    ..
+                } => {
+                    eprintln!("orca: loaded {name} {version} from {}", path.display());
+                }
+                ReloadEvent::Rejected { path, error, .. } => {
+                    eprintln!("orca: refused {}: {error}", path.display());
+                }
+                ReloadEvent::Shadowed { path, name, by } => {
+                    eprintln!(
+                        "orca: {} and {} both provide {name}; {} is used",
+                        path.display(),
+                        by.display(),
+                        by.display()
+                    );
+                }
+                ReloadEvent::Removed { .. } => {}
+            }
+        }
+    }
+    let architecture = args
+        .architecture
+        .as_deref()
+        .unwrap_or(&config.node.architecture);
+    let pipeline = Pipeline::new(
+        registry,
+        HookChains::from_config(&config.policy),
+        &config.node.name,
+        &config.node.cluster_name,
+    )
+    .with_node_architecture(architecture);
+    Ok((pipeline, catalogue))
+}
+
+/// The catalogue and registry (embedded defaults loaded) for `policy`. Compiled plugins go
+/// to the user's compile cache, so the next command (and a node run by the same user) loads
+/// them in milliseconds; the author is told where.
+fn registry(
+    policy: &PolicyConfig,
+    region: &str,
+) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), String> {
+    if let Some(dir) = policy.compile_cache_dir() {
+        eprintln!("orca: compiled plugins are cached in {}", dir.display());
+    }
+    build_registry(policy, region).map_err(|e| crate::errors::error_chain(&e))
 }
 
 /// A pod manifest, with what the apiserver would add (uid, namespace) filled in.
@@ -91,5 +161,31 @@ fn read_pod(path: &Path) -> Result<Pod, String> {
     if metadata.name.is_none() {
         return Err(format!("{}: the pod has no metadata.name", path.display()));
     }
+    default_requests_from_limits(&mut pod);
     Ok(pod)
+}
+
+/// What the apiserver does to every pod it admits: a container's limits stand in for the
+/// requests it leaves out. A manifest read from a file has not been through it, and without
+/// this a pod with only `limits: {nvidia.com/gpu: 8}` would be shown to plugins asking for no
+/// GPU, unlike on the node.
+fn default_requests_from_limits(pod: &mut Pod) {
+    let Some(spec) = &mut pod.spec else {
+        return;
+    };
+    let init = spec.init_containers.iter_mut().flatten();
+    for container in spec.containers.iter_mut().chain(init) {
+        let Some(resources) = &mut container.resources else {
+            continue;
+        };
+        let Some(limits) = &resources.limits else {
+            continue;
+        };
+        let requests = resources.requests.get_or_insert_with(Default::default);
+        for (resource, quantity) in limits {
+            requests
+                .entry(resource.clone())
+                .or_insert_with(|| quantity.clone());
+        }
+    }
 }

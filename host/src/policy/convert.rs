@@ -94,5 +94,6 @@ pub fn policy_error_to_wasm(e: sdk::PolicyError) -> wasm::PolicyError {
         sdk::PolicyError::InvalidSettings(m) => wasm::PolicyError::InvalidSettings(m),
         sdk::PolicyError::Unsupported => wasm::PolicyError::Unsupported,
         sdk::PolicyError::Failed(m) => wasm::PolicyError::Failed(m),
+        sdk::PolicyError::Declined(m) => wasm::PolicyError::Declined(m),
     }
 }

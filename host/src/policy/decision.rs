@@ -32,7 +32,8 @@ pub struct DecisionRecord {
     pub select_instance: HookRecord,
     pub choose_market: HookRecord,
     pub build_tags: HookRecord,
-    /// Plugins that failed before the one that decided, under `onError: fallback`.
+    /// Plugins passed over before the one that decided: declines, and failures `onError`
+    /// let through.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<FallbackRecord>,
 }
@@ -47,12 +48,15 @@ pub struct HookRecord {
     pub reason: String,
 }
 
-/// A plugin passed over.
+/// A plugin passed over: it declined, or failed under `onError: fallback` for that kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FallbackRecord {
     pub hook: String,
     pub plugin: String,
+    /// The failure kind (`declined`, `noMatch`, …); empty in records written before kinds.
+    #[serde(default)]
+    pub kind: String,
     pub error: String,
 }
 
@@ -86,8 +90,13 @@ impl DecisionRecord {
             by(&self.build_tags),
         );
         for fallback in &self.fallbacks {
+            let passed = if fallback.kind == "declined" {
+                "passed"
+            } else {
+                "fell back past"
+            };
             summary.push_str(&format!(
-                "; {} fell back past {}: {}",
+                "; {} {passed} {}: {}",
                 fallback.hook, fallback.plugin, fallback.error
             ));
         }

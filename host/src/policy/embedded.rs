@@ -1,6 +1,7 @@
 //! The default plugins, built from `plugins/` by `build.rs` and compiled into the binary.
 
 /// One embedded plugin component.
+#[derive(Debug, Clone, Copy)]
 pub struct EmbeddedPlugin {
     /// The cargo package it was built from.
     pub package: &'static str,

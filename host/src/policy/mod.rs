@@ -6,6 +6,7 @@ pub mod catalogue;
 mod convert;
 pub mod decision;
 pub mod embedded;
+pub mod explain;
 pub mod native;
 pub mod pipeline;
 mod plugin_text;

@@ -12,12 +12,13 @@ use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
+use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
 use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, Hook, Market, PolicyError, TagContext};
 use super::{PlanError, PlanRetry, convert, pod_view};
-use crate::config::{OnError, PluginStep, PolicyConfig};
+use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::plan::{self, InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
@@ -67,7 +68,7 @@ impl HookChains {
             vec![ChainStep {
                 plugin: plugin.to_owned(),
                 settings: "{}".to_owned(),
-                on_error: OnError::Fail,
+                on_error: OnError::FAIL,
             }]
         };
         HookChains {
@@ -109,6 +110,45 @@ enum StepFailure {
     Output(OutputError),
 }
 
+impl StepFailure {
+    /// The kind `onError` decides on.
+    fn kind(&self) -> FailureKind {
+        match self {
+            StepFailure::NotLoaded => FailureKind::NotLoaded,
+            StepFailure::NotImplemented | StepFailure::Policy(PolicyError::Unsupported) => {
+                FailureKind::Unsupported
+            }
+            StepFailure::Call(CallError::Timeout { .. } | CallError::Busy { .. }) => {
+                FailureKind::TimedOut
+            }
+            StepFailure::Call(CallError::Trapped { .. }) => FailureKind::Crashed,
+            StepFailure::Policy(PolicyError::Declined(_)) => FailureKind::Declined,
+            StepFailure::Policy(PolicyError::NoMatch(_)) => FailureKind::NoMatch,
+            StepFailure::Policy(PolicyError::InvalidAnnotation(_)) => {
+                FailureKind::InvalidAnnotation
+            }
+            StepFailure::Policy(PolicyError::InvalidSettings(_)) => FailureKind::InvalidSettings,
+            StepFailure::Policy(PolicyError::Failed(_)) => FailureKind::Failed,
+            StepFailure::Output(_) => FailureKind::InvalidAnswer,
+        }
+    }
+}
+
+/// The steps a decision asked, kept only when someone will read them (`orca plugin eval`):
+/// a node's decisions skip building them.
+struct Asked {
+    keep: bool,
+    steps: Vec<AskedStep>,
+}
+
+impl Asked {
+    fn push(&mut self, step: impl FnOnce() -> AskedStep) {
+        if self.keep {
+            self.steps.push(step());
+        }
+    }
+}
+
 impl Pipeline {
     pub fn new(
         registry: Arc<PluginRegistry>,
@@ -147,6 +187,24 @@ impl Pipeline {
     /// [`PlanError`] with reason `InvalidAnnotation` (a plugin rejected an annotation) or
     /// `PolicyError` (anything else), and a message naming the hook and plugin.
     pub fn decide(&self, pod: &Pod) -> Result<Decision, PlanError> {
+        let mut asked = Asked {
+            keep: false,
+            steps: Vec::new(),
+        };
+        self.decide_asking(pod, &mut asked)
+    }
+
+    /// [`Pipeline::decide`], with every plugin asked on the way and what came of it.
+    pub fn explain(&self, pod: &Pod) -> (Result<Decision, PlanError>, Vec<AskedStep>) {
+        let mut asked = Asked {
+            keep: true,
+            steps: Vec::new(),
+        };
+        let decision = self.decide_asking(pod, &mut asked);
+        (decision, asked.steps)
+    }
+
+    fn decide_asking(&self, pod: &Pod, asked: &mut Asked) -> Result<Decision, PlanError> {
         let key = PodKey::of(pod).ok_or_else(|| PlanError {
             reason: REASON_POLICY_ERROR,
             message: "pod has no name or uid".to_owned(),
@@ -175,6 +233,7 @@ impl Pipeline {
             Hook::SelectInstance,
             &self.chains.select_instance,
             &mut fallbacks,
+            asked,
             |plugin, settings| plugin.select_instance(&engine, &catalogue, &pod, settings),
             |plugin, candidates| validate::candidates(plugin, candidates, catalogue.as_ref()),
             |candidates| candidates[0].reason.clone(),
@@ -185,6 +244,7 @@ impl Pipeline {
             Hook::ChooseMarket,
             &self.chains.choose_market,
             &mut fallbacks,
+            asked,
             |plugin, settings| {
                 plugin.choose_market(&engine, &catalogue, &pod, settings, &candidates)
             },
@@ -204,6 +264,7 @@ impl Pipeline {
             Hook::BuildTags,
             &self.chains.build_tags,
             &mut fallbacks,
+            asked,
             |plugin, settings| plugin.build_tags(&engine, &catalogue, &pod, settings, &context),
             |plugin, tags| {
                 validate::tags(plugin, tags)?;
@@ -265,9 +326,9 @@ impl Pipeline {
         Ok(Decision { plan, record })
     }
 
-    /// Asks each plugin of `chain` in turn until one answers acceptably. A failure under
-    /// `onError: fallback` is recorded and the next plugin asked; under `fail`, or after the
-    /// last plugin, it becomes the pod's error.
+    /// Asks each plugin of `chain` in turn until one answers acceptably. A decline, or a
+    /// failure whose kind `onError` lets through, is recorded and the next plugin asked;
+    /// otherwise, or after the last plugin, it becomes the pod's error.
     #[allow(clippy::too_many_arguments)]
     fn run_chain<T>(
         &self,
@@ -275,6 +336,7 @@ impl Pipeline {
         hook: Hook,
         chain: &[ChainStep],
         fallbacks: &mut Vec<FallbackRecord>,
+        asked: &mut Asked,
         call: impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
         check: impl Fn(&str, &T) -> Result<(), OutputError>,
         reason: impl Fn(&T) -> String,
@@ -287,6 +349,7 @@ impl Pipeline {
                 Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
                 Some(plugin) => match self.ask(plugin, hook, &step.settings, &call, &check) {
                     Ok(answer) => {
+                        asked.push(|| asked_step(hook, step, Some(plugin), None));
                         let record = HookRecord {
                             plugin: plugin.plugin.name.clone(),
                             version: plugin.plugin.version.clone(),
@@ -299,12 +362,31 @@ impl Pipeline {
                 },
             };
             let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
+            let kind = failure.kind();
             let last = index + 1 == chain.len();
-            if step.on_error == OnError::Fallback && !last {
-                tracing::info!(hook = hook_name(hook), plugin = %step.plugin, %message, "plugin failed; falling back to the next");
+            let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback && !last;
+            asked.push(|| {
+                let mut record = asked_step(
+                    hook,
+                    step,
+                    plugin.map(|p| &**p),
+                    Some(StepFailureRecord::new(kind, &message)),
+                );
+                if !passed_on {
+                    record.outcome = StepOutcome::FailedThePod;
+                }
+                record
+            });
+            if passed_on {
+                if kind == FailureKind::Declined {
+                    tracing::debug!(hook = hook_name(hook), plugin = %step.plugin, %message, "plugin declined; asking the next");
+                } else {
+                    tracing::info!(hook = hook_name(hook), plugin = %step.plugin, kind = kind.as_str(), %message, "plugin failed; falling back to the next");
+                }
                 fallbacks.push(FallbackRecord {
                     hook: hook_name(hook).to_owned(),
                     plugin: step.plugin.clone(),
+                    kind: kind.as_str().to_owned(),
                     error: message.clone(),
                 });
                 earlier.push(message);
@@ -325,6 +407,11 @@ impl Pipeline {
                 message
             } else {
                 format!("{message} (after: {})", earlier.join("; "))
+            };
+            let message = if kind == FailureKind::Declined {
+                format!("no plugin took the pod: {message}")
+            } else {
+                message
             };
             return Err(PlanError {
                 reason,
@@ -408,19 +495,25 @@ fn chain_not_ready(
 ) -> Option<String> {
     let mut missing = Vec::new();
     for (index, step) in chain.iter().enumerate() {
-        match set.get(&step.plugin) {
+        let kind = match set.get(&step.plugin) {
             Some(plugin) if plugin.implements(hook) => return None,
-            Some(_) => missing.push(format!(
-                "plugin {} ({field}[{index}]) does not implement {}",
-                step.plugin,
-                hook_name(hook)
-            )),
-            None => missing.push(format!(
-                "plugin {} ({field}[{index}]) is not loaded",
-                step.plugin
-            )),
-        }
-        if step.on_error == OnError::Fail {
+            Some(_) => {
+                missing.push(format!(
+                    "plugin {} ({field}[{index}]) does not implement {}",
+                    step.plugin,
+                    hook_name(hook)
+                ));
+                FailureKind::Unsupported
+            }
+            None => {
+                missing.push(format!(
+                    "plugin {} ({field}[{index}]) is not loaded",
+                    step.plugin
+                ));
+                FailureKind::NotLoaded
+            }
+        };
+        if step.on_error.action(kind) == OnErrorAction::Fail {
             break;
         }
     }
@@ -450,6 +543,9 @@ fn describe(
         // own function names and panic message.
         StepFailure::Call(error) => format!("{hook}: {}", bounded(&error.to_string())),
         StepFailure::Output(error) => format!("{hook}: {error}"),
+        StepFailure::Policy(PolicyError::Declined(why)) => {
+            format!("{hook}: {who} declined: {}", bounded(why))
+        }
         StepFailure::Policy(error) => format!("{hook}: {who}: {}", policy_error_message(error)),
     }
 }
@@ -466,6 +562,28 @@ pub fn policy_error_message(error: &PolicyError) -> String {
         PolicyError::InvalidSettings(message) => format!("invalid settings: {}", bounded(message)),
         PolicyError::Unsupported => "the hook is not implemented".to_owned(),
         PolicyError::Failed(message) => bounded(message).into_owned(),
+        PolicyError::Declined(message) => format!("declined: {}", bounded(message)),
+    }
+}
+
+/// The record of one step for [`Pipeline::explain`]; answered unless `failure` says otherwise.
+fn asked_step(
+    hook: Hook,
+    step: &ChainStep,
+    plugin: Option<&RegisteredPlugin>,
+    failure: Option<StepFailureRecord>,
+) -> AskedStep {
+    AskedStep {
+        hook: hook_name(hook),
+        plugin: step.plugin.clone(),
+        version: plugin.map(|p| p.plugin.version.clone()),
+        interface: plugin.map(|p| p.plugin.interface.as_str()),
+        outcome: if failure.is_some() {
+            StepOutcome::PassedOn
+        } else {
+            StepOutcome::Answered
+        },
+        failure,
     }
 }
 

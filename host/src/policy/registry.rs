@@ -99,41 +99,94 @@ struct FileState {
 pub struct PluginRegistry {
     engine: Arc<PluginEngine>,
     catalogue: Arc<dyn CatalogueQuery>,
-    embedded: Vec<Arc<RegisteredPlugin>>,
+    embedded: Mutex<Vec<Arc<RegisteredPlugin>>>,
+    /// Embedded plugins whose loads kept running out of time (a machine too busy at startup):
+    /// orca starts without them, its policy not ready while a chain needs them, and loads
+    /// them again from [`PluginRegistry::load_pending_embedded`].
+    pending_embedded: Mutex<Vec<EmbeddedPlugin>>,
     files: Mutex<BTreeMap<PathBuf, FileState>>,
     current: ArcSwap<PluginSet>,
 }
 
 impl PluginRegistry {
-    /// Loads the embedded plugins.
+    /// Loads the embedded plugins. One that keeps running out of time is left pending rather
+    /// than keeping orca from starting (and its Node from registering).
     ///
     /// # Errors
-    /// [`LoadError`] if an embedded plugin does not load, which is a build defect.
+    /// [`LoadError`] if an embedded plugin's bytes do not load, which is a build defect.
     pub fn new(
         engine: Arc<PluginEngine>,
         catalogue: Arc<dyn CatalogueQuery>,
         embedded: &[EmbeddedPlugin],
     ) -> Result<PluginRegistry, LoadError> {
-        let embedded = embedded
-            .iter()
-            .map(|plugin| {
-                load_retrying(&engine, plugin.bytes, &catalogue).map(|loaded| {
-                    Arc::new(RegisteredPlugin {
-                        plugin: loaded,
-                        source: PluginSource::Embedded,
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut loaded = Vec::new();
+        let mut pending = Vec::new();
+        for plugin in embedded {
+            match load_retrying(&engine, plugin.bytes, &catalogue) {
+                Ok(plugin) => loaded.push(Arc::new(RegisteredPlugin {
+                    plugin,
+                    source: PluginSource::Embedded,
+                })),
+                Err(error) if error.is_transient() => {
+                    tracing::error!(package = plugin.package, %error, "an embedded plugin kept running out of time while loading; starting without it and loading it again in the background");
+                    pending.push(*plugin);
+                }
+                Err(error) => return Err(error),
+            }
+        }
         let registry = PluginRegistry {
             engine,
             catalogue,
-            embedded,
+            embedded: Mutex::new(loaded),
+            pending_embedded: Mutex::new(pending),
             files: Mutex::new(BTreeMap::new()),
             current: ArcSwap::from_pointee(PluginSet::default()),
         };
         registry.publish(&lock(&registry.files));
         Ok(registry)
+    }
+
+    /// Whether some embedded plugin is still to be loaded.
+    pub fn has_pending_embedded(&self) -> bool {
+        !lock(&self.pending_embedded).is_empty()
+    }
+
+    /// Tries each pending embedded plugin once more; those that load join the set.
+    pub fn load_pending_embedded(&self) -> Vec<ReloadEvent> {
+        // Loads run one at a time (the sandbox pool holds one load beside the decisions):
+        // the files lock is what a rescan holds while it loads.
+        let files = lock(&self.files);
+        let mut pending = lock(&self.pending_embedded);
+        let mut events = Vec::new();
+        let mut still = Vec::new();
+        for embedded in pending.drain(..) {
+            let path = PathBuf::from(format!("(embedded {})", embedded.package));
+            match LoadedPlugin::load(&self.engine, embedded.bytes, &self.catalogue) {
+                Ok(plugin) => {
+                    events.push(ReloadEvent::Loaded {
+                        path,
+                        name: plugin.name.clone(),
+                        version: plugin.version.clone(),
+                        sha256: plugin.sha256.clone(),
+                    });
+                    lock(&self.embedded).push(Arc::new(RegisteredPlugin {
+                        plugin,
+                        source: PluginSource::Embedded,
+                    }));
+                }
+                Err(error) => {
+                    let transient = error.is_transient();
+                    events.push(rejected(&path, error.to_string(), None));
+                    if transient {
+                        still.push(embedded);
+                    }
+                }
+            }
+        }
+        *pending = still;
+        drop(pending);
+        events.extend(self.publish(&files));
+        events
     }
 
     /// The plugins as of now; hold it for the length of one decision.
@@ -229,13 +282,14 @@ impl PluginRegistry {
             }
         }
         events.extend(self.publish(&files));
-        let keep: HashSet<&str> = self
-            .embedded
+        let embedded = lock(&self.embedded);
+        let keep: HashSet<&str> = embedded
             .iter()
             .chain(files.values().filter_map(|f| f.serving.as_ref()))
             .map(|p| p.plugin.sha256.as_str())
             .collect();
         self.engine.prune_compile_cache(&keep);
+        drop(embedded);
         events
     }
 
@@ -267,8 +321,7 @@ impl PluginRegistry {
     /// Builds and swaps in the set: embedded plugins, overridden by files of the same name.
     fn publish(&self, files: &BTreeMap<PathBuf, FileState>) -> Vec<ReloadEvent> {
         let mut shadowed = Vec::new();
-        let mut by_name: BTreeMap<String, Arc<RegisteredPlugin>> = self
-            .embedded
+        let mut by_name: BTreeMap<String, Arc<RegisteredPlugin>> = lock(&self.embedded)
             .iter()
             .map(|p| (p.plugin.name.clone(), p.clone()))
             .collect();

@@ -103,6 +103,47 @@ pub fn spawn_watcher(
     }))
 }
 
+/// How often embedded plugins whose loads ran out of time at startup are loaded again.
+pub const EMBEDDED_RETRY: Duration = Duration::from_secs(5);
+
+/// Loads the embedded plugins left pending at startup again, every [`EMBEDDED_RETRY`], until
+/// all have loaded or `shutdown`; each attempt is reported like a rescan (the policy's
+/// readiness follows). Nothing is spawned when none is pending.
+pub fn spawn_embedded_retry(
+    registry: Arc<PluginRegistry>,
+    reporter: Arc<dyn ReloadReporter>,
+    shutdown: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !registry.has_pending_embedded() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(EMBEDDED_RETRY) => {}
+            }
+            let registry = registry.clone();
+            let reporter = reporter.clone();
+            let attempt = tokio::task::spawn_blocking(move || {
+                for event in registry.load_pending_embedded() {
+                    log(&event);
+                    reporter.report(&event);
+                }
+                reporter.rescanned(&registry.current());
+                !registry.has_pending_embedded()
+            });
+            match attempt.await {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::error!(%error, "loading the pending embedded plugins crashed; trying again");
+                }
+            }
+        }
+    }))
+}
+
 /// Waits until no change arrived for `debounce`, but not longer than 20 debounces in all, so a
 /// directory that never stops changing is still rescanned.
 async fn settle(changes: &mut mpsc::UnboundedReceiver<()>, debounce: Duration) {

@@ -17,16 +17,10 @@ pub enum PolicySetupError {
     Catalogue(#[from] CatalogueError),
     #[error("starting the WebAssembly engine")]
     Engine(#[from] EngineError),
-    #[error("loading an embedded default plugin ({})", embedded_cause(.0))]
+    /// Only for bytes that cannot load: one that keeps running out of time is loaded again
+    /// in the background instead (see `PluginRegistry::new`).
+    #[error("loading an embedded default plugin (a build defect)")]
     Embedded(#[from] LoadError),
-}
-
-fn embedded_cause(error: &LoadError) -> &'static str {
-    if error.is_transient() {
-        "it kept running out of time: the machine is too busy; start orca again"
-    } else {
-        "a build defect"
-    }
 }
 
 /// The sandbox limits `policy.limits` describes.
@@ -37,6 +31,7 @@ pub fn sandbox_limits(policy: &PolicyConfig) -> SandboxLimits {
         max_table_elements: usize::try_from(policy.limits.max_table_elements).unwrap_or(usize::MAX),
         max_output_bytes: policy.max_output_bytes(),
         concurrent_calls: usize::from(policy.limits.concurrent_calls),
+        load_timeout: super::wasm::LOAD_TIMEOUT,
     }
 }
 

@@ -5,13 +5,14 @@
 //! selectInstance:
 //!   - plugin: team-selector
 //!     settings: {"teams": {"vision": ["g6.xlarge", "g5.xlarge"], "batch": ["c7i.large"]}}
-//!     onError: fallback
 //!   - plugin: orca-default-selector
 //! ```
 //!
-//! It answers only for pods it has an opinion on: a pod with an explicit
-//! `orca.research/instance-type`, without a `team` label, or of a team not in the settings gets
-//! `no-match`, and `onError: fallback` hands it to the next plugin.
+//! It answers only for pods it has an opinion on. A pod with an explicit
+//! `orca.research/instance-type`, without a `team` label, or of a team not in the settings is
+//! `declined`: not its pod, so orca asks the next plugin. A team pod that none of the team's
+//! types fits is `no-match`, which fails the pod (the default `onError: fail`): the team's
+//! budget is the point, and the default selector must not replace it with a bigger type.
 
 use std::collections::BTreeMap;
 
@@ -46,24 +47,25 @@ impl Settings {
 /// order of preference.
 ///
 /// # Errors
-/// `no-match` when this plugin has no opinion on the pod or none of the team's types fits it.
+/// `declined` when this plugin has no opinion on the pod; `no-match` when none of the team's
+/// types fits it.
 pub fn select(
     pod: &Pod,
     settings: &Settings,
     catalogue: &impl Catalogue,
 ) -> Result<Vec<Candidate>, PolicyError> {
     if pod.annotation(INSTANCE_TYPE_ANNOTATION).is_some() {
-        return Err(PolicyError::NoMatch(format!(
+        return Err(PolicyError::Declined(format!(
             "the pod names its type with {INSTANCE_TYPE_ANNOTATION}"
         )));
     }
     let team = pod
         .label(TEAM_LABEL)
-        .ok_or_else(|| PolicyError::NoMatch(format!("the pod has no {TEAM_LABEL} label")))?;
+        .ok_or_else(|| PolicyError::Declined(format!("the pod has no {TEAM_LABEL} label")))?;
     let allowed = settings
         .teams
         .get(team)
-        .ok_or_else(|| PolicyError::NoMatch(format!("team {team:?} has no instance types")))?;
+        .ok_or_else(|| PolicyError::Declined(format!("team {team:?} has no instance types")))?;
     let fitting = catalogue.query(&InstanceQuery {
         min_vcpus: pod.requests.cpu_millis.div_ceil(1000) as u32,
         min_memory_mib: pod.requests.memory_bytes.div_ceil(1 << 20),
@@ -142,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn pods_it_has_no_opinion_on_get_no_match() {
+    fn pods_it_has_no_opinion_on_are_declined() {
         for (pod, expected) in [
             (team_pod(None, &[]), "no team label"),
             (team_pod(Some("finance"), &[]), "team \"finance\""),
@@ -152,10 +154,10 @@ mod tests {
             ),
         ] {
             match select(&pod, &settings(), &catalogue()) {
-                Err(PolicyError::NoMatch(message)) => {
+                Err(PolicyError::Declined(message)) => {
                     assert!(message.contains(expected), "{message}")
                 }
-                other => panic!("expected no-match with {expected:?}, got {other:?}"),
+                other => panic!("expected declined with {expected:?}, got {other:?}"),
             }
         }
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::Plugin;
+use super::bindings::{v0_1, v0_2};
 use super::budget::INSTANCES_PER_CALL;
 use super::cache::CompileCache;
 use super::limits::{EPOCH_TICK, LOAD_CALLS, SandboxLimits};
@@ -67,7 +67,11 @@ impl PluginEngine {
         let engine = Engine::new(&config).map_err(EngineError::ConfigFailed)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(EngineError::LinkFailed)?;
-        Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+        // Every served interface version's host functions, side by side: each is its own
+        // versioned interface name (`orca:policy/host@0.1.0`, `@0.2.0`).
+        v0_2::Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+            .map_err(EngineError::LinkFailed)?;
+        v0_1::Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
             .map_err(EngineError::LinkFailed)?;
         start_epoch_ticker(&engine, EPOCH_TICK);
         Ok(PluginEngine {

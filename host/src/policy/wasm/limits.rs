@@ -16,6 +16,8 @@ pub struct SandboxLimits {
     pub concurrent_calls: usize,
     /// Bytes a call may write to stdout and to stderr (each); writes past it fail.
     pub max_output_bytes: usize,
+    /// Wall time of a call made while loading a plugin (its `info`); at least `timeout`.
+    pub load_timeout: Duration,
 }
 
 impl Default for SandboxLimits {
@@ -26,6 +28,7 @@ impl Default for SandboxLimits {
             max_table_elements: 20_000,
             max_output_bytes: 64 << 10,
             concurrent_calls: 2,
+            load_timeout: LOAD_TIMEOUT,
         }
     }
 }
@@ -43,11 +46,11 @@ pub const LOAD_CALLS: usize = 1;
 pub const LOAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl SandboxLimits {
-    /// The limits of a load-time call: the same, with [`LOAD_TIMEOUT`] unless the decision
+    /// The limits of a load-time call: the same, with `load_timeout` unless the decision
     /// timeout is longer.
     pub fn for_load(self) -> SandboxLimits {
         SandboxLimits {
-            timeout: self.timeout.max(LOAD_TIMEOUT),
+            timeout: self.timeout.max(self.load_timeout),
             ..self
         }
     }
@@ -57,7 +60,13 @@ impl SandboxLimits {
         (self.concurrent_calls + LOAD_CALLS).saturating_mul(self.max_memory_bytes)
     }
 
+    /// The call's epoch deadline. A zero timeout (never configured: `policy.limits.timeout`
+    /// must be above 0) stops the call at its first instruction, which is how tests make a
+    /// load run out of time deterministically.
     pub fn deadline_ticks(&self) -> u64 {
+        if self.timeout.is_zero() {
+            return 0;
+        }
         let ticks = self.timeout.as_nanos() / EPOCH_TICK.as_nanos();
         u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
     }

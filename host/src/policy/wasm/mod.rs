@@ -12,11 +12,11 @@ mod state;
 mod version;
 
 pub use bindings::{
-    AnnotationError, Architecture, Candidate, Hook, InstanceQuery, InstanceType, Market,
-    MarketDecision, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
+    AnnotationError, Architecture, Candidate, Hook, InstanceQuery, InstanceType, InterfaceVersion,
+    Market, MarketDecision, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
 };
 pub use engine::{EngineError, PluginEngine};
-pub use limits::SandboxLimits;
+pub use limits::{LOAD_TIMEOUT, SandboxLimits};
 pub use plugin::{CallError, LoadError, LoadedPlugin, sha256_hex};
 pub use state::CatalogueQuery;
 pub use version::{HOST_INTERFACE_VERSION, VersionError};

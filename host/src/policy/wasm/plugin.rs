@@ -10,7 +10,8 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::bindings::{
-    Candidate, Hook, MarketDecision, Plugin, PluginPre, Pod, PolicyError, Tag, TagContext,
+    Candidate, Hook, InterfaceVersion, MarketDecision, Pod, PolicyError, Tag, TagContext, v0_1,
+    v0_2,
 };
 use super::budget::CallBudget;
 use super::engine::PluginEngine;
@@ -26,7 +27,10 @@ pub enum LoadError {
     Version(VersionError),
     #[error("not a WebAssembly component orca can compile: {0:#}")]
     CompileFailed(wasmtime::Error),
-    #[error("the component does not implement the orca:policy@0.1.0 plugin world: {0:#}")]
+    #[error(
+        "the component does not implement the orca:policy plugin world ({versions}): {0:#}",
+        versions = InterfaceVersion::supported_list()
+    )]
     WrongWorld(wasmtime::Error),
     #[error("asking the plugin for its name, version and hooks failed: {0}")]
     InfoFailed(CallError),
@@ -95,7 +99,9 @@ pub struct LoadedPlugin {
     pub hooks: Vec<Hook>,
     /// The `orca:policy` version the plugin declares it was built against, if it does.
     pub interface_version: Option<String>,
-    pre: PluginPre<CallState>,
+    /// The interface version whose bindings call it.
+    pub interface: InterfaceVersion,
+    pre: Bindings,
     /// This plugin's share of orca's log, across all its calls.
     log_rate: Arc<LogRate>,
 }
@@ -111,32 +117,37 @@ impl LoadedPlugin {
         catalogue: &Arc<dyn CatalogueQuery>,
     ) -> Result<LoadedPlugin, LoadError> {
         let sha256 = sha256_hex(bytes);
-        let interface_version = check_interface_version(bytes).map_err(LoadError::Version)?;
+        let declared = check_interface_version(bytes).map_err(LoadError::Version)?;
         let component = engine
             .compile(bytes, &sha256)
             .map_err(LoadError::CompileFailed)?;
-        let instance_pre = engine
-            .linker
-            .instantiate_pre(&component)
+        let pre = Bindings::link(engine, &component, declared.as_ref().map(|(_, v)| *v))
             .map_err(LoadError::WrongWorld)?;
-        let pre = PluginPre::new(instance_pre).map_err(LoadError::WrongWorld)?;
         let mut plugin = LoadedPlugin {
             name: format!("sha256:{}", &sha256[..12]),
             version: String::new(),
             sha256,
             hooks: Vec::new(),
-            interface_version,
+            interface_version: declared.map(|(text, _)| text),
+            interface: pre.version(),
             pre,
             log_rate: Arc::new(LogRate::new(Instant::now())),
         };
-        let info = plugin
-            .call_within(
-                engine.limits.for_load(),
-                engine,
-                catalogue,
-                |bindings, store| bindings.orca_policy_policy().call_info(store),
-            )
-            .map_err(LoadError::InfoFailed)?;
+        let limits = engine.limits.for_load();
+        let info = match &plugin.pre {
+            Bindings::V0_2(pre) => plugin.call_within(limits, engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_info(store)
+            }),
+            Bindings::V0_1(pre) => plugin.call_within(limits, engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_info(store)
+                    .map(v0_1::info_up)
+            }),
+        }
+        .map_err(LoadError::InfoFailed)?;
         plugin.name = info_field("name", info.name)?;
         plugin.version = info_field("version", info.version)?;
         plugin.hooks = info.hooks;
@@ -152,11 +163,22 @@ impl LoadedPlugin {
         pod: &Pod,
         settings: &str,
     ) -> Result<Result<Vec<Candidate>, PolicyError>, CallError> {
-        self.call(engine, catalogue, |bindings, store| {
-            bindings
-                .orca_policy_policy()
-                .call_select_instance(store, pod, settings)
-        })
+        match &self.pre {
+            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_select_instance(store, pod, settings)
+            }),
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(pod);
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_select_instance(store, &pod, settings)
+                        .map(v0_1::candidates_up)
+                })
+            }
+        }
     }
 
     /// # Errors
@@ -169,11 +191,23 @@ impl LoadedPlugin {
         settings: &str,
         candidates: &[Candidate],
     ) -> Result<Result<MarketDecision, PolicyError>, CallError> {
-        self.call(engine, catalogue, |bindings, store| {
-            bindings
-                .orca_policy_policy()
-                .call_choose_market(store, pod, settings, candidates)
-        })
+        match &self.pre {
+            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_choose_market(store, pod, settings, candidates)
+            }),
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(pod);
+                let candidates = v0_1::candidates_down(candidates);
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_choose_market(store, &pod, settings, &candidates)
+                        .map(v0_1::market_up)
+                })
+            }
+        }
     }
 
     /// # Errors
@@ -186,19 +220,32 @@ impl LoadedPlugin {
         settings: &str,
         context: &TagContext,
     ) -> Result<Result<Vec<Tag>, PolicyError>, CallError> {
-        self.call(engine, catalogue, |bindings, store| {
-            bindings
-                .orca_policy_policy()
-                .call_build_tags(store, pod, settings, context)
-        })
+        match &self.pre {
+            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_build_tags(store, pod, settings, context)
+            }),
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(pod);
+                let context = v0_1::tag_context(context);
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_build_tags(store, &pod, settings, &context)
+                        .map(v0_1::tags_up)
+                })
+            }
+        }
     }
 
     /// One call in a fresh store: limits, deadline, stdio captured and forwarded to the log.
+    /// `run` instantiates the plugin in the store and calls it.
     fn call<R>(
         &self,
         engine: &PluginEngine,
         catalogue: &Arc<dyn CatalogueQuery>,
-        run: impl FnOnce(&Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+        run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         self.call_within(engine.limits, engine, catalogue, run)
     }
@@ -208,7 +255,7 @@ impl LoadedPlugin {
         limits: SandboxLimits,
         engine: &PluginEngine,
         catalogue: &Arc<dyn CatalogueQuery>,
-        run: impl FnOnce(&Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+        run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let stdout = MemoryOutputPipe::new(limits.max_output_bytes);
         let stderr = MemoryOutputPipe::new(limits.max_output_bytes);
@@ -230,10 +277,7 @@ impl LoadedPlugin {
         let mut store = Store::new(&engine.engine, state);
         store.limiter(|state| &mut state.budget);
         store.set_epoch_deadline(limits.deadline_ticks());
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|bindings| run(&bindings, &mut store));
+        let result = run(&mut store);
         self.log_rate.count_dropped(store.data().log_dropped);
         forward_output(&self.name, "stdout", &stdout, &self.log_rate);
         forward_output(&self.name, "stderr", &stderr, &self.log_rate);
@@ -250,6 +294,43 @@ impl LoadedPlugin {
                 message: format!("{error:#}"),
             },
         })
+    }
+}
+
+/// A plugin's pre-instantiated component, typed by the interface version that calls it.
+enum Bindings {
+    V0_1(v0_1::PluginPre<CallState>),
+    V0_2(v0_2::PluginPre<CallState>),
+}
+
+impl Bindings {
+    /// The bindings for the declared version, or for a component that declares none (built
+    /// without the SDK) the newest world it implements.
+    fn link(
+        engine: &PluginEngine,
+        component: &wasmtime::component::Component,
+        declared: Option<InterfaceVersion>,
+    ) -> wasmtime::Result<Bindings> {
+        let link = |version: InterfaceVersion| -> wasmtime::Result<Bindings> {
+            let instance_pre = engine.linker.instantiate_pre(component)?;
+            Ok(match version {
+                InterfaceVersion::V0_1 => Bindings::V0_1(v0_1::PluginPre::new(instance_pre)?),
+                InterfaceVersion::V0_2 => Bindings::V0_2(v0_2::PluginPre::new(instance_pre)?),
+            })
+        };
+        match declared {
+            Some(version) => link(version),
+            // The newest world's type-check error is the useful one to report.
+            None => link(InterfaceVersion::NEWEST)
+                .or_else(|newest| link(InterfaceVersion::V0_1).map_err(|_| newest)),
+        }
+    }
+
+    fn version(&self) -> InterfaceVersion {
+        match self {
+            Bindings::V0_1(_) => InterfaceVersion::V0_1,
+            Bindings::V0_2(_) => InterfaceVersion::V0_2,
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! The interface version a plugin was built against, read from its `orca:policy-version`
 //! custom section before any bindings are chosen (see `plugin-sdk/wit/README.md`): a plugin for
-//! a newer, incompatible interface gets a message saying so instead of a type-check dump.
+//! a version this host does not serve gets a message saying so instead of a type-check dump.
 
 use wasmparser::{Parser, Payload};
 
+use super::bindings::InterfaceVersion;
+
 /// The section `orca_plugin_sdk::register_plugin!` writes.
 pub const VERSION_SECTION: &str = "orca:policy-version";
-/// The interface this host implements.
+/// The newest interface this host implements (the SDK's).
 pub const HOST_INTERFACE_VERSION: &str = orca_plugin_sdk::INTERFACE_VERSION;
 
 /// Why a plugin's declared interface version is not acceptable.
@@ -15,25 +17,27 @@ pub enum VersionError {
     #[error("the component is not valid WebAssembly: {0}")]
     Unparsable(String),
     #[error(
-        "the plugin was built against orca:policy@{found}; this orca implements orca:policy@{HOST_INTERFACE_VERSION} \
-         (rebuild the plugin with a plugin-sdk for {HOST_INTERFACE_VERSION}, or run a newer orca)"
+        "the plugin was built against orca:policy@{found}; this orca serves orca:policy@{versions} \
+         (rebuild the plugin with a plugin-sdk for {HOST_INTERFACE_VERSION}, or run a newer orca)",
+        versions = InterfaceVersion::supported_list()
     )]
     Incompatible { found: String },
 }
 
-/// The version the plugin declares, if it declares one (components built without the SDK do
-/// not; the world check still applies to them).
+/// What the plugin declares: the version text and the bindings that serve it, or `None` for a
+/// component built without the SDK (the world check then picks the bindings).
 ///
 /// # Errors
 /// [`VersionError::Incompatible`] for a version this host cannot serve.
-pub fn check_interface_version(bytes: &[u8]) -> Result<Option<String>, VersionError> {
+pub fn check_interface_version(
+    bytes: &[u8],
+) -> Result<Option<(String, InterfaceVersion)>, VersionError> {
     let Some(found) = declared_version(bytes)? else {
         return Ok(None);
     };
-    if compatible(&found, HOST_INTERFACE_VERSION) {
-        Ok(Some(found))
-    } else {
-        Err(VersionError::Incompatible { found })
+    match InterfaceVersion::serving(&found) {
+        Some(version) => Ok(Some((found, version))),
+        None => Err(VersionError::Incompatible { found }),
     }
 }
 
@@ -55,39 +59,9 @@ fn declared_version(bytes: &[u8]) -> Result<Option<String>, VersionError> {
     Ok(None)
 }
 
-/// Semver compatibility as cargo reads it: the same major, and below 1.0 the same minor.
-/// A plugin built against an older minor of the same major is served, a newer one is not.
-fn compatible(plugin: &str, host: &str) -> bool {
-    let parse = |version: &str| -> Option<(u64, u64)> {
-        let mut parts = version.trim().split('.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
-        Some((major, minor))
-    };
-    match (parse(plugin), parse(host)) {
-        (Some((0, plugin_minor)), Some((0, host_minor))) => plugin_minor == host_minor,
-        (Some((plugin_major, plugin_minor)), Some((host_major, host_minor))) => {
-            plugin_major == host_major && plugin_minor <= host_minor
-        }
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_follow_cargo_semver() {
-        assert!(compatible("0.1.0", "0.1.0"));
-        assert!(compatible("0.1.3", "0.1.0"));
-        assert!(!compatible("0.2.0", "0.1.0"));
-        assert!(!compatible("0.0.9", "0.1.0"));
-        assert!(compatible("1.2.0", "1.4.0"));
-        assert!(!compatible("1.5.0", "1.4.0"));
-        assert!(!compatible("2.0.0", "1.4.0"));
-        assert!(!compatible("garbage", "0.1.0"));
-    }
 
     #[test]
     fn a_module_without_the_section_declares_nothing() {
@@ -103,14 +77,15 @@ mod tests {
         // A core module with only the custom section, as the SDK would stamp it.
         let mut module = b"\0asm\x01\0\0\0".to_vec();
         let name = VERSION_SECTION.as_bytes();
-        let payload = b"0.2.0";
+        let payload = b"0.3.0";
         module.push(0); // custom section id
         module.push(u8::try_from(1 + name.len() + payload.len()).unwrap());
         module.push(u8::try_from(name.len()).unwrap());
         module.extend_from_slice(name);
         module.extend_from_slice(payload);
         let error = check_interface_version(&module).unwrap_err();
-        assert!(error.to_string().contains("orca:policy@0.2.0"), "{error}");
+        assert!(error.to_string().contains("orca:policy@0.3.0"), "{error}");
+        assert!(error.to_string().contains("0.1.0, 0.2.0"), "{error}");
         assert!(matches!(error, VersionError::Incompatible { .. }));
     }
 

@@ -1,0 +1,206 @@
+//! A plugin built against `orca:policy@0.1.0` keeps loading and deciding exactly as before,
+//! next to 0.2.0 plugins: the default plugins as the last 0.1.0 SDK built them
+//! (`tests/fixtures/plugins-v0.1.0/`) against the embedded 0.2.0 builds of the same source.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use orca::config::{Config, OnError, PolicyConfig};
+use orca::policy::pipeline::{ChainStep, HookChains};
+use orca::policy::registry::{PluginRegistry, ReloadEvent};
+use orca::policy::setup::build_registry;
+use orca::policy::wasm::InterfaceVersion;
+use orca::policy::{Decision, Pipeline};
+use serde_json::json;
+use support::bytes;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/plugins-v0.1.0")
+}
+
+fn registry() -> Arc<PluginRegistry> {
+    let policy = PolicyConfig {
+        compile_cache_dir: None,
+        ..PolicyConfig::default()
+    };
+    build_registry(&policy, "us-east-1").unwrap().1
+}
+
+fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
+    Pipeline::new(
+        registry,
+        HookChains::from_config(&Config::default().policy),
+        "orca-aws-node",
+        "research",
+    )
+    .with_node_architecture("amd64")
+}
+
+fn pod(name: &str, annotations: serde_json::Value, resources: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name, "namespace": "ml", "uid": format!("4f1c2b9e-0000-4000-8000-{name:0>12}"),
+            "labels": {"team": "ml"},
+            "annotations": annotations,
+        },
+        "spec": {
+            "containers": [ { "name": "main", "image": "busybox", "resources": resources } ],
+            "tolerations": [ { "key": "orca.research/burst-node", "operator": "Exists" } ],
+        }
+    }))
+    .unwrap()
+}
+
+/// Pods that exercise every path of the default plugins: requests, annotations, GPUs, spot with
+/// a price, extra tags, and annotations the plugins refuse.
+fn pods() -> Vec<Pod> {
+    vec![
+        pod(
+            "plain",
+            json!({}),
+            json!({"requests": {"cpu": "2", "memory": "8Gi"}}),
+        ),
+        pod(
+            "gpu",
+            json!({}),
+            json!({"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}),
+        ),
+        pod(
+            "named",
+            json!({"orca.research/instance-type": "c7i.2xlarge", "orca.research/launch-type": "spot",
+                   "orca.research/max-spot-price": "0.5"}),
+            json!({}),
+        ),
+        pod(
+            "arm",
+            json!({"orca.research/instance-type": "m7g.large"}),
+            json!({}),
+        ),
+        pod(
+            "bad-type",
+            json!({"orca.research/instance-type": "z9.imaginary"}),
+            json!({}),
+        ),
+        pod(
+            "bad-market",
+            json!({"orca.research/launch-type": "sometimes"}),
+            json!({}),
+        ),
+        pod(
+            "bad-price",
+            json!({"orca.research/launch-type": "spot", "orca.research/max-spot-price": "-1"}),
+            json!({}),
+        ),
+    ]
+}
+
+/// A decision without who made it (plugin sha256 and versions differ between the builds).
+fn outcome(decision: &Result<Decision, orca::policy::PlanError>) -> String {
+    match decision {
+        Ok(decision) => {
+            let mut record = decision.record.clone();
+            for hook in [
+                &mut record.select_instance,
+                &mut record.choose_market,
+                &mut record.build_tags,
+            ] {
+                hook.sha256.clear();
+                hook.version.clear();
+            }
+            format!("{:?} {}", decision.plan, record.to_json())
+        }
+        Err(error) => format!("{}: {}", error.reason, error.message),
+    }
+}
+
+#[test]
+fn plugins_built_for_0_1_0_load_and_decide_exactly_as_the_0_2_0_builds() {
+    let old = registry();
+    let events = old.rescan(&fixtures());
+    assert_eq!(events.len(), 3, "{events:?}");
+    for event in &events {
+        assert!(matches!(event, ReloadEvent::Loaded { .. }), "{event:?}");
+    }
+    for plugin in old.current().iter() {
+        assert_eq!(
+            plugin.plugin.interface,
+            InterfaceVersion::V0_1,
+            "{}",
+            plugin.plugin.name
+        );
+        assert_eq!(plugin.plugin.interface_version.as_deref(), Some("0.1.0"));
+    }
+    let new = registry();
+    for plugin in new.current().iter() {
+        assert_eq!(
+            plugin.plugin.interface,
+            InterfaceVersion::V0_2,
+            "{}",
+            plugin.plugin.name
+        );
+    }
+
+    let (old, new) = (defaults(old), defaults(new));
+    let mut refused = 0;
+    for pod in pods() {
+        let (was, is) = (old.decide(&pod), new.decide(&pod));
+        refused += usize::from(was.is_err());
+        assert_eq!(outcome(&was), outcome(&is), "{:?}", pod.metadata.name);
+    }
+    // The refusals came up through the 0.1.0 error conversion, reasons intact.
+    assert_eq!(refused, 3);
+    let error = old.decide(&pods()[5]).unwrap_err();
+    assert_eq!(error.reason, "InvalidAnnotation", "{error}");
+}
+
+#[test]
+fn a_chain_mixes_interface_versions() {
+    // A 0.2.0 plugin that declines, then the 0.1.0 selector; the 0.1.0 market and tagger.
+    let registry = registry();
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "orca_plugin_selector.wasm",
+        "orca_plugin_market.wasm",
+        "orca_plugin_tagger.wasm",
+    ] {
+        std::fs::copy(fixtures().join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("hostile.wasm"),
+        bytes("orca-test-plugin-hostile"),
+    )
+    .unwrap();
+    registry.rescan(dir.path());
+    let mut chains = HookChains::from_config(&Config::default().policy);
+    chains.select_instance.insert(
+        0,
+        ChainStep {
+            plugin: "hostile".to_owned(),
+            settings: "\"decline\"".to_owned(),
+            on_error: OnError::FAIL,
+        },
+    );
+    let pipeline = Pipeline::new(registry, chains, "orca-aws-node", "research")
+        .with_node_architecture("amd64");
+    let (decision, asked) = pipeline.explain(&pods()[0]);
+    let decision = decision.unwrap();
+    assert_eq!(decision.record.fallbacks[0].kind, "declined");
+    let interfaces: Vec<(&str, Option<&str>)> = asked
+        .iter()
+        .map(|s| (s.plugin.as_str(), s.interface))
+        .collect();
+    assert_eq!(
+        interfaces,
+        [
+            ("hostile", Some("0.2.0")),
+            ("orca-default-selector", Some("0.1.0")),
+            ("orca-default-market", Some("0.1.0")),
+            ("orca-default-tagger", Some("0.1.0")),
+        ]
+    );
+    let expected = defaults(self::registry()).decide(&pods()[0]).unwrap();
+    assert_eq!(decision.plan.candidates, expected.plan.candidates);
+}
