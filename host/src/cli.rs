@@ -46,8 +46,9 @@ pub enum PluginCommand {
     },
     /// Runs the whole pipeline for a pod and shows every plugin asked (who answered, who
     /// declined or failed and why), every candidate with its reason, and the decision as orca
-    /// would record it. With `--plugin`, that plugin answers the hooks it implements and the
-    /// embedded defaults the rest; with `--config`, the chains of that config.yaml decide.
+    /// would record it. With `--plugin`, that plugin is asked first for the hooks it implements
+    /// (the embedded default answers what it declines, and the other hooks); with `--config`,
+    /// the chains of that config.yaml decide.
     /// Exit status 1 if the pod would fail.
     Eval {
         #[command(flatten)]

@@ -28,12 +28,22 @@ async fn run() -> ExitCode {
         ExitCode::from(2)
     };
     if let Some(Command::Plugin(command)) = cli.command {
-        // Plugin log lines go to stderr; the command's answer is on stdout.
-        let level = cli.log_level.as_deref().unwrap_or("warn");
+        // Log lines go to stderr; the command's answer is on stdout. What the plugin itself
+        // writes (its stdout, stderr and `log` records, a panic message) is what its author
+        // needs most, so it shows by default.
+        let level = cli
+            .log_level
+            .as_deref()
+            .unwrap_or("warn,orca::policy::wasm=info");
         if let Err(error) = orca::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text)) {
             return fail(&error);
         }
-        return match orca::plugin_cli::run(command) {
+        // Plugin calls block (a plugin's stdout and stderr are flushed through the runtime), so
+        // they run where the node runs them: on a blocking thread, not an async worker.
+        let outcome = tokio::task::spawn_blocking(move || orca::plugin_cli::run(command))
+            .await
+            .unwrap_or_else(|error| Err(format!("the plugin command crashed: {error}")));
+        return match outcome {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("orca: {message}");

@@ -12,7 +12,7 @@ use orca::policy::wasm::{
 
 mod support;
 
-use support::bytes;
+use support::{bytes, with_extra_memories};
 
 struct TestCatalogue(Vec<InstanceType>);
 
@@ -215,6 +215,62 @@ fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
         .select_instance(&engine, &catalogue, &pod(&[]), "grow")
         .unwrap_err();
     assert!(matches!(error, CallError::Trapped { .. }), "{error}");
+}
+
+/// 40 MiB: under `maxMemory` (64 Mi) for one memory, past it for two.
+const FORTY_MIB_PAGES: u32 = 640;
+
+#[test]
+fn a_component_with_several_memories_gets_one_budget_for_all_of_them() {
+    let engine = engine(SandboxLimits::default());
+    let catalogue = catalogue();
+    let hostile = bytes("orca-test-plugin-hostile");
+
+    // Two more memories of 40 MiB: each fits under maxMemory, together they do not. (With a cap
+    // per memory only, this loaded, and 16 such instances per call held 640 MiB.)
+    let two = with_extra_memories(&hostile, 2, FORTY_MIB_PAGES);
+    let Err(error) = LoadedPlugin::load(&engine, &two, &catalogue) else {
+        panic!("a component holding 80 MiB in two memories loaded under a 64 MiB budget");
+    };
+    let text = error.to_string();
+    assert!(
+        matches!(error, LoadError::InfoFailed(CallError::Trapped { .. })),
+        "{text}"
+    );
+    assert!(
+        text.contains("memory budget") && text.contains("policy.limits.maxMemory"),
+        "{text}"
+    );
+
+    // One more memory of 40 MiB fits, and the plugin answers; but what it may still allocate
+    // is what that memory left of the budget, not a fresh 64 MiB.
+    let one = with_extra_memories(&hostile, 1, FORTY_MIB_PAGES);
+    let plugin = LoadedPlugin::load(&engine, &one, &catalogue).expect("40 MiB fits");
+    let answer = plugin
+        .select_instance(&engine, &catalogue, &pod(&[]), "well-behaved")
+        .unwrap();
+    assert_eq!(answer.unwrap()[0].instance_type, "m7i.large");
+    let error = plugin
+        .select_instance(&engine, &catalogue, &pod(&[]), "grow")
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("over all its memories"), "{text}");
+    // The grow was refused with at most 24 MiB left, so the first number in the message (the
+    // plugin's own memory when refused) is below that.
+    let grown: usize = text
+        .split("from ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the message gives the memory's size");
+    assert!(grown < 24 << 20, "{text}");
+
+    // More instances than a call may create are refused too, however small each is.
+    let many = with_extra_memories(&hostile, 20, 1);
+    let error = LoadedPlugin::load(&engine, &many, &catalogue)
+        .err()
+        .expect("refused");
+    assert!(matches!(error, LoadError::InfoFailed(_)), "{error}");
 }
 
 #[test]

@@ -43,7 +43,8 @@ pub fn run(command: PluginCommand) -> Result<(), String> {
 }
 
 /// The pipeline `args` describe: a config.yaml's chains (`--config`), or the embedded
-/// defaults with `args.plugin` (if any) answering the hooks it implements with `args.settings`.
+/// defaults with `args.plugin` (if any) asked first, with `args.settings`, for the hooks it
+/// implements.
 fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
     match &args.config {
         Some(path) => configured_pipeline(args, path),
@@ -60,20 +61,20 @@ fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalog
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = &args.plugin {
         let plugin = registry.load_file(file)?;
-        let step = || {
-            vec![ChainStep {
-                plugin: plugin.plugin.name.clone(),
-                settings: args.settings.clone(),
-                on_error: OnError::FAIL,
-            }]
+        // The plugin first, the default after it: what a declined pod falls through to in a
+        // typical deployment. Every failure of the plugin fails the pod, so it shows.
+        let step = ChainStep {
+            plugin: plugin.plugin.name.clone(),
+            settings: args.settings.clone(),
+            on_error: OnError::FAIL,
         };
         for (hook, chain) in [
             (Hook::SelectInstance, &mut chains.select_instance),
             (Hook::ChooseMarket, &mut chains.choose_market),
             (Hook::BuildTags, &mut chains.build_tags),
         ] {
-            if plugin.implements(hook) {
-                *chain = step();
+            if plugin.implements(hook) && plugin.plugin.name != chain[0].plugin {
+                chain.insert(0, step.clone());
             }
         }
     }

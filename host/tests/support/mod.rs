@@ -73,3 +73,63 @@ pub fn write_atomically(path: &Path, contents: &[u8]) {
     std::fs::write(&staged, contents).unwrap();
     std::fs::rename(&staged, path).unwrap();
 }
+
+/// `component` with `count` more core module instances, each owning a linear memory of
+/// `pages` 64 KiB pages, created when the component is instantiated: what a component made of
+/// several core modules (as componentize-py or a composition produces) holds per call. A Rust
+/// guest cannot express it, so the sections are appended to a real plugin's binary; the
+/// plugin answers as before.
+pub fn with_extra_memories(component: &[u8], count: usize, pages: u32) -> Vec<u8> {
+    let module = wat::parse_str(format!("(module (memory {pages}))")).unwrap();
+    let first = top_level_core_modules(component);
+    let mut out = component.to_vec();
+    let mut instances = leb128(count as u64);
+    for index in 0..count {
+        // core module section (1): the module's bytes.
+        append_section(&mut out, 1, &module);
+        // instantiate (0x00) module `first + index` with no arguments.
+        instances.push(0x00);
+        instances.extend(leb128((first + index) as u64));
+        instances.push(0);
+    }
+    // core instance section (2).
+    append_section(&mut out, 2, &instances);
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&out)
+        .expect("the extended component is valid");
+    out
+}
+
+/// Core modules the component itself defines (not those of nested components).
+fn top_level_core_modules(component: &[u8]) -> usize {
+    let mut depth = 0usize;
+    let mut count = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(component) {
+        match payload.unwrap() {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth -= 1,
+            wasmparser::Payload::ModuleSection { .. } if depth == 1 => count += 1,
+            _ => {}
+        }
+    }
+    count
+}
+
+fn append_section(out: &mut Vec<u8>, id: u8, content: &[u8]) {
+    out.push(id);
+    out.extend(leb128(content.len() as u64));
+    out.extend_from_slice(content);
+}
+
+fn leb128(mut value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}

@@ -1,0 +1,139 @@
+//! `orca plugin …` as an author runs it: the real binary, real plugin components.
+
+mod support;
+
+use std::process::Command;
+
+use support::components;
+
+fn orca() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_orca"));
+    // A compile cache of its own, so runs do not depend on what the user's holds.
+    let cache = std::env::temp_dir().join(format!("orca-plugin-cli-{}", std::process::id()));
+    command.env("XDG_CACHE_HOME", cache);
+    command
+}
+
+fn pod_file(dir: &std::path::Path, mode: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{mode}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "metadata: {{name: p, annotations: {{hostile.orca.research/mode: {mode}}}}}\n\
+             spec:\n  containers:\n  - {{name: main, image: busybox}}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_plugin_that_writes_to_stderr_or_panics_is_reported_not_a_crash_of_orca() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = components().join("orca_test_plugin_hostile.wasm");
+    for (mode, expected) in [
+        ("trap", "hostile plugin panics on purpose"),
+        ("grow", "memory budget"),
+    ] {
+        let output = orca()
+            .args(["plugin", "eval", "--plugin"])
+            .arg(&hostile)
+            .arg("--pod")
+            .arg(pod_file(dir.path(), mode))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{mode}: {stderr}");
+        // (The plugin's panic is logged as its stderr; orca's own would be on thread main.)
+        assert!(
+            !stderr.contains("thread 'main'") && !stderr.contains("Cannot start a runtime"),
+            "{mode}: orca itself panicked: {stderr}"
+        );
+        assert!(
+            stderr.contains("the pod would fail with PolicyError"),
+            "{mode}: {stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("crashed, the pod fails"),
+            "{mode}: {stdout}"
+        );
+        // The plugin's own words (its panic message on stderr) reach the author.
+        assert!(
+            stdout.contains(expected) || stderr.contains(expected),
+            "{mode}: {stdout}{stderr}"
+        );
+    }
+}
+
+#[test]
+fn eval_shows_a_decline_passed_to_the_default_and_answers_in_json_for_a_failure_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = components().join("orca_test_plugin_hostile.wasm");
+    let eval = |mode: &str| {
+        let output = orca()
+            .args(["plugin", "eval", "-o", "json", "--plugin"])
+            .arg(&hostile)
+            .arg("--pod")
+            .arg(pod_file(dir.path(), mode))
+            .output()
+            .unwrap();
+        let evaluation: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        (output.status.code(), evaluation)
+    };
+
+    // The plugin declines: the default selector, asked after it, decides.
+    let (status, evaluation) = eval("decline");
+    assert_eq!(status, Some(0), "{evaluation}");
+    assert_eq!(evaluation["asked"][0]["failure"]["kind"], "declined");
+    assert_eq!(evaluation["asked"][0]["outcome"], "passedOn");
+    assert_eq!(evaluation["asked"][1]["plugin"], "orca-default-selector");
+    assert_eq!(evaluation["asked"][1]["outcome"], "answered");
+    assert!(
+        evaluation["candidates"][0]["reason"].is_string(),
+        "{evaluation}"
+    );
+    assert_eq!(evaluation["decision"]["fallbacks"][0]["kind"], "declined");
+
+    // The plugin refuses the pod: it fails, and the JSON says who and why.
+    let (status, evaluation) = eval("no-match");
+    assert_eq!(status, Some(1), "{evaluation}");
+    assert_eq!(evaluation["decided"], false);
+    assert_eq!(evaluation["asked"][0]["failure"]["kind"], "noMatch");
+    assert_eq!(evaluation["asked"][0]["outcome"], "failedThePod");
+    assert_eq!(evaluation["asked"].as_array().unwrap().len(), 1);
+    let message = evaluation["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no match: nothing hostile fits"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bench_prints_the_native_baseline_beside_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = components().join("orca_test_plugin_hostile.wasm");
+    let output = orca()
+        .args(["plugin", "bench", "--iterations", "20", "--plugin"])
+        .arg(&hostile)
+        .arg("--pod")
+        .arg(pod_file(dir.path(), "well-behaved"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("pipeline with the plugin (wasm)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("default policy, native Rust"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("compiled plugins are cached in"),
+        "{stderr}"
+    );
+}
