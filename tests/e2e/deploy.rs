@@ -525,7 +525,8 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
         pod
     };
 
-    // Not delivered yet: onError fallback hands the pod to the default selector.
+    // Not delivered yet: the example's `onError: {notLoaded: fallback}` hands the pod to the
+    // default selector.
     pods::create(&pods_api, &team_pod("before", "vision")).await?;
     let decision = wait_decided(&pods_api, "before", Duration::from_secs(30)).await?;
     assert_eq!(
