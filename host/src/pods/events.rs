@@ -229,3 +229,51 @@ pub(crate) fn truncate(mut text: String, max: usize) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod status_write_tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// An Event waits while any status write is in flight and goes as soon as the last ends.
+    #[tokio::test]
+    async fn events_wait_for_every_status_write_in_flight() {
+        let writes = Arc::new(StatusWrites::default());
+        // None in flight: no wait at all.
+        tokio::time::timeout(Duration::from_secs(10), writes.none_in_flight())
+            .await
+            .expect("nothing to wait for");
+
+        let first = writes.begin();
+        let second = writes.begin();
+        let waiter = tokio::spawn({
+            let writes = writes.clone();
+            async move { writes.none_in_flight().await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished(), "two writes in flight");
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished(), "one write still in flight");
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("the last write's end wakes the waiter")
+            .unwrap();
+
+        // A write that begins and ends again is waited for the same way.
+        let third = writes.begin();
+        let waiter = tokio::spawn({
+            let writes = writes.clone();
+            async move { writes.none_in_flight().await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
+        drop(third);
+        tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("woken")
+            .unwrap();
+    }
+}

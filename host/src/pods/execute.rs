@@ -186,6 +186,9 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             return Ok(changed(written));
         }
     };
+    // Decided: whatever the pod waited for is over (a wake for it would only plan it again).
+    ctx.records
+        .update(&key.uid, |record| record.waits_for_policy = false);
     note_decision(pod, key, &decision.record, ctx).await;
     let plan = decision.plan;
     let first = plan
@@ -381,8 +384,13 @@ const POLICY_TIMEOUT_TRIES: u32 = 3;
 
 /// Whether the pod has tries left after a plan that ran out of time.
 fn policy_tries_left(key: &PodKey, ctx: &Context) -> bool {
-    let failures = ctx.records.get(&key.uid).map_or(0, |r| r.retry.failures);
-    failures + 1 < POLICY_TIMEOUT_TRIES
+    let timeouts = ctx.records.get(&key.uid).map_or(0, |r| r.policy_timeouts);
+    tries_left_after_timeouts(timeouts)
+}
+
+/// Whether a plan that ran out of time, after `earlier` such plans, is tried again.
+fn tries_left_after_timeouts(earlier: u32) -> bool {
+    earlier + 1 < POLICY_TIMEOUT_TRIES
 }
 
 /// A plan that may pass later (a plugin not loaded yet, a call that ran out of time): the pod
@@ -402,6 +410,9 @@ async fn plan_to_retry(
     };
     retry_later(pod, key, later, ctx, |record, _| {
         record.waits_for_policy = waiting == WaitingReason::PolicyNotReady;
+        if waiting == WaitingReason::PolicyRetrying {
+            record.policy_timeouts = record.policy_timeouts.saturating_add(1);
+        }
     })
     .await
 }
@@ -567,4 +578,16 @@ async fn write_status(
         }
     });
     Ok(Some(written))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_is_planned_three_times_before_timeouts_fail_it() {
+        assert!(tries_left_after_timeouts(0));
+        assert!(tries_left_after_timeouts(1));
+        assert!(!tries_left_after_timeouts(2));
+    }
 }

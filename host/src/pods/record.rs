@@ -45,6 +45,10 @@ pub struct PodRecord {
     /// The last plan found a plugin the policy needs not loaded: the pod is planned again as
     /// soon as the policy can decide, not only at its next backoff.
     pub waits_for_policy: bool,
+    /// Plans that ran out of time (or found every sandbox slot busy). Counted apart from
+    /// `retry.failures`, which also counts waits for a plugin and launch retries: only these
+    /// bound how often a pod is planned again before it fails.
+    pub policy_timeouts: u32,
 }
 
 impl PodRecord {
