@@ -319,6 +319,20 @@ fn a_decline_asks_the_next_plugin_and_on_error_decides_each_failure_kind() {
     );
     assert_eq!(error.retry, PlanRetry::No);
 
+    // `unsupported` from a hook the plugin lists is a failure (kind unsupported), and the
+    // message points the author at declined.
+    let pipeline = Pipeline::new(
+        registry.clone(),
+        chain("unsupported", OnError::FAIL),
+        "n",
+        "c",
+    );
+    let error = decide(&pipeline, &plain).unwrap_err();
+    assert!(
+        error.message.contains("answered unsupported") && error.message.contains("declined"),
+        "{error}"
+    );
+
     // A chain whose every plugin declines fails the pod, saying so.
     let alone = HookChains {
         select_instance: vec![step("hostile", "\"decline\"", OnError::FAIL)],

@@ -536,9 +536,13 @@ fn describe(
         StepFailure::NotLoaded => {
             format!("{hook}: {who} is not loaded (not embedded and not in the plugins directory)")
         }
-        StepFailure::NotImplemented | StepFailure::Policy(PolicyError::Unsupported) => {
-            format!("{hook}: {who} does not implement {hook}")
-        }
+        StepFailure::NotImplemented => format!("{hook}: {who} does not implement {hook}"),
+        // The plugin lists the hook but answered `unsupported` for this pod: say what it
+        // likely meant.
+        StepFailure::Policy(PolicyError::Unsupported) => format!(
+            "{hook}: {who} answered unsupported (to pass a pod to the next plugin, a plugin \
+             answers declined)"
+        ),
         // CallError and OutputError already name the plugin; a trap's text holds the plugin's
         // own function names and panic message.
         StepFailure::Call(error) => format!("{hook}: {}", bounded(&error.to_string())),

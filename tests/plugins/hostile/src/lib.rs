@@ -3,7 +3,8 @@
 //! host's `log` import, `long-error` fails with 2 MiB of text, `bad-type` answers an instance
 //! type that does not exist, `bad-tags` answers tags AWS would refuse, `forge-exit-code` sets
 //! the exit-code tag orca reads to decide a pod's outcome, `decline` declines the pod and
-//! `no-match` refuses it (both well-behaved answers, for the chain's `onError`). Anything else
+//! `no-match` refuses it, `unsupported` answers that from a hook it lists (well-behaved
+//! answers, for the chain's `onError`). Anything else
 //! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
 //! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
 //! passes them.
@@ -58,6 +59,7 @@ impl Plugin for Hostile {
             "long-error" => Err(PolicyError::Failed("z".repeat(2 << 20))),
             "decline" => Err(PolicyError::Declined("not a hostile pod".into())),
             "no-match" => Err(PolicyError::NoMatch("nothing hostile fits".into())),
+            "unsupported" => Err(PolicyError::Unsupported),
             "bad-type" => Ok(vec![Candidate {
                 instance_type: "z9.imaginary".into(),
                 reason: "made up".into(),
