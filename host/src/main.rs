@@ -29,12 +29,12 @@ async fn run() -> ExitCode {
     };
     if let Some(Command::Plugin(command)) = cli.command {
         // Log lines go to stderr; the command's answer is on stdout. What the plugin itself
-        // writes (its stdout, stderr and `log` records, a panic message) is what its author
-        // needs most, so it shows by default.
+        // writes (its stdout, stderr and `log` records, a panic message) and which plugin files
+        // loaded are what its author needs most, so they show by default.
         let level = cli
             .log_level
             .as_deref()
-            .unwrap_or("warn,orca::policy::wasm=info");
+            .unwrap_or("warn,orca::policy::wasm=info,orca::policy::reload=info");
         if let Err(error) = orca::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text)) {
             return fail(&error);
         }

@@ -8,35 +8,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use orca::config::{Config, OnError, PolicyConfig};
+use orca::config::{Config, OnError};
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
-use orca::policy::setup::build_registry;
 use orca::policy::wasm::InterfaceVersion;
 use orca::policy::{Decision, Pipeline};
 use serde_json::json;
-use support::bytes;
+use support::{bytes, defaults};
+
+fn registry() -> Arc<PluginRegistry> {
+    support::registry(None)
+}
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/plugins-v0.1.0")
-}
-
-fn registry() -> Arc<PluginRegistry> {
-    let policy = PolicyConfig {
-        compile_cache_dir: None,
-        ..PolicyConfig::default()
-    };
-    build_registry(&policy, "us-east-1").unwrap().1
-}
-
-fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
-    Pipeline::new(
-        registry,
-        HookChains::from_config(&Config::default().policy),
-        "orca-aws-node",
-        "research",
-    )
-    .with_node_architecture("amd64")
 }
 
 fn pod(name: &str, annotations: serde_json::Value, resources: serde_json::Value) -> Pod {
@@ -143,7 +128,10 @@ fn plugins_built_for_0_1_0_load_and_decide_exactly_as_the_0_2_0_builds() {
         );
     }
 
-    let (old, new) = (defaults(old), defaults(new));
+    let (old, new) = (
+        defaults(old).with_node_architecture("amd64"),
+        defaults(new).with_node_architecture("amd64"),
+    );
     let mut refused = 0;
     for pod in pods() {
         let (was, is) = (old.decide(&pod), new.decide(&pod));
@@ -201,6 +189,9 @@ fn a_chain_mixes_interface_versions() {
             ("orca-default-tagger", Some("0.1.0")),
         ]
     );
-    let expected = defaults(self::registry()).decide(&pods()[0]).unwrap();
+    let expected = defaults(self::registry())
+        .with_node_architecture("amd64")
+        .decide(&pods()[0])
+        .unwrap();
     assert_eq!(decision.plan.candidates, expected.plan.candidates);
 }

@@ -4,19 +4,17 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use orca::config::{Config, FailureKind, OnError, OnErrorAction, PolicyConfig};
+use orca::config::{FailureKind, OnError, OnErrorAction};
 use orca::policy::explain::StepOutcome;
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
-use orca::policy::setup::build_registry;
 use orca::policy::{Decision, Pipeline, PlanError, PlanRetry};
 use serde_json::json;
-use support::{bytes, variant, write_atomically};
+use support::{bytes, defaults, registry, variant, write_atomically};
 
 const HOSTILE: &str = "orca-test-plugin-hostile";
 
@@ -32,33 +30,12 @@ fn pod(annotations: serde_json::Value, requests: serde_json::Value) -> Pod {
     .unwrap()
 }
 
-fn registry(dir: Option<&Path>) -> Arc<PluginRegistry> {
-    let policy = PolicyConfig {
-        compile_cache_dir: None,
-        ..PolicyConfig::default()
-    };
-    let (_, registry) = build_registry(&policy, "us-east-1").unwrap();
-    if let Some(dir) = dir {
-        registry.rescan(dir);
-    }
-    registry
-}
-
 fn step(plugin: &str, settings: &str, on_error: OnError) -> ChainStep {
     ChainStep {
         plugin: plugin.to_owned(),
         settings: settings.to_owned(),
         on_error,
     }
-}
-
-fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
-    Pipeline::new(
-        registry,
-        HookChains::from_config(&Config::default().policy),
-        "orca-aws-node",
-        "research",
-    )
 }
 
 fn decide(pipeline: &Pipeline, pod: &Pod) -> Result<Decision, PlanError> {
@@ -473,7 +450,7 @@ fn embedded_plugins_that_keep_running_out_of_time_leave_orca_starting_but_not_re
     assert!(registry.has_pending_embedded());
 
     // On a machine with time to spare nothing is pending.
-    let healthy = self::registry(None);
+    let healthy = support::registry(None);
     assert!(!healthy.has_pending_embedded());
     assert!(healthy.load_pending_embedded().is_empty());
 }

@@ -17,7 +17,8 @@ use crate::config::{
 use crate::policy::Pipeline;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::{ChainStep, HookChains};
-use crate::policy::registry::{PluginRegistry, ReloadEvent};
+use crate::policy::registry::PluginRegistry;
+use crate::policy::reload::{self, Reporters};
 use crate::policy::setup::build_registry;
 use crate::policy::wasm::Hook;
 
@@ -94,30 +95,9 @@ fn configured_pipeline(
     let region = args.region.as_deref().unwrap_or(&config.provider.region);
     let (catalogue, registry) = registry(&config.policy, region)?;
     if let Some(dir) = &config.policy.plugins_dir {
-        for event in registry.rescan(dir) {
-            match event {
-                ReloadEvent::Loaded {
-                    path,
-                    name,
-                    version,
-                    ..
-                } => {
-                    eprintln!("orca: loaded {name} {version} from {}", path.display());
-                }
-                ReloadEvent::Rejected { path, error, .. } => {
-                    eprintln!("orca: refused {}: {error}", path.display());
-                }
-                ReloadEvent::Shadowed { path, name, by } => {
-                    eprintln!(
-                        "orca: {} and {} both provide {name}; {} is used",
-                        path.display(),
-                        by.display(),
-                        by.display()
-                    );
-                }
-                ReloadEvent::Removed { .. } => {}
-            }
-        }
+        // Logged as a node logs a rescan (plugin loaded, rejected, shadowed); no one else
+        // needs to hear of it.
+        reload::rescan_and_report(&registry, dir, &Reporters(Vec::new()));
     }
     let architecture = args
         .architecture

@@ -392,15 +392,13 @@ impl Pipeline {
                 earlier.push(message);
                 continue;
             }
-            let reason = match failure {
-                StepFailure::Policy(PolicyError::InvalidAnnotation(_)) => REASON_INVALID_ANNOTATION,
+            let reason = match kind {
+                FailureKind::InvalidAnnotation => REASON_INVALID_ANNOTATION,
                 _ => REASON_POLICY_ERROR,
             };
-            let retry = match failure {
-                StepFailure::NotLoaded => PlanRetry::WhenLoaded,
-                StepFailure::Call(CallError::Timeout { .. } | CallError::Busy { .. }) => {
-                    PlanRetry::Transient
-                }
+            let retry = match kind {
+                FailureKind::NotLoaded => PlanRetry::WhenLoaded,
+                FailureKind::TimedOut => PlanRetry::Transient,
                 _ => PlanRetry::No,
             };
             let message = if earlier.is_empty() {

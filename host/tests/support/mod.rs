@@ -4,7 +4,36 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use orca::config::{Config, PolicyConfig};
+use orca::policy::Pipeline;
+use orca::policy::pipeline::HookChains;
+use orca::policy::registry::PluginRegistry;
+use orca::policy::setup::build_registry;
+
+/// A registry as orca builds one (embedded defaults, no compile cache), with `dir` scanned.
+pub fn registry(dir: Option<&Path>) -> Arc<PluginRegistry> {
+    let policy = PolicyConfig {
+        compile_cache_dir: None,
+        ..PolicyConfig::default()
+    };
+    let (_, registry) = build_registry(&policy, "us-east-1").unwrap();
+    if let Some(dir) = dir {
+        registry.rescan(dir);
+    }
+    registry
+}
+
+/// The default config's chains on `registry`, for node `orca-aws-node` of cluster `research`.
+pub fn defaults(registry: Arc<PluginRegistry>) -> Pipeline {
+    Pipeline::new(
+        registry,
+        HookChains::from_config(&Config::default().policy),
+        "orca-aws-node",
+        "research",
+    )
+}
 
 const PLUGINS: [&str; 4] = [
     "orca-plugin-selector",
