@@ -4,14 +4,14 @@
 //! (BENCHMARKS.md, "Memory over time"):
 //! - A `HashMap` keeps the capacity of its fullest moment. Maps that hold one entry per pod
 //!   or instance give it back through [`shrink_when_sparse`] as they empty.
-//! - glibc's allocator keeps what was freed inside its arenas for reuse; only the top of the
-//!   main heap is returned on its own. `malloc_trim` walks every arena and releases its free
-//!   pages. It costs a few milliseconds for a heap of this size, so [`TrimAfterDrain`] asks
-//!   for it only when what orca holds per pod (records and listed instances) has shrunk: once
-//!   halfway down a large drain, and once the count has settled after any drop, never per pod.
-//! - What a burst leaves alive is scattered over every arena it touched, and a page with one
-//!   live allocation cannot be returned. [`configure_allocator`] keeps the arenas few and large
-//!   buffers out of them.
+//! - The allocator keeps freed pages for reuse and returns them as they age, and only while
+//!   the process keeps allocating. [`release_freed_memory`] purges them at once. It costs a
+//!   few milliseconds for a heap of this size, so [`TrimAfterDrain`] asks for it only when
+//!   what orca holds per pod (records and listed instances) has shrunk: once halfway down a
+//!   large drain, and once the count has settled after any drop, never per pod.
+//! - What a burst leaves alive is scattered over the pages it touched, and a page with one
+//!   live allocation cannot be returned. The [`Allocator`] and its [`ALLOCATOR_SETTINGS`] are
+//!   chosen to leave it few such pages.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
@@ -66,65 +66,75 @@ pub fn shrink_when_sparse<K: Eq + Hash, V, S: BuildHasher>(map: &mut HashMap<K, 
     }
 }
 
-/// Arenas glibc may create; its default is eight per core.
-const ARENA_MAX: i32 = 2;
-/// Blocks this large or larger are mapped on their own and unmapped when freed: glibc's
-/// starting value, held fixed.
-const MMAP_THRESHOLD: i32 = 128 * 1024;
-
-/// Sets glibc's allocator up for a long-lived process whose load comes in bursts. Called once
-/// at startup, before the runtime starts its threads. Why (BENCHMARKS.md, "Memory over time",
-/// measures it: not enough on its own):
-/// - Every thread that allocates while the arenas are contended gets an arena of its own
-///   (tokio's workers, the blocking threads that run plugins and trims), and what a burst
-///   leaves scattered in each stays resident. Two arenas keep two workers from waiting on one
-///   lock and leave two heaps to fragment, not sixteen.
-/// - glibc raises its mmap threshold to the size of any mapped block freed (up to 32 MiB), so
-///   after the first large listing every later one is carved from an arena and fragments it.
-///   A fixed threshold keeps large buffers mapped and gives them back whole.
+/// orca's allocator: jemalloc, with [`ALLOCATOR_SETTINGS`]. Set as the global allocator by the
+/// binary (`main.rs`), which also exports the settings where jemalloc reads them.
 ///
-/// `GLIBC_TUNABLES` naming any `glibc.malloc.` setting leaves the allocator as it says.
-/// Returns whether the settings were applied (false also where the allocator is not glibc's).
-pub fn configure_allocator() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let tuned = std::env::var("GLIBC_TUNABLES")
-            .is_ok_and(|tunables| tunables.contains("glibc.malloc."));
-        if tuned {
-            return false;
-        }
-        // SAFETY: mallopt only sets the allocator's parameters (an unknown one is refused with
-        // 0); it is called before the runtime's threads exist.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX) == 1
-                && libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-        }
+/// Why not glibc's (BENCHMARKS.md, "Memory over time", has the rounds): after a burst drained,
+/// glibc's heap kept what the burst left alive scattered over its pages, and neither two
+/// arenas, a fixed mmap threshold nor `malloc_trim` at the right moment brought it below
+/// +15 % of the idle baseline. jemalloc keeps each size class in its own slabs, fills the
+/// lowest ones first, and purges whole free pages, so the same burst leaves less behind.
+pub type Allocator = tikv_jemallocator::Jemalloc;
+
+/// What jemalloc reads before its first allocation (a `malloc_conf` string). Measured by
+/// `memory-bench` and `peers-bench`:
+/// - `narenas:1`: one arena, so a burst's survivors share one set of slabs instead of one per
+///   thread (jemalloc's default is four arenas per core).
+/// - `tcache:false`: no per-thread caches, which keep freed objects of threads that have gone
+///   idle and so keep their slabs. On two cores with two workers the arena's locks are rarely
+///   contended: CPU to Running for 1,000 pods was the same (1.08 s against 1.05 s).
+/// - `dirty_decay_ms:1000,muzzy_decay_ms:0`: pages freed in steady state go back within
+///   seconds; [`release_freed_memory`] gives back the rest at once after a drain.
+///
+/// `_RJEM_MALLOC_CONF` in the environment is read after this and overrides it.
+pub const ALLOCATOR_SETTINGS: AllocatorSettings =
+    AllocatorSettings(c"narenas:1,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+
+/// A C string jemalloc reads as its `malloc_conf`: a pointer, as jemalloc declares it.
+#[repr(transparent)]
+pub struct AllocatorSettings(*const std::ffi::c_char);
+
+// SAFETY: the pointer is to a string literal: immutable and alive for the whole program.
+unsafe impl Sync for AllocatorSettings {}
+
+impl AllocatorSettings {
+    /// The settings as text.
+    pub fn as_str(&self) -> &'static str {
+        // SAFETY: built only from a C string literal (a private field), so the pointer is to a
+        // NUL-terminated string that lives for the whole program.
+        let settings = unsafe { std::ffi::CStr::from_ptr(self.0) };
+        settings.to_str().unwrap_or_default()
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    false
 }
 
-/// Returns the allocator's free pages to the operating system. A no-op where the allocator is
-/// not glibc's.
-pub fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes the arena locks
-    // itself and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+/// Returns every free page jemalloc holds to the operating system now, rather than as its
+/// decay would; false if jemalloc refused. Where jemalloc is not the process's allocator its
+/// arenas hold nothing and this does nothing.
+pub fn release_freed_memory() -> bool {
+    /// `arena.<i>.purge` with `MALLCTL_ARENAS_ALL` for `i`: every arena.
+    const PURGE_ALL_ARENAS: &std::ffi::CStr = c"arena.4096.purge";
+    // SAFETY: a purge reads and writes no values (null old/new pointers, zero length);
+    // jemalloc takes its own locks and allows it from any thread at any time.
+    let status = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            PURGE_ALL_ARENAS.as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    status == 0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
-    fn glibc_takes_the_allocator_settings() {
-        if std::env::var("GLIBC_TUNABLES").is_err() {
-            assert!(configure_allocator());
-        }
+    fn jemalloc_knows_the_purge() {
+        // An unknown name would make every trim a silent no-op.
+        assert!(release_freed_memory());
     }
 
     #[test]

@@ -5,8 +5,6 @@ use orca::cli::{Cli, Command, LogFormat};
 use orca::config::Config;
 
 fn main() -> ExitCode {
-    // Before the runtime's threads exist, so every arena they get follows it.
-    let _ = orca::heap::configure_allocator();
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -80,3 +78,13 @@ async fn run() -> ExitCode {
         Err(error) => fail(&error),
     }
 }
+
+/// jemalloc, for what a drained burst leaves behind (`orca::heap` says why).
+#[global_allocator]
+static ALLOCATOR: orca::heap::Allocator = orca::heap::Allocator {};
+
+/// jemalloc reads its settings from this symbol before its first allocation (the crate's
+/// symbols carry the `_rjem_` prefix). It must live in the binary: a static in the library
+/// would be left out of the link, as nothing refers to it by name.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static ALLOCATOR_SETTINGS: orca::heap::AllocatorSettings = orca::heap::ALLOCATOR_SETTINGS;

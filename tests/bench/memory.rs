@@ -91,11 +91,12 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// Where orca's anonymous memory is (heap, arenas, stacks), read from smaps.
+/// Where orca's anonymous memory is (glibc's heap and arenas, stacks, jemalloc's extents and
+/// the rest), read from smaps.
 fn print_anon_breakdown(when: &str, orca: &OrcaProcess) {
     if let Some(b) = orca.pid().and_then(orca_e2e::procfs::anon_breakdown) {
         println!(
-            "anonymous {when}: heap {:.1}, arenas {:.1}, stacks {:.1}, other {:.1} MiB",
+            "anonymous {when}: glibc heap {:.1}, glibc arenas {:.1}, stacks {:.1}, jemalloc and other {:.1} MiB",
             b.heap as f64 / MIB,
             b.arenas as f64 / MIB,
             b.stacks as f64 / MIB,

@@ -52,13 +52,15 @@ fn clock_ticks_per_second() -> f64 {
 /// figure is made of, read without attaching anything to the process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AnonBreakdown {
-    /// The main arena (`[heap]`).
+    /// glibc's main arena (`[heap]`). orca allocates through jemalloc; glibc's malloc serves
+    /// only the C libraries linked in (aws-lc).
     pub heap: u64,
     /// glibc's other arenas: anonymous mappings reserved 64 MiB at a time.
     pub arenas: u64,
     /// Thread stacks: anonymous mappings right above a guard page.
     pub stacks: u64,
-    /// Everything else anonymous (large allocations mmapped on their own, runtime regions).
+    /// Everything else anonymous: jemalloc's extents (most of orca's heap), large blocks glibc
+    /// mapped on their own, runtime regions.
     pub other: u64,
 }
 

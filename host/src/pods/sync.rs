@@ -121,7 +121,10 @@ impl StatusSync {
             let held = self.records.len() + self.instances.len() + last_listing;
             if trim.observe(held) {
                 tracing::debug!(held, "giving freed memory back to the operating system");
-                let _ = tokio::task::spawn_blocking(heap::release_freed_memory).await;
+                let released = tokio::task::spawn_blocking(heap::release_freed_memory).await;
+                if !matches!(released, Ok(true)) {
+                    tracing::debug!("the allocator did not give freed memory back");
+                }
             }
             if synced {
                 self.collect_orphans(&present).await;
