@@ -100,13 +100,60 @@ pub fn requests_after(
 /// The file from byte `offset` on (empty if it cannot be read; a line cut at `offset` is
 /// dropped by the JSON parse).
 fn read_from(path: &Path, offset: u64) -> String {
+    let read = |file: &Path, from: u64, text: &mut Vec<u8>| {
+        std::fs::File::open(file).and_then(|mut file| {
+            file.seek(SeekFrom::Start(from))?;
+            file.read_to_end(text)
+        })
+    };
     let mut text = Vec::new();
-    let read = std::fs::File::open(path).and_then(|mut file| {
-        file.seek(SeekFrom::Start(offset))?;
-        file.read_to_end(&mut text)
-    });
-    match read {
-        Ok(_) => String::from_utf8_lossy(&text).into_owned(),
-        Err(_) => String::new(),
+    // The apiserver rotates its log at `--audit-log-maxsize`: a log now shorter than `offset`
+    // was renamed meanwhile (to `audit-<time>.log`, the newest such file), so what came after
+    // `offset` is the rest of that file, then all of the new one.
+    let from = if log_length(path) < offset {
+        if let Some(rotated) = rotated_away(path) {
+            let _ = read(&rotated, offset, &mut text);
+        }
+        0
+    } else {
+        offset
+    };
+    let _ = read(path, from, &mut text);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The newest rotated log beside `path` (`audit.log` → `audit-<time>.log`).
+fn rotated_away(path: &Path) -> Option<std::path::PathBuf> {
+    let dir = path.parent()?;
+    let prefix = format!("{}-", path.file_stem()?.to_str()?);
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(".log")
+        })
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .max()
+        .map(|(_, path)| path)
+}
+
+#[cfg(test)]
+mod rotation_tests {
+    use super::*;
+
+    /// What was written after the offset is read whole across a rotation.
+    #[test]
+    fn a_rotated_log_is_read_on_from_the_offset_then_the_new_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        std::fs::write(&log, "old line\n").unwrap();
+        let offset = log_length(&log);
+        std::fs::write(&log, "old line\nafter offset\n").unwrap();
+        assert_eq!(read_from(&log, offset), "after offset\n", "no rotation");
+        std::fs::rename(&log, dir.path().join("audit-2026-11-24T07-25-07.700.log")).unwrap();
+        std::fs::write(&log, "new log\n").unwrap();
+        assert_eq!(read_from(&log, offset), "after offset\nnew log\n");
     }
 }

@@ -95,7 +95,7 @@ pub struct Notice {
 impl Observation<'_> {
     /// The instance in effect: the listed one, else the one a lookup by id found.
     fn instance(&self) -> Option<&InstanceStatus> {
-        self.listed.or(self.record.looked_up.as_ref())
+        self.listed.or(self.record.looked_up.as_deref())
     }
 
     /// The instance launched for the pod that listings have not shown: this process's answer,

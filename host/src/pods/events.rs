@@ -13,83 +13,89 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::mpsc;
 
-/// Events waiting to go out (about half a KiB each). A reconcile that finds the queue full
+mod pod_writes;
+
+use pod_writes::PodWrites;
+pub use pod_writes::PodWriting;
+
+/// Events waiting to go out (a few hundred bytes each). A reconcile that finds the queue full
 /// waits for room: every Event is kept, and a burst's Events cannot pile up in memory without
 /// bound.
-const QUEUE: usize = 4096;
+const QUEUE: usize = 8192;
+/// Past this many Events waiting, they go out without waiting for a pause in the pod writes: a
+/// long burst then neither holds up reconciles on a full queue nor keeps every Event in memory.
+const BACKLOG: usize = QUEUE / 2;
 /// Events sent at once.
 const IN_FLIGHT: usize = 32;
 
 /// Publishes the pods' Events, as the `orca` controller of this node. They go out from one
 /// background task, in order, many at a time: a reconcile does not wait for an Event to be
-/// sent (as the kubelet's recorder does not), and Events yield to status writes. The
-/// apiserver is what a burst waits on, and a pod's status is what its owner acts on; so while
-/// any status write is in flight no Event starts, and a burst's Events go out as it ends (or
-/// as soon as the queue is full, which holds up reconciles until there is room again).
+/// sent (as the kubelet's recorder does not), and Events yield to pod writes. The apiserver is
+/// what a burst waits on, and a pod's status (and its removal) is what its owner acts on; so an
+/// Event starts only once no pod write is in flight and none has begun for a moment
+/// ([`pod_writes::QUIET`]). A burst's Events go out as it ends, or as soon as [`BACKLOG`] of
+/// them wait.
 pub struct PodEvents {
     client: kube::Client,
     queue: mpsc::Sender<Outgoing>,
     reporter: Reporter,
     /// Events queued and not yet answered, so shutdown can let them go out first.
     pending: Arc<AtomicUsize>,
-    /// Status writes in flight, which Events wait out.
-    status_writes: Arc<StatusWrites>,
+    /// Pod writes in flight and when the last began, which Events wait out.
+    pod_writes: Arc<PodWrites>,
 }
 
+/// One Event waiting to go out. A burst queues thousands, so it is kept small: the pod's
+/// reference and the Event are built only when it is sent.
 struct Outgoing {
     /// A pod's Warnings share its recorder (so repeats fold into one Event); a Normal Event
     /// gets a recorder of its own when it is sent.
-    recorder: Option<Recorder>,
-    reference: ObjectReference,
-    event: Event,
+    recorder: Option<Box<Recorder>>,
+    pod: PodRef,
+    warning: bool,
+    reason: &'static str,
+    action: &'static str,
+    note: Box<str>,
 }
 
-/// Status writes in flight, and a wake-up for whoever waits for there to be none.
-#[derive(Default)]
-pub struct StatusWrites {
-    in_flight: AtomicUsize,
-    none_left: tokio::sync::Notify,
+/// The pod an Event is about.
+struct PodRef {
+    namespace: Box<str>,
+    name: Box<str>,
+    uid: Box<str>,
 }
 
-/// A status write in flight, until dropped.
-pub struct StatusWriting(Arc<StatusWrites>);
-
-impl Drop for StatusWriting {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.none_left.notify_waiters();
+impl PodRef {
+    fn of(pod: &Pod) -> PodRef {
+        let text = |field: &Option<String>| field.as_deref().unwrap_or_default().into();
+        PodRef {
+            namespace: text(&pod.metadata.namespace),
+            name: text(&pod.metadata.name),
+            uid: text(&pod.metadata.uid),
         }
     }
-}
 
-impl StatusWrites {
-    fn begin(self: &Arc<Self>) -> StatusWriting {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        StatusWriting(self.clone())
-    }
-
-    /// Returns once no status write is in flight.
-    async fn none_in_flight(&self) {
-        loop {
-            let notified = self.none_left.notified();
-            tokio::pin!(notified);
-            // Registered before the check, so a write ending in between still wakes us.
-            notified.as_mut().enable();
-            if self.in_flight.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            notified.await;
+    /// The reference an Event names its pod by (`Resource::object_ref` of the pod).
+    fn object_reference(&self) -> ObjectReference {
+        let text = |field: &str| (!field.is_empty()).then(|| field.to_owned());
+        ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            namespace: text(&self.namespace),
+            name: text(&self.name),
+            uid: text(&self.uid),
+            resource_version: None,
+            field_path: None,
         }
     }
 }
 
 /// One pod's Warnings: repeats of the same Warning become one Event with a count.
 #[derive(Clone)]
-pub struct PodRecorder(Recorder);
+pub struct PodRecorder(Box<Recorder>);
 
 impl std::fmt::Debug for PodRecorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,7 +108,7 @@ impl PodEvents {
     pub fn new(client: kube::Client, node_name: &str) -> PodEvents {
         let (queue, mut outgoing) = mpsc::channel::<Outgoing>(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
-        let status_writes = Arc::new(StatusWrites::default());
+        let pod_writes = Arc::new(PodWrites::new());
         let reporter = Reporter {
             controller: "orca".to_owned(),
             instance: Some(node_name.to_owned()),
@@ -111,7 +117,7 @@ impl PodEvents {
             client: client.clone(),
             reporter: reporter.clone(),
             sent: pending.clone(),
-            status_writes: status_writes.clone(),
+            pod_writes: pod_writes.clone(),
         };
         tokio::spawn(async move {
             futures::stream::poll_fn(move |cx| outgoing.poll_recv(cx))
@@ -125,13 +131,14 @@ impl PodEvents {
             queue,
             reporter,
             pending,
-            status_writes,
+            pod_writes,
         }
     }
 
-    /// Marks a status write in flight until the answer is dropped: Events wait it out.
-    pub fn status_write(&self) -> StatusWriting {
-        self.status_writes.begin()
+    /// Marks a pod write (a status patch, a removal) in flight until the answer is dropped:
+    /// Events wait it out, and a pause after it.
+    pub fn pod_write(&self) -> PodWriting {
+        self.pod_writes.begin()
     }
 
     /// Waits, at most `limit`, for the queued Events to go out (on shutdown).
@@ -148,7 +155,7 @@ impl PodEvents {
 
     /// A recorder for one pod's Warnings, kept in the pod's record and dropped with it.
     pub fn recorder(&self) -> PodRecorder {
-        PodRecorder(self.new_recorder())
+        PodRecorder(Box::new(self.new_recorder()))
     }
 
     fn new_recorder(&self) -> Recorder {
@@ -163,26 +170,18 @@ impl PodEvents {
         pod: &Pod,
         recorder: Option<PodRecorder>,
         warning: bool,
-        reason: &str,
-        action: &str,
+        reason: &'static str,
+        action: &'static str,
         note: String,
     ) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.to_owned(),
-            // The events API caps notes at 1 KiB.
-            note: Some(truncate(note, 1024)),
-            action: action.to_owned(),
-            secondary: None,
-        };
         let outgoing = Outgoing {
             recorder: recorder.map(|r| r.0),
-            reference: pod.object_ref(&()),
-            event,
+            pod: PodRef::of(pod),
+            warning,
+            reason,
+            action,
+            // The events API caps notes at 1 KiB.
+            note: truncate(note, 1024).into_boxed_str(),
         };
         self.pending.fetch_add(1, Ordering::Relaxed);
         if self.queue.send(outgoing).await.is_err() {
@@ -197,20 +196,35 @@ struct Sender {
     client: kube::Client,
     reporter: Reporter,
     sent: Arc<AtomicUsize>,
-    status_writes: Arc<StatusWrites>,
+    pod_writes: Arc<PodWrites>,
 }
 
 impl Sender {
     fn send(&self, out: Outgoing) -> impl Future<Output = ()> + use<> {
-        let recorder = out
-            .recorder
-            .unwrap_or_else(|| Recorder::new(self.client.clone(), self.reporter.clone()));
+        let client = self.client.clone();
+        let reporter = self.reporter.clone();
         let sent = self.sent.clone();
-        let status_writes = self.status_writes.clone();
+        let pod_writes = self.pod_writes.clone();
         async move {
-            status_writes.none_in_flight().await;
-            if let Err(error) = recorder.publish(&out.event, &out.reference).await {
-                tracing::warn!(pod = out.reference.name.as_deref().unwrap_or_default(), reason = %out.event.reason, %error, "publishing event failed");
+            pod_writes
+                .quiet(|| sent.load(Ordering::Relaxed) >= BACKLOG)
+                .await;
+            let recorder = out
+                .recorder
+                .unwrap_or_else(|| Box::new(Recorder::new(client, reporter)));
+            let event = Event {
+                type_: if out.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: out.reason.to_owned(),
+                note: Some(out.note.into_string()),
+                action: out.action.to_owned(),
+                secondary: None,
+            };
+            if let Err(error) = recorder.publish(&event, &out.pod.object_reference()).await {
+                tracing::warn!(pod = %out.pod.name, reason = out.reason, %error, "publishing event failed");
             }
             sent.fetch_sub(1, Ordering::Relaxed);
         }
@@ -231,49 +245,36 @@ pub(crate) fn truncate(mut text: String, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod status_write_tests {
-    use std::time::Duration;
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::Resource;
 
     use super::*;
 
-    /// An Event waits while any status write is in flight and goes as soon as the last ends.
-    #[tokio::test]
-    async fn events_wait_for_every_status_write_in_flight() {
-        let writes = Arc::new(StatusWrites::default());
-        // None in flight: no wait at all.
-        tokio::time::timeout(Duration::from_secs(10), writes.none_in_flight())
-            .await
-            .expect("nothing to wait for");
+    /// The queued reference names the pod as kube's own `object_ref` does.
+    #[test]
+    fn a_queued_pod_reference_is_the_pods_object_reference() {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                namespace: Some("team-a".into()),
+                name: Some("train-0".into()),
+                uid: Some("5f1c0e2a-0000-4000-8000-000000000001".into()),
+                resource_version: Some("4711".into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        assert_eq!(PodRef::of(&pod).object_reference(), pod.object_ref(&()));
+    }
 
-        let first = writes.begin();
-        let second = writes.begin();
-        let waiter = tokio::spawn({
-            let writes = writes.clone();
-            async move { writes.none_in_flight().await }
-        });
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert!(!waiter.is_finished(), "two writes in flight");
-        drop(first);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert!(!waiter.is_finished(), "one write still in flight");
-        drop(second);
-        tokio::time::timeout(Duration::from_secs(10), waiter)
-            .await
-            .expect("the last write's end wakes the waiter")
-            .unwrap();
-
-        // A write that begins and ends again is waited for the same way.
-        let third = writes.begin();
-        let waiter = tokio::spawn({
-            let writes = writes.clone();
-            async move { writes.none_in_flight().await }
-        });
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert!(!waiter.is_finished());
-        drop(third);
-        tokio::time::timeout(Duration::from_secs(10), waiter)
-            .await
-            .expect("woken")
-            .unwrap();
+    #[test]
+    fn a_long_note_is_cut_on_a_character_boundary() {
+        let note = truncate("é".repeat(600), 1024);
+        assert!(
+            note.len() <= 1024 && note.ends_with("..."),
+            "{}",
+            note.len()
+        );
+        assert_eq!(truncate("short".into(), 1024), "short");
     }
 }

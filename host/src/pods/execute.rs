@@ -57,7 +57,7 @@ pub async fn execute(
             tracing::info!(pod = %key, instance = %instance_id, found = found.is_some(), "looked the unlisted instance up by id");
             ctx.records.update(&key.uid, |record| {
                 record.lookup_missed = found.is_none().then_some(now);
-                record.looked_up = found;
+                record.looked_up = found.map(Box::new);
                 record.retry = Retry::default();
             });
             Ok(Executed::Continue)
@@ -147,7 +147,11 @@ async fn remove(key: &PodKey, ctx: &Context) -> Result<Executed, ReconcileError>
         }),
         ..DeleteParams::default()
     };
-    match api.delete(&key.name, &params).await {
+    // A removal is what a deleting burst waits on: Events wait it out (`events.rs`).
+    let writing = ctx.events.pod_write();
+    let answer = api.delete(&key.name, &params).await;
+    drop(writing);
+    match answer {
         Ok(_) => {}
         // Already gone, or a different pod now has this name: either way ours is gone.
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
@@ -555,8 +559,8 @@ async fn write_status(
         "metadata": metadata,
         "status": status_patch(pod.status.as_ref(), &desired),
     });
-    // Events wait while status writes are in flight (`events.rs`).
-    let _writing = ctx.events.status_write();
+    // Events wait while pod writes are in flight (`events.rs`).
+    let _writing = ctx.events.pod_write();
     let mut written = api
         .patch_status(
             &key.name,
@@ -568,8 +572,8 @@ async fn write_status(
             pod: key.clone(),
             source,
         })?;
-    // Kept like the store keeps pods: without the field managers (see `pods::run`).
-    written.metadata.managed_fields = None;
+    // Kept as the store keeps pods (`stored::trim`).
+    super::stored::trim(&mut written);
     let last = LastWrite::new(read_version, written.clone());
     ctx.records.update(&key.uid, |record| {
         record.write = Some(last);

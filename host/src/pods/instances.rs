@@ -60,48 +60,64 @@ impl InstanceCache {
     }
 
     /// Replaces the whole view with a fresh listing; returns the pods whose instance appeared,
-    /// changed or disappeared, so only those are reconciled.
-    pub fn replace(&self, listing: Vec<InstanceStatus>) -> Vec<PodKey> {
-        let (mut fresh, extras) = choose_per_pod(listing);
+    /// changed or disappeared, so only those are reconciled. The view is updated in place: a
+    /// node with thousands of pods lists them every sync, and a second map beside the first
+    /// would double what the listing costs at that moment.
+    pub fn replace(&self, mut listing: Vec<InstanceStatus>) -> Vec<PodKey> {
+        // Each pod's instances side by side, its chosen one last.
+        listing.sort_unstable_by(|a, b| {
+            (a.pod.uid.as_str(), rank(a), a.instance_id.as_str()).cmp(&(
+                b.pod.uid.as_str(),
+                rank(b),
+                b.instance_id.as_str(),
+            ))
+        });
         let mut inner = self.write();
-        let mut changed: Vec<PodKey> = fresh
-            .values()
-            .filter(|status| inner.by_uid.get(&status.pod.uid) != Some(status))
-            .map(|status| status.pod.clone())
-            .collect();
-        changed.extend(
-            inner
-                .by_uid
-                .values()
-                .filter(|old| !fresh.contains_key(&old.pod.uid))
-                .map(|old| old.pod.clone()),
-        );
-        std::mem::swap(&mut inner.by_uid, &mut fresh);
+        let mut changed = Vec::new();
+        inner.by_uid.retain(|uid, old| {
+            let listed = listing
+                .binary_search_by(|status| status.pod.uid.as_str().cmp(uid))
+                .is_ok();
+            if !listed {
+                changed.push(old.pod.clone());
+            }
+            listed
+        });
+        let mut extras = Vec::new();
+        let mut listing = listing.into_iter().peekable();
+        while let Some(status) = listing.next() {
+            let chosen = listing
+                .peek()
+                .is_none_or(|next| next.pod.uid != status.pod.uid);
+            if !chosen {
+                // Only an extra that still holds resources matters.
+                if status.state.needs_termination() {
+                    extras.push(status);
+                }
+                continue;
+            }
+            match inner.by_uid.get_mut(&status.pod.uid) {
+                Some(old) if *old == status => {}
+                Some(old) => {
+                    changed.push(status.pod.clone());
+                    *old = status;
+                }
+                None => {
+                    changed.push(status.pod.clone());
+                    inner.by_uid.insert(status.pod.uid.clone(), status);
+                }
+            }
+        }
+        crate::heap::shrink_when_sparse(&mut inner.by_uid);
         inner.extras = extras;
         changed
     }
 }
 
-/// Each pod's instance (the one still holding resources, else the newest) and the others.
-fn choose_per_pod(
-    listing: Vec<InstanceStatus>,
-) -> (HashMap<String, InstanceStatus>, Vec<InstanceStatus>) {
-    let rank = |s: &InstanceStatus| (s.state.needs_termination(), s.launched_at);
-    let mut chosen: HashMap<String, InstanceStatus> = HashMap::new();
-    let mut others = Vec::new();
-    for status in listing {
-        match chosen.get(&status.pod.uid) {
-            Some(kept) if rank(kept) >= rank(&status) => others.push(status),
-            _ => {
-                if let Some(replaced) = chosen.insert(status.pod.uid.clone(), status) {
-                    others.push(replaced);
-                }
-            }
-        }
-    }
-    // Only an extra that still holds resources matters.
-    others.retain(|status| status.state.needs_termination());
-    (chosen, others)
+/// How a pod's instances rank for being the pod's own: one still holding resources, else the
+/// newest (the instance id breaks a tie, so the choice is the same at every listing).
+fn rank(status: &InstanceStatus) -> (bool, jiff::Timestamp) {
+    (status.state.needs_termination(), status.launched_at)
 }
 
 #[cfg(test)]
@@ -143,6 +159,21 @@ mod tests {
         assert_eq!(extras, ["i-old"]);
     }
 
+    /// Two live instances launched at the same moment: the same one is the pod's at every
+    /// listing, whatever order EC2 lists them in.
+    #[test]
+    fn a_tie_is_decided_the_same_way_at_every_listing() {
+        let cache = InstanceCache::default();
+        let a = instance("i-a", "u", InstanceState::Running, 10);
+        let b = instance("i-b", "u", InstanceState::Running, 10);
+        cache.replace(vec![a.clone(), b.clone()]);
+        assert_eq!(cache.get("u").unwrap().instance_id, "i-b");
+        let changed = cache.replace(vec![b, a]);
+        assert!(changed.is_empty(), "{changed:?}");
+        assert_eq!(cache.get("u").unwrap().instance_id, "i-b");
+        assert_eq!(cache.extras()[0].instance_id, "i-a");
+    }
+
     #[test]
     fn only_pods_whose_instance_changed_are_reported() {
         let cache = InstanceCache::default();
@@ -150,7 +181,16 @@ mod tests {
         assert_eq!(first.len(), 1);
         let same = cache.replace(vec![instance("i-a", "a", InstanceState::Pending, 1)]);
         assert!(same.is_empty());
-        let gone = cache.replace(vec![]);
+        let running = cache.replace(vec![
+            instance("i-a", "a", InstanceState::Running, 1),
+            instance("i-b", "b", InstanceState::Pending, 2),
+        ]);
+        let mut running: Vec<&str> = running.iter().map(|key| key.uid.as_str()).collect();
+        running.sort_unstable();
+        assert_eq!(running, ["a", "b"], "a changed, b appeared");
+        let gone = cache.replace(vec![instance("i-b", "b", InstanceState::Pending, 2)]);
+        assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].uid, "a");
+        assert!(cache.get("a").is_none());
     }
 }

@@ -10,6 +10,7 @@ mod policy_wait;
 mod reconcile;
 mod record;
 mod status;
+mod stored;
 mod sync;
 mod terminations;
 mod view;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use phase::{FailureReason, PodPhase};
 pub use status::{CONTAINER_ID_SCHEME, outcome};
+pub use stored::is_service_account_token;
 pub use view::LAUNCHED_CONDITION;
 
 use crate::config::PodsConfig;
@@ -130,9 +132,8 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let health = deps.health.clone();
     let pod_events = watcher(pods, selector)
         .default_backoff()
-        // Who last wrote which field is of no use to orca and is a good part of each stored
-        // pod: the store holds every pod of the node, so it is dropped before it gets there.
-        .modify(|pod| pod.metadata.managed_fields = None)
+        // The store holds every pod of the node: what orca never reads is cut first.
+        .modify(stored::trim)
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {

@@ -24,8 +24,9 @@ pub struct PodRecord {
     pub launch: Launch,
     /// When a listing last showed the pod's instance.
     pub last_listed: Option<Timestamp>,
-    /// The pod's instance as a lookup by id found it while listings missed it.
-    pub looked_up: Option<InstanceStatus>,
+    /// The pod's instance as a lookup by id found it while listings missed it. Boxed, as
+    /// are the other parts most pods never need: the node keeps a record per pod.
+    pub looked_up: Option<Box<InstanceStatus>>,
     /// When a lookup by id last found nothing.
     pub lookup_missed: Option<Timestamp>,
     /// The workload's exit report, read once its instance ended.

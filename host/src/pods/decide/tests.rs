@@ -417,7 +417,7 @@ fn past_the_grace_the_instance_is_looked_up_by_id_before_the_pod_is_lost() {
     let found = Case::new(pod(Some("Running"), false, Some(("i-1", 0))))
         .record(|r| {
             r.last_listed = Some(at(30));
-            r.looked_up = Some(instance(InstanceState::Running));
+            r.looked_up = Some(Box::new(instance(InstanceState::Running)));
         })
         .now(missing);
     match found.decide() {

@@ -20,9 +20,6 @@ use super::source::{EnvSourceError, ObjectKind, Objects};
 /// Where volumes live on the instance.
 pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";
 
-/// The volume the ServiceAccount admission controller adds to every pod.
-const SERVICE_ACCOUNT_VOLUME_PREFIX: &str = "kube-api-access-";
-
 /// The mode of configMap and secret files when the pod does not say (`0644`).
 const DEFAULT_MODE: u32 = 0o644;
 
@@ -156,7 +153,8 @@ pub(crate) async fn plan_volumes(
                 problem: "a volume name must be a DNS label (a-z, 0-9 and -)".to_owned(),
             });
         }
-        if volume.projected.is_some() && name.starts_with(SERVICE_ACCOUNT_VOLUME_PREFIX) {
+        // Stored pods come without it (`pods::stored`); a pod read elsewhere may have it.
+        if crate::pods::is_service_account_token(volume) {
             volumes.skipped.insert(name);
             continue;
         }
