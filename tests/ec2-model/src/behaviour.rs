@@ -61,6 +61,7 @@ pub struct Behaviour {
     /// calls answer `InvalidInstanceID.NotFound`) until `launch + lag`.
     /// Drawn per instance. EC2: "If you run a command to modify or describe a
     /// resource that you just created, its ID might not have propagated".
+    /// Also drawn per fleet: DescribeFleets omits a new fleet until then.
     pub visibility_lag: Span,
     /// Every tag write (at launch or later) becomes visible to describes and
     /// tag filters this long after it was made. Drawn per tag write.
@@ -90,7 +91,8 @@ pub struct Behaviour {
     /// How many calls (the one that starts it included) a burst refuses with
     /// `RequestLimitExceeded`.
     pub throttle_burst: RangeInclusive<u32>,
-    /// Chance that a RunInstances that created an instance answers a
+    /// Chance that a RunInstances that created an instance, or a CreateFleet
+    /// that created a fleet (with or without an instance), answers a
     /// transport error instead (the connection dropped after EC2 acted).
     pub lost_answer_probability: f64,
     /// Chance that an offering (instance type, zone, spot or on-demand) has no

@@ -1,9 +1,10 @@
-//! DescribeInstances filters, as EC2 applies them: filters AND together,
-//! the values of one filter OR together, and values may hold the wildcards
-//! `*` (any run of characters) and `?` (zero or one character), escaped
-//! with `\`.
+//! DescribeInstances and DescribeFleets filters, as EC2 applies them:
+//! filters AND together, the values of one filter OR together, and values
+//! may hold the wildcards `*` (any run of characters) and `?` (zero or one
+//! character), escaped with `\`.
 
 use crate::error::Ec2Error;
+use crate::fleet_answer::FleetDescription;
 use crate::instance::Instance;
 
 /// One `Name=…,Values=…` filter.
@@ -30,14 +31,55 @@ impl Filter {
     }
 }
 
-/// The field of an instance a filter looks at.
+/// What a describe lists, which decides the filter names it understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// DescribeInstances: `tag:<key>`, `instance-state-name`, `instance-id`,
+    /// `client-token`, `instance-type`.
+    Instances,
+    /// DescribeFleets: `tag:<key>`, and `fleet-id`, the model's stand-in for
+    /// the call's `FleetIds` parameter (exact ids, no wildcards).
+    Fleets,
+}
+
+/// The field of a listed thing a filter looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Field {
+pub(crate) enum Field {
     Tag(String),
     State,
     InstanceId,
     ClientToken,
     InstanceType,
+    FleetId,
+}
+
+/// Something a describe lists and filters.
+pub(crate) trait Filterable {
+    /// The value of `field`, if it has one.
+    fn value(&self, field: &Field) -> Option<&str>;
+}
+
+impl Filterable for Instance {
+    fn value(&self, field: &Field) -> Option<&str> {
+        match field {
+            Field::Tag(key) => self.tags.get(key).map(String::as_str),
+            Field::State => Some(self.state.as_str()),
+            Field::InstanceId => Some(self.instance_id.as_str()),
+            Field::ClientToken => self.client_token.as_deref(),
+            Field::InstanceType => Some(self.instance_type.as_str()),
+            Field::FleetId => None,
+        }
+    }
+}
+
+impl Filterable for FleetDescription {
+    fn value(&self, field: &Field) -> Option<&str> {
+        match field {
+            Field::Tag(key) => self.tags.get(key).map(String::as_str),
+            Field::FleetId => Some(self.fleet_id.as_str()),
+            _ => None,
+        }
+    }
 }
 
 /// A filter whose name has been understood.
@@ -47,22 +89,27 @@ pub(crate) struct Compiled {
     values: Vec<String>,
 }
 
-/// Understands every filter, or refuses the call as EC2 does.
+/// Understands every filter for `listing`, or refuses the call as EC2
+/// does.
 ///
 /// # Errors
-/// `InvalidParameterValue` for an unknown filter name, a `tag:` filter
-/// without a key, or a filter without values.
-pub(crate) fn compile(filters: &[Filter]) -> Result<Vec<Compiled>, Ec2Error> {
-    filters.iter().map(compile_one).collect()
+/// `InvalidParameterValue` for a filter name unknown to `listing`, a `tag:`
+/// filter without a key, or a filter without values.
+pub(crate) fn compile(filters: &[Filter], listing: Listing) -> Result<Vec<Compiled>, Ec2Error> {
+    filters
+        .iter()
+        .map(|filter| compile_one(filter, listing))
+        .collect()
 }
 
-fn compile_one(filter: &Filter) -> Result<Compiled, Ec2Error> {
-    let field = match filter.name.as_str() {
-        "instance-state-name" => Field::State,
-        "instance-id" => Field::InstanceId,
-        "client-token" => Field::ClientToken,
-        "instance-type" => Field::InstanceType,
-        name => match name.strip_prefix("tag:") {
+fn compile_one(filter: &Filter, listing: Listing) -> Result<Compiled, Ec2Error> {
+    let field = match (listing, filter.name.as_str()) {
+        (Listing::Instances, "instance-state-name") => Field::State,
+        (Listing::Instances, "instance-id") => Field::InstanceId,
+        (Listing::Instances, "client-token") => Field::ClientToken,
+        (Listing::Instances, "instance-type") => Field::InstanceType,
+        (Listing::Fleets, "fleet-id") => Field::FleetId,
+        (_, name) => match name.strip_prefix("tag:") {
             Some(key) if !key.is_empty() => Field::Tag(key.to_owned()),
             _ => {
                 return Err(Ec2Error::invalid_parameter(format!(
@@ -84,15 +131,20 @@ fn compile_one(filter: &Filter) -> Result<Compiled, Ec2Error> {
 }
 
 impl Compiled {
-    pub fn matches(&self, instance: &Instance) -> bool {
-        let actual = match &self.field {
-            Field::Tag(key) => instance.tags.get(key).map(String::as_str),
-            Field::State => Some(instance.state.as_str()),
-            Field::InstanceId => Some(instance.instance_id.as_str()),
-            Field::ClientToken => instance.client_token.as_deref(),
-            Field::InstanceType => Some(instance.instance_type.as_str()),
+    pub fn matches(&self, item: &impl Filterable) -> bool {
+        let Some(actual) = item.value(&self.field) else {
+            return false;
         };
-        actual.is_some_and(|actual| self.values.iter().any(|pattern| glob(pattern, actual)))
+        if self.field == Field::FleetId {
+            // `FleetIds` names fleets exactly.
+            return self.values.iter().any(|id| id == actual);
+        }
+        self.values.iter().any(|pattern| glob(pattern, actual))
+    }
+
+    /// True for a `fleet-id` filter: the only way to name an instant fleet.
+    pub fn names_fleets(&self) -> bool {
+        self.field == Field::FleetId
     }
 }
 
@@ -174,8 +226,23 @@ mod tests {
             Filter::new("", ["x"]),
             Filter::new("instance-id", Vec::<String>::new()),
         ] {
-            let error = compile(&[filter]).err().map(|e| e.code);
+            let error = compile(&[filter], Listing::Instances).err().map(|e| e.code);
             assert_eq!(error.as_deref(), Some("InvalidParameterValue"));
         }
+    }
+
+    #[test]
+    fn each_listing_knows_only_its_own_filter_names() {
+        let refused = |name: &str, listing| {
+            compile(&[Filter::new(name, ["x"])], listing)
+                .err()
+                .map(|e| e.code)
+        };
+        let invalid = Some("InvalidParameterValue".to_owned());
+        assert_eq!(refused("fleet-id", Listing::Instances), invalid);
+        assert_eq!(refused("instance-id", Listing::Fleets), invalid);
+        assert_eq!(refused("fleet-state", Listing::Fleets), invalid);
+        assert_eq!(refused("tag:pod", Listing::Fleets), None);
+        assert_eq!(refused("fleet-id", Listing::Fleets), None);
     }
 }

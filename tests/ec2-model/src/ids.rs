@@ -1,4 +1,4 @@
-//! Instance ids and private addresses.
+//! Instance ids, fleet ids and private addresses.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -28,6 +28,30 @@ pub(crate) fn new_instance_id(rng: &mut fastrand::Rng, taken: impl Fn(&str) -> b
         candidate = (candidate + 1) % SPACE;
     }
     format!("i-{candidate:017x}")
+}
+
+/// A fresh fleet id, `fleet-` and a UUID-like 8-4-4-4-12 lowercase hex
+/// group as EC2 writes them, drawn from the RNG, that `taken` refuses.
+pub(crate) fn new_fleet_id(rng: &mut fastrand::Rng, taken: impl Fn(&str) -> bool) -> String {
+    let mut candidate = rng.u128(..);
+    // As for instance ids: walk on from the drawn value, never loop for ever.
+    for _ in 0..1_000 {
+        let id = fleet_id(candidate);
+        if !taken(&id) {
+            return id;
+        }
+        candidate = candidate.wrapping_add(1);
+    }
+    fleet_id(candidate)
+}
+
+fn fleet_id(n: u128) -> String {
+    let a = n >> 96;
+    let b = (n >> 80) & 0xffff;
+    let c = (n >> 64) & 0xffff;
+    let d = (n >> 48) & 0xffff;
+    let e = n & 0xffff_ffff_ffff;
+    format!("fleet-{a:08x}-{b:04x}-{c:04x}-{d:04x}-{e:012x}")
 }
 
 /// A fresh address in 10.0.0.0/8 (never a network or broadcast-looking
@@ -70,6 +94,29 @@ mod tests {
         assert!(is_well_formed(&first));
         assert!(is_well_formed(&second));
         assert_ne!(first, second);
+    }
+
+    #[test]
+    fn new_fleet_ids_look_like_ec2_fleet_ids_and_skip_taken_ones() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        let first = new_fleet_id(&mut rng.clone(), |_| false);
+        let second = new_fleet_id(&mut rng, |id| id == first);
+        assert_ne!(first, second);
+        for id in [first, second] {
+            let groups: Vec<&str> = id.trim_start_matches("fleet-").split('-').collect();
+            let lengths: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+            assert!(id.starts_with("fleet-"), "{id}");
+            assert_eq!(lengths, [8, 4, 4, 4, 12], "{id}");
+            assert!(groups.iter().all(|g| {
+                g.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            }));
+        }
+        assert_eq!(
+            fleet_id(u128::MAX),
+            "fleet-ffffffff-ffff-ffff-ffff-ffffffffffff"
+        );
+        assert_eq!(fleet_id(0), "fleet-00000000-0000-0000-0000-000000000000");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::checks;
 use crate::error::Ec2Error;
 
 /// A request to launch one instance.
@@ -26,18 +27,10 @@ pub struct RunInstances {
     pub fingerprint: String,
 }
 
-/// EC2 limits on tags and tokens.
-const MAX_TOKEN_LENGTH: usize = 64;
-const MAX_TAGS: usize = 50;
-const MAX_TAG_KEY_LENGTH: usize = 128;
-const MAX_TAG_VALUE_LENGTH: usize = 256;
-
 impl RunInstances {
     /// The idempotency token, if one was really given.
     pub(crate) fn token(&self) -> Option<&str> {
-        self.client_token
-            .as_deref()
-            .filter(|token| !token.is_empty())
+        checks::token(self.client_token.as_deref())
     }
 
     /// True if `other` is the same request as far as EC2's idempotency is
@@ -45,7 +38,7 @@ impl RunInstances {
     pub(crate) fn same_parameters(&self, other: &RunInstances) -> bool {
         self.instance_type == other.instance_type
             && self.spot == other.spot
-            && same_price(self.max_price, other.max_price)
+            && checks::same_number(self.max_price, other.max_price)
             && self.subnet_id == other.subnet_id
             && self.tags == other.tags
             && self.fingerprint == other.fingerprint
@@ -59,54 +52,11 @@ impl RunInstances {
     /// tag with an empty, too long or `aws:`-reserved key or a too long value;
     /// `TagLimitExceeded` for more than 50 tags.
     pub(crate) fn validate(&self) -> Result<(), Ec2Error> {
-        if self.instance_type.trim().is_empty() {
-            return Err(Ec2Error::invalid_parameter(format!(
-                "Value ({}) for parameter instanceType is invalid.",
-                self.instance_type
-            )));
-        }
-        if let Some(token) = self.token()
-            && (token.len() > MAX_TOKEN_LENGTH || !token.is_ascii())
-        {
-            return Err(Ec2Error::invalid_parameter(format!(
-                "Value ({token}) for parameter clientToken is invalid. The client token must be a string of up to 64 ASCII characters."
-            )));
-        }
-        if self.spot
-            && let Some(price) = self.max_price
-            && !(price.is_finite() && price > 0.0)
-        {
-            return Err(Ec2Error::invalid_parameter(format!(
-                "Value ({price}) for parameter MaxPrice is invalid."
-            )));
-        }
-        if self.tags.len() > MAX_TAGS {
-            return Err(Ec2Error::tag_limit_exceeded());
-        }
-        for (key, value) in &self.tags {
-            if key.is_empty() || key.chars().count() > MAX_TAG_KEY_LENGTH {
-                return Err(Ec2Error::invalid_parameter(format!(
-                    "Tag key '{key}' must be between 1 and 128 characters long."
-                )));
-            }
-            if key.to_ascii_lowercase().starts_with("aws:") {
-                return Err(Ec2Error::invalid_parameter(format!(
-                    "Tag keys starting with 'aws:' are reserved for internal use: '{key}'."
-                )));
-            }
-            if value.chars().count() > MAX_TAG_VALUE_LENGTH {
-                return Err(Ec2Error::invalid_parameter(format!(
-                    "Tag value for key '{key}' must be at most 256 characters long."
-                )));
-            }
-        }
-        Ok(())
+        checks::check_instance_type(&self.instance_type)?;
+        checks::check_token(self.token())?;
+        checks::check_max_price(self.spot, self.max_price)?;
+        checks::check_tags(&self.tags)
     }
-}
-
-/// Prices compare by bits so that a request always equals itself.
-fn same_price(a: Option<f64>, b: Option<f64>) -> bool {
-    a.map(f64::to_bits) == b.map(f64::to_bits)
 }
 
 #[cfg(test)]

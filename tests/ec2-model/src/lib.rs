@@ -4,7 +4,8 @@
 //! The model behaves the way EC2's documentation says EC2 behaves, and is
 //! hostile wherever EC2 is allowed to be: new instances and tags appear late,
 //! reads are stale, calls are throttled in bursts, answers get lost after EC2
-//! acted, capacity runs out, termination protection turns a batch terminate
+//! acted, capacity runs out, an instant fleet answers errors beside (or
+//! instead of) its instance, termination protection turns a batch terminate
 //! into a hidden partial success, and the world (spot reclaims, other people,
 //! the workload itself) acts on instances by itself.
 //!
@@ -14,12 +15,18 @@
 //! exactly. [`Ec2Model::history`] tells the truth (never stale, never faulty)
 //! for invariant checks.
 
+mod allocation;
 mod api;
+mod availability;
 mod behaviour;
 mod capacity;
+mod checks;
 mod console;
 mod error;
 mod filter;
+mod fleet;
+mod fleet_answer;
+mod fleet_record;
 mod history;
 mod ids;
 mod instance;
@@ -27,6 +34,7 @@ mod launch;
 mod model;
 mod random;
 mod record;
+mod spawn;
 mod state;
 mod tags;
 mod throttle;
@@ -42,6 +50,8 @@ mod tests;
 pub use behaviour::{Behaviour, Span};
 pub use error::{Ec2Error, ErrorKind, code};
 pub use filter::Filter;
+pub use fleet::{AllocationStrategy, CreateFleet, FleetPool};
+pub use fleet_answer::{FleetAnswer, FleetDescription, FleetError, FleetInstance};
 pub use history::{Ending, InstanceHistory};
 pub use instance::{Instance, StateChange};
 pub use launch::RunInstances;

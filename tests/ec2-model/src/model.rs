@@ -9,8 +9,11 @@ use jiff::Timestamp;
 
 use crate::behaviour::Behaviour;
 use crate::error::Ec2Error;
+use crate::fleet::CreateFleet;
+use crate::fleet_record::FleetRecord;
 use crate::history::InstanceHistory;
 use crate::ids;
+use crate::launch::RunInstances;
 use crate::record::Record;
 use crate::throttle::Throttle;
 use crate::token::TokenBook;
@@ -42,7 +45,14 @@ pub(crate) struct World {
     pub records: Vec<Record>,
     pub index: BTreeMap<String, usize>,
     pub ips: BTreeSet<Ipv4Addr>,
-    pub tokens: TokenBook,
+    /// RunInstances tokens.
+    pub tokens: TokenBook<RunInstances>,
+    /// Instant fleets, in creation order, which is the order DescribeFleets
+    /// lists them in.
+    pub fleets: Vec<FleetRecord>,
+    pub fleet_index: BTreeMap<String, usize>,
+    /// CreateFleet tokens, a book of their own.
+    pub fleet_tokens: TokenBook<CreateFleet>,
     pub throttle: Throttle,
     pub notices: Vec<InterruptionNotice>,
     /// When the world last changed.
@@ -61,6 +71,9 @@ impl Ec2Model {
                 index: BTreeMap::new(),
                 ips: BTreeSet::new(),
                 tokens: TokenBook::default(),
+                fleets: Vec::new(),
+                fleet_index: BTreeMap::new(),
+                fleet_tokens: TokenBook::default(),
                 throttle: Throttle::default(),
                 notices: Vec::new(),
                 last_change: None,

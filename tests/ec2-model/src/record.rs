@@ -21,6 +21,9 @@ pub(crate) struct Record {
     pub spot: bool,
     pub zone: String,
     pub subnet_id: Option<String>,
+    /// The RunInstances client token. `None` for an instance a fleet
+    /// launched: that token is the fleet's, and RunInstances (or a
+    /// `client-token` filter) must not find the instance by it.
     pub client_token: Option<String>,
     pub private_ip: Ipv4Addr,
     pub launch_time: Timestamp,
@@ -81,11 +84,27 @@ impl Record {
         tags: std::collections::BTreeMap<String, String>,
     ) -> Option<Instance> {
         let entry = self.timeline.at(at)?;
-        Some(Instance {
+        Some(self.view(entry.state, entry.reason.clone(), tags))
+    }
+
+    /// The instance as the answer to its launch describes it: as it was
+    /// made, `pending` whatever its boot time, with the tags that were asked
+    /// for (visible yet or not).
+    pub fn as_launched(&self, tags: std::collections::BTreeMap<String, String>) -> Instance {
+        self.view(State::Pending, None, tags)
+    }
+
+    fn view(
+        &self,
+        state: State,
+        state_reason: Option<StateReason>,
+        tags: std::collections::BTreeMap<String, String>,
+    ) -> Instance {
+        Instance {
             instance_id: self.id.clone(),
             instance_type: self.instance_type.clone(),
-            state: entry.state,
-            state_reason: entry.reason.clone(),
+            state,
+            state_reason,
             private_ip: self.private_ip,
             launch_time: self.launch_time,
             spot: self.spot,
@@ -93,7 +112,7 @@ impl Record {
             subnet_id: self.subnet_id.clone(),
             client_token: self.client_token.clone(),
             tags,
-        })
+        }
     }
 
     /// Forgets everything scheduled after `at`: an event at `at` supersedes

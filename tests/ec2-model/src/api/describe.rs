@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 
 use crate::error::Ec2Error;
-use crate::filter::{self, Filter};
+use crate::filter::{self, Filter, Listing};
 use crate::instance::Instance;
 use crate::model::Ec2Model;
 use crate::random::Draw;
@@ -30,7 +30,7 @@ impl Ec2Model {
     ) -> Result<Vec<Instance>, Ec2Error> {
         let mut world = self.world();
         world.admit()?;
-        let filters = filter::compile(filters)?;
+        let filters = filter::compile(filters, Listing::Instances)?;
         let staleness = world.behaviour.describe_staleness;
         let as_of = earlier(now, world.rng.span(staleness));
         Ok(world

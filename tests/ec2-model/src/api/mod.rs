@@ -3,6 +3,8 @@
 
 mod console_output;
 mod describe;
+mod describe_fleets;
+mod fleet;
 mod run;
 mod stop;
 mod terminate;

@@ -2,6 +2,7 @@
 
 mod calm;
 mod capacity;
+mod fleet;
 mod garbage;
 mod interruption;
 mod reproducibility;
