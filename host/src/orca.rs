@@ -135,7 +135,8 @@ impl Orca {
                         },
                         aws.clone(),
                         Arc::new(KubeEnvSource::new(client.clone())),
-                    );
+                    )
+                    .with_visibility_grace(config.pods.launch_visibility_grace.get());
                     (Arc::new(provider), Some(api))
                 }
             };

@@ -59,6 +59,57 @@ impl Market {
     }
 }
 
+/// How EC2 Fleet picks the pool (instance type × zone) of one launch among those offered, in
+/// EC2's words. Spot takes the first three, on-demand the last two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllocationStrategy {
+    /// Spot: the pools least likely to be interrupted, then the cheapest of those (what AWS
+    /// and Karpenter recommend).
+    PriceCapacityOptimized,
+    /// Spot: the pools least likely to be interrupted, whatever they cost.
+    CapacityOptimized,
+    /// The cheapest pool, whatever its interruption rate.
+    LowestPrice,
+    /// On-demand: the selector's order (its first candidate first).
+    Prioritized,
+}
+
+impl AllocationStrategy {
+    pub const ALL: [AllocationStrategy; 4] = [
+        AllocationStrategy::PriceCapacityOptimized,
+        AllocationStrategy::CapacityOptimized,
+        AllocationStrategy::LowestPrice,
+        AllocationStrategy::Prioritized,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllocationStrategy::PriceCapacityOptimized => "price-capacity-optimized",
+            AllocationStrategy::CapacityOptimized => "capacity-optimized",
+            AllocationStrategy::LowestPrice => "lowest-price",
+            AllocationStrategy::Prioritized => "prioritized",
+        }
+    }
+
+    /// Whether EC2 Fleet accepts the strategy for `market`.
+    pub fn allowed_for(self, market: Market) -> bool {
+        match market {
+            Market::Spot => self != AllocationStrategy::Prioritized,
+            Market::OnDemand => matches!(
+                self,
+                AllocationStrategy::LowestPrice | AllocationStrategy::Prioritized
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for AllocationStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The market decision for a pod.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MarketDecision {

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use orca_e2e::ec2::{finish_workload, state_of, tags_of};
@@ -221,6 +222,88 @@ async fn a_spot_pod_gets_a_spot_instance_and_its_exit_code_decides_the_phase() -
         .and_then(|s| s.terminated.as_ref())
         .context("a terminated container state")?;
     assert_eq!(terminated.exit_code, 3);
+    scenario.finish().await
+}
+
+#[tokio::test]
+async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -> Result<()> {
+    let scenario = AwsScenario::start("aws-fleet", "").await?;
+    let mut pod = burst_pod(
+        "fleet",
+        scenario.node(),
+        &[
+            ("orca.research/launch-type", "spot"),
+            ("orca.research/max-spot-price", "0.90"),
+        ],
+    );
+    // Requests several types fit, so the selector ranks more than one candidate.
+    let container = &mut pod.spec.as_mut().context("spec")?.containers[0];
+    container.resources = Some(ResourceRequirements {
+        requests: Some(
+            [
+                ("cpu".to_owned(), Quantity("2".to_owned())),
+                ("memory".to_owned(), Quantity("4Gi".to_owned())),
+            ]
+            .into(),
+        ),
+        ..ResourceRequirements::default()
+    });
+    let created = pods::create(&scenario.pods, &pod).await?;
+    let uid = created.metadata.uid.clone().context("uid")?;
+    let running = scenario
+        .wait_phase("fleet", "Running", Duration::from_secs(30))
+        .await?;
+    let decision = pods::decision(&running).context("the decision annotation")?;
+    let candidates: Vec<String> = decision["candidates"]
+        .as_array()
+        .context("candidates")?
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
+    assert!(candidates.len() > 1, "several candidates: {candidates:?}");
+    let chosen_by = decision["launch"]["chosenBy"].as_str().unwrap_or_default();
+    assert!(
+        chosen_by.contains("EC2 Fleet (price-capacity-optimized)"),
+        "the decision says how EC2 chose: {decision}"
+    );
+
+    // One instant fleet for the pod, one pool per candidate (no subnets configured).
+    let fleets: Vec<_> = scenario
+        .ec2
+        .describe_fleets()
+        .send()
+        .await?
+        .fleets()
+        .iter()
+        .filter(|fleet| {
+            fleet
+                .tags()
+                .iter()
+                .any(|t| t.key() == Some(POD_UID_TAG) && t.value() == Some(uid.as_str()))
+        })
+        .cloned()
+        .collect();
+    assert_eq!(fleets.len(), 1, "one fleet for the pod");
+    let pools: Vec<String> = fleets[0]
+        .launch_template_configs()
+        .iter()
+        .flat_map(|config| config.overrides())
+        .filter_map(|o| o.instance_type().map(|t| t.as_str().to_owned()))
+        .collect();
+    assert_eq!(pools, candidates, "every candidate, in rank order");
+
+    let id = instance_id(&running).context("the pod names its instance")?;
+    let instance = scenario.instance(&id).await?;
+    assert_eq!(
+        instance.instance_lifecycle().map(|l| l.as_str()),
+        Some("spot")
+    );
+    let launched_type = instance
+        .instance_type()
+        .map(|t| t.as_str().to_owned())
+        .unwrap_or_default();
+    assert!(candidates.contains(&launched_type), "{launched_type}");
+    assert_eq!(tags_of(&instance).get(POD_UID_TAG), Some(&uid));
     scenario.finish().await
 }
 

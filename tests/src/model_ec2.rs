@@ -5,14 +5,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ::orca::plan::AllocationStrategy;
 use ::orca::plan::Market;
 use ::orca::provider::aws::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest,
+    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
+    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
 };
 use ::orca::provider::{InstanceState, StateReason};
 use async_trait::async_trait;
 use jiff::Timestamp;
-use orca_ec2_model::{Ec2Error, Ec2Model, ErrorKind, Instance, RunInstances, State};
+use orca_ec2_model::{
+    CreateFleet, Ec2Error, Ec2Model, ErrorKind, FleetPool, Instance, RunInstances, State,
+};
 
 /// The model, as orca's aws provider sees EC2.
 pub struct ModelEc2 {
@@ -51,6 +55,101 @@ impl Ec2Api for ModelEc2 {
             .run_instances(Timestamp::now(), &launch)
             .map(|instance| ec2_instance(&instance))
             .map_err(api_error)
+    }
+
+    async fn create_launch_template(&self, _spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        // The model has no launch templates: what one holds is in each fleet's fingerprint.
+        Ok(())
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        let behaviour = self.model.behaviour();
+        // A pool without a subnet names a zone: the model's subnet in that zone.
+        let subnet_of = |zone: &str| {
+            behaviour
+                .subnets
+                .iter()
+                .find(|(_, z)| z.as_str() == zone)
+                .map(|(subnet, _)| subnet.clone())
+        };
+        let pools: Vec<FleetPool> = request
+            .pools
+            .iter()
+            .map(|pool| FleetPool {
+                instance_type: pool.instance_type.clone(),
+                subnet_id: pool
+                    .subnet_id
+                    .clone()
+                    .or_else(|| pool.zone.as_deref().and_then(subnet_of)),
+                priority: pool.priority,
+            })
+            .collect();
+        let launch = CreateFleet {
+            client_token: Some(request.client_token.clone()),
+            spot: request.market == Market::Spot,
+            allocation_strategy: match request.allocation_strategy {
+                AllocationStrategy::PriceCapacityOptimized => {
+                    orca_ec2_model::AllocationStrategy::PriceCapacityOptimized
+                }
+                AllocationStrategy::CapacityOptimized => {
+                    orca_ec2_model::AllocationStrategy::CapacityOptimized
+                }
+                AllocationStrategy::LowestPrice => orca_ec2_model::AllocationStrategy::LowestPrice,
+                AllocationStrategy::Prioritized => orca_ec2_model::AllocationStrategy::Prioritized,
+            },
+            pools: pools.clone(),
+            max_price: request.max_price,
+            tags: request.tags.clone(),
+            fingerprint: format!(
+                "{}|{}|{}",
+                request.template_name, request.image_id, request.user_data
+            ),
+        };
+        let answer = self
+            .model
+            .create_fleet(Timestamp::now(), &launch)
+            .map_err(api_error)?;
+        let zone_of = |pool: usize| {
+            pools
+                .get(pool)
+                .map(|p| behaviour.zone_for(p.subnet_id.as_deref()).to_owned())
+        };
+        Ok(FleetAnswer {
+            fleet_id: answer.fleet_id,
+            instances: answer
+                .instances
+                .iter()
+                .map(|launched| FleetInstance {
+                    instance_id: launched.instance.instance_id.clone(),
+                    instance_type: launched.instance.instance_type.clone(),
+                    market: request.market,
+                    subnet_id: pools.get(launched.pool).and_then(|p| p.subnet_id.clone()),
+                    zone: zone_of(launched.pool),
+                })
+                .collect(),
+            errors: answer
+                .errors
+                .into_iter()
+                .map(|error| FleetError {
+                    instance_type: Some(error.instance_type),
+                    subnet_id: error.subnet_id,
+                    zone: Some(error.zone),
+                    code: error.code,
+                    message: error.message,
+                })
+                .collect(),
+        })
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        let behaviour = self.model.behaviour();
+        Ok(subnet_ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), behaviour.subnets.get(id)?.clone())))
+            .collect())
     }
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{ConfigError, Seconds};
+use super::{ConfigError, FleetConfig, LaunchApi, Seconds};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -21,7 +21,13 @@ pub struct AwsConfig {
     pub instance_profile: Option<String>,
     pub key_name: Option<String>,
     pub root_volume: RootVolumeConfig,
-    /// How long an offering (type × market) that answered with a capacity error is skipped.
+    /// How a launch reaches EC2: `fleet` (default: one `CreateFleet` lets EC2 choose among
+    /// every candidate type in every subnet) or `runInstances` (one offering at a time).
+    pub launch_api: LaunchApi,
+    /// The allocation strategies of fleet launches, per market.
+    pub fleet: FleetConfig,
+    /// How long an offering (type × market × subnet) that answered with a capacity error is
+    /// skipped.
     pub unavailable_offering_ttl: Seconds,
     /// Client-side limits below EC2's request token buckets, so a burst of launches never
     /// trips `RequestLimitExceeded`.
@@ -41,6 +47,8 @@ impl Default for AwsConfig {
             instance_profile: None,
             key_name: None,
             root_volume: RootVolumeConfig::default(),
+            launch_api: LaunchApi::Fleet,
+            fleet: FleetConfig::default(),
             unavailable_offering_ttl: Seconds::from_secs(180),
             rate_limit: RateLimitConfig::default(),
             catalogue_refresh: Seconds::from_secs(3600),
@@ -158,6 +166,7 @@ impl AwsConfig {
                 "1 to 65536",
             ));
         }
+        self.fleet.validate()?;
         let limits = self.rate_limit;
         for (field, value) in [
             ("mutatingPerSecond", limits.mutating_per_second),

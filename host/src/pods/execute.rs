@@ -15,6 +15,7 @@ use super::record::{Launch, PodRecord, Retry};
 use super::status::{self, status_patch};
 use super::view::LaunchRef;
 use super::writes::LastWrite;
+use crate::policy::decision::LaunchRecord;
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
 use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
@@ -193,7 +194,6 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
     // Decided: whatever the pod waited for is over (a wake for it would only plan it again).
     ctx.records
         .update(&key.uid, |record| record.waits_for_policy = false);
-    note_decision(pod, key, &decision.record, ctx).await;
     let plan = decision.plan;
     let first = plan
         .candidates
@@ -206,6 +206,28 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
         Ok(launched) => &launched.passed_over,
         Err(failed) => &failed.passed_over,
     };
+    // The decision is announced with what the provider made of it: the offering EC2 chose,
+    // how, and why it passed the others over.
+    let mut record = decision.record;
+    record.launch = Some(LaunchRecord {
+        offering: match &outcome {
+            Ok(launched) => launched.offering.to_string(),
+            Err(_) => String::new(),
+        },
+        instance_id: match &outcome {
+            Ok(launched) => launched.instance_id.clone(),
+            Err(_) => String::new(),
+        },
+        chosen_by: outcome
+            .as_ref()
+            .ok()
+            .and_then(|launched| launched.chosen_by.clone()),
+        passed_over: passed_over
+            .iter()
+            .map(|skipped| format!("{}: {}", skipped.offering, skipped.error))
+            .collect(),
+    });
+    note_decision(pod, key, &record, ctx).await;
     for skipped in passed_over {
         let note = format!(
             "{}: {}; trying the next offering",

@@ -36,6 +36,25 @@ pub struct DecisionRecord {
     /// let through.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<FallbackRecord>,
+    /// What the provider made of the plan, once it answered: the offering EC2 chose, how, and
+    /// each offering passed over with EC2's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchRecord>,
+}
+
+/// The launch's answer, in the decision record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchRecord {
+    /// `m5.large spot`, or empty when nothing launched.
+    pub offering: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instance_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// `m6i.large spot: InsufficientInstanceCapacity: in us-west-2a: …`
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<String>,
 }
 
 /// The plugin that answered one hook.
@@ -89,6 +108,14 @@ impl DecisionRecord {
             self.tags.len(),
             by(&self.build_tags),
         );
+        if let Some(launch) = &self.launch {
+            if let Some(chosen_by) = &launch.chosen_by {
+                summary.push_str(&format!("; {chosen_by}"));
+            }
+            if !launch.passed_over.is_empty() {
+                summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));
+            }
+        }
         for fallback in &self.fallbacks {
             let passed = if fallback.kind == "declined" {
                 "passed"

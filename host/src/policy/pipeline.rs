@@ -322,6 +322,7 @@ impl Pipeline {
             choose_market: market_by,
             build_tags: tags_by,
             fallbacks,
+            launch: None,
         };
         Ok(Decision { plan, record })
     }

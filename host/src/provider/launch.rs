@@ -35,6 +35,9 @@ pub struct Launched {
     /// The instance existed already (an earlier attempt, before a restart).
     pub adopted: bool,
     pub passed_over: Vec<PassedOver>,
+    /// How the provider chose among the offerings, when it did not simply take the first
+    /// that launched (an EC2 Fleet's allocation strategy, the zone it picked).
+    pub chosen_by: Option<String>,
 }
 
 /// The pod has no instance that the provider knows of: the last error decides what happens

@@ -8,6 +8,7 @@ mod launch;
 mod logs;
 pub mod ownership;
 pub mod simulated;
+pub mod zones;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;

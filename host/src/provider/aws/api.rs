@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::plan::Market;
+use crate::plan::{AllocationStrategy, Market};
 use crate::provider::{InstanceState, StateReason};
 
 /// Everything one `RunInstances` call carries.
@@ -40,6 +40,81 @@ pub struct RootVolume {
     pub size_gib: u32,
     pub volume_type: String,
     pub encrypted: bool,
+}
+
+/// What every instance of a node shares, kept in one EC2 launch template (a fleet launches
+/// only from a template). What differs per pod travels in the fleet request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchTemplateSpec {
+    pub name: String,
+    pub security_group_ids: Vec<String>,
+    /// Name or ARN.
+    pub instance_profile: Option<String>,
+    pub key_name: Option<String>,
+    pub root_volume: Option<RootVolume>,
+}
+
+/// One pool of a fleet request: an instance type in a subnet (its zone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetPool {
+    pub instance_type: String,
+    pub subnet_id: Option<String>,
+    /// Without a subnet: the zone whose default subnet EC2 launches into.
+    pub zone: Option<String>,
+    /// `prioritized` only: lower goes first.
+    pub priority: Option<f64>,
+}
+
+/// One `CreateFleet` of type `instant` for one instance in one market.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRequest {
+    /// Used up by the first answer, even one that launched nothing (see `fleet.rs`).
+    pub client_token: String,
+    /// The token's place in the pod's sequence, tagged on the fleet (`TAG_LAUNCH_ATTEMPT`).
+    pub place: u32,
+    pub template_name: String,
+    pub market: Market,
+    pub allocation_strategy: AllocationStrategy,
+    pub pools: Vec<FleetPool>,
+    pub image_id: String,
+    /// Spot only: USD per hour; absent: up to the on-demand price.
+    pub max_price: Option<f64>,
+    /// Raw user data (the SDK call base64-encodes it).
+    pub user_data: String,
+    /// Put on the fleet, the instance and its volumes.
+    pub tags: BTreeMap<String, String>,
+}
+
+/// On the fleet only: which place in the pod's token sequence it used, for people reading
+/// the account's fleets.
+pub const TAG_LAUNCH_ATTEMPT: &str = "orca.research/launch-attempt";
+
+/// An instance a fleet launched, and the pool it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetInstance {
+    pub instance_id: String,
+    pub instance_type: String,
+    pub market: Market,
+    pub subnet_id: Option<String>,
+    pub zone: Option<String>,
+}
+
+/// A pool a fleet could not launch in, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetError {
+    pub instance_type: Option<String>,
+    pub subnet_id: Option<String>,
+    pub zone: Option<String>,
+    pub code: String,
+    pub message: String,
+}
+
+/// `CreateFleet`'s answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FleetAnswer {
+    pub fleet_id: String,
+    pub instances: Vec<FleetInstance>,
+    pub errors: Vec<FleetError>,
 }
 
 /// One instance as `DescribeInstances` or `RunInstances` shows it.
@@ -154,6 +229,16 @@ impl std::error::Error for ApiError {}
 #[async_trait]
 pub trait Ec2Api: Send + Sync + 'static {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError>;
+    /// Creates the template; `InvalidLaunchTemplateName.AlreadyExistsException` when one of
+    /// that name exists.
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError>;
+    /// One `CreateFleet` of type `instant`.
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError>;
+    /// Subnet id → its Availability Zone.
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError>;
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError>;
     /// Returns the ids EC2 accepted.
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError>;
@@ -172,6 +257,21 @@ pub trait Ec2Api: Send + Sync + 'static {
 impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
         (**self).run_instance(request).await
+    }
+
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        (**self).create_launch_template(spec).await
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        (**self).create_fleet(request).await
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        (**self).subnet_zones(subnet_ids).await
     }
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {

@@ -3,7 +3,8 @@
 //! `IdempotentParameterMismatch` for another), records every call, and can be told to refuse
 //! launches per offering, throttle, hide new instances from describes (eventual consistency),
 //! launch and then lose the answer (a crash or timeout mid-call), or protect an instance from
-//! termination.
+//! termination. Instant fleets use their token up with any answer, as EC2 documents, and
+//! need the launch template to exist.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -11,7 +12,10 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use super::api::{ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest};
+use super::api::{
+    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
+    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
+};
 use crate::errors::lock;
 use crate::plan::Market;
 use crate::provider::InstanceState;
@@ -41,6 +45,11 @@ struct State {
     serial: u64,
     types: Vec<InstanceTypeInfo>,
     spot_prices: HashMap<String, f64>,
+    templates: Vec<String>,
+    /// Fleet token → the request (token cleared) and the answer it got.
+    fleet_tokens: HashMap<String, (FleetRequest, FleetAnswer)>,
+    /// Errors the next `CreateFleet` calls answer, before doing anything.
+    fleet_call_errors: VecDeque<ApiError>,
 }
 
 impl FakeEc2 {
@@ -76,6 +85,25 @@ impl FakeEc2 {
     /// Turns on termination protection for the instance.
     pub fn protect(&self, instance_id: &str) {
         lock(&self.state).protected.push(instance_id.to_owned());
+    }
+
+    /// The next `CreateFleet` is refused as a whole, with nothing done.
+    pub fn refuse_next_fleet(&self, error: ApiError) {
+        lock(&self.state).fleet_call_errors.push_back(error);
+    }
+
+    /// Deletes a launch template behind orca's back.
+    pub fn delete_templates(&self) {
+        lock(&self.state).templates.clear();
+    }
+
+    /// Every fleet request made, in order (repeats included).
+    pub fn fleet_requests(&self) -> Vec<FleetRequest> {
+        lock(&self.state)
+            .fleet_tokens
+            .values()
+            .map(|(request, _)| request.clone())
+            .collect()
     }
 
     pub fn calls(&self) -> Vec<String> {
@@ -189,6 +217,127 @@ impl Ec2Api for FakeEc2 {
             Some(error) => Err(error),
             None => Ok(instance),
         }
+    }
+
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        let mut state = self.begin("CreateLaunchTemplate")?;
+        if state.templates.contains(&spec.name) {
+            return Err(ApiError::service(
+                "InvalidLaunchTemplateName.AlreadyExistsException",
+                format!("Launch template name already in use: {}", spec.name),
+            ));
+        }
+        state.templates.push(spec.name.clone());
+        Ok(())
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        let mut state = self.begin("CreateFleet")?;
+        if let Some(error) = state.fleet_call_errors.pop_front() {
+            return Err(error);
+        }
+        let parameters = FleetRequest {
+            client_token: String::new(),
+            ..request.clone()
+        };
+        if let Some((asked, answer)) = state.fleet_tokens.get(&request.client_token) {
+            if *asked != parameters {
+                return Err(ApiError::service(
+                    "IdempotentParameterMismatch",
+                    "Arguments on this idempotent request are inconsistent with arguments used in previous request(s).",
+                ));
+            }
+            return Ok(answer.clone());
+        }
+        if !state.templates.contains(&request.template_name) {
+            return Err(ApiError::service(
+                "InvalidLaunchTemplateName.NotFoundException",
+                format!(
+                    "The specified launch template, with template name {}, does not exist.",
+                    request.template_name
+                ),
+            ));
+        }
+        state.serial += 1;
+        let mut answer = FleetAnswer {
+            fleet_id: format!("fleet-{:08x}", state.serial),
+            ..FleetAnswer::default()
+        };
+        let mut pools = request.pools.clone();
+        pools.sort_by(|a, b| {
+            let priority = |p: &super::api::FleetPool| p.priority.unwrap_or(f64::MAX);
+            priority(a).total_cmp(&priority(b))
+        });
+        for pool in &pools {
+            let offering = format!("{}/{}", pool.instance_type, request.market.as_str());
+            if let Some(error) = state
+                .run_errors
+                .get_mut(&offering)
+                .and_then(VecDeque::pop_front)
+            {
+                answer.errors.push(FleetError {
+                    instance_type: Some(pool.instance_type.clone()),
+                    subnet_id: pool.subnet_id.clone(),
+                    zone: None,
+                    code: error.code,
+                    message: error.message,
+                });
+                continue;
+            }
+            state.serial += 1;
+            let instance = Ec2Instance {
+                instance_id: format!("i-{:017x}", state.serial),
+                instance_type: pool.instance_type.clone(),
+                state: InstanceState::Pending,
+                private_ip: Some(std::net::IpAddr::from([10, 0, 0, state.serial as u8])),
+                launch_time: Timestamp::now(),
+                spot: request.market == Market::Spot,
+                state_reason: None,
+                tags: request.tags.clone(),
+            };
+            if state.hidden_for > 0 {
+                state.hidden.push(instance.instance_id.clone());
+            }
+            answer.instances.push(FleetInstance {
+                instance_id: instance.instance_id.clone(),
+                instance_type: pool.instance_type.clone(),
+                market: request.market,
+                subnet_id: pool.subnet_id.clone(),
+                zone: pool.zone.clone().or_else(|| {
+                    let letter = pool
+                        .subnet_id
+                        .as_deref()?
+                        .strip_prefix("subnet-0")?
+                        .chars()
+                        .next()?;
+                    Some(format!("us-west-2{letter}"))
+                }),
+            });
+            state.instances.push(instance);
+            break;
+        }
+        state
+            .fleet_tokens
+            .insert(request.client_token.clone(), (parameters, answer.clone()));
+        match state.lose_next_answer.take() {
+            Some(error) => Err(error),
+            None => Ok(answer),
+        }
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        drop(self.begin("DescribeSubnets")?);
+        // `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
+        Ok(subnet_ids
+            .iter()
+            .filter_map(|id| {
+                let letter = id.strip_prefix("subnet-0")?.chars().next()?;
+                Some((id.clone(), format!("us-west-2{letter}")))
+            })
+            .collect())
     }
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {

@@ -8,7 +8,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-use super::api::{ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest};
+use super::api::{
+    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    LaunchTemplateSpec, RunRequest,
+};
 use crate::metrics::Ec2Metrics;
 
 pub struct Measured<A> {
@@ -41,6 +44,27 @@ impl<A> Measured<A> {
 impl<A: Ec2Api> Ec2Api for Measured<A> {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
         self.measure("RunInstances", self.inner.run_instance(request))
+            .await
+    }
+
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        self.measure(
+            "CreateLaunchTemplate",
+            self.inner.create_launch_template(spec),
+        )
+        .await
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        self.measure("CreateFleet", self.inner.create_fleet(request))
+            .await
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        self.measure("DescribeSubnets", self.inner.subnet_zones(subnet_ids))
             .await
     }
 

@@ -1,7 +1,9 @@
 //! The `aws` provider: one EC2 instance per pod.
 //!
-//! - Launch: the pod's offerings in order (see [`crate::provider::offerings`]), skipping those
-//!   that recently had no capacity. Every `RunInstances` for a pod carries the same
+//! - Launch: by default one EC2 Fleet per market, carrying every candidate type in every
+//!   subnet; EC2 picks the pool (see `fleet.rs`, where its exactly-once rules are). With
+//!   `launchApi: runInstances`, the pod's offerings in order (see
+//!   [`crate::provider::offerings`]), skipping those that recently had no capacity. Every `RunInstances` for a pod carries the same
 //!   `ClientToken`, derived from the pod UID alone, and instances already tagged for the pod
 //!   are adopted first: EC2 answers a repeated token with the instance it launched (same
 //!   parameters) or refuses it (`IdempotentParameterMismatch`, other parameters), so no retry,
@@ -17,10 +19,13 @@ pub mod api;
 mod batch;
 mod calls;
 mod classify;
+mod fleet;
 mod measured;
 mod rate;
 pub mod sdk;
+mod sdk_fleet;
 mod status;
+mod template;
 mod token;
 mod unavailable;
 pub mod workload;
@@ -43,22 +48,27 @@ use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
+use self::fleet::FleetAttempts;
 pub use self::measured::Measured;
 pub use self::rate::RateLimited;
+use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
 use self::workload::EnvSource;
 use super::logs::render;
 use super::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID};
+use super::zones::ZoneConstraint;
 use super::{
     InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey, Provider,
     ProviderError, Termination, WorkloadExit, offerings,
 };
-use crate::config::AwsConfig;
+use crate::config::{AwsConfig, LaunchApi};
 use crate::plan::{LaunchPlan, Market};
 
 /// A pod may pick its AMI with this annotation; otherwise `provider.aws.defaultAmi`.
 pub const AMI_ANNOTATION: &str = "orca.research/ami";
 
+/// `pods.launchVisibilityGrace`'s default.
+const DEFAULT_VISIBILITY_GRACE: Duration = Duration::from_secs(120);
 /// How long per-pod lookups and terminations wait for company before one batched call.
 const BATCH_WINDOW: Duration = Duration::from_millis(50);
 /// Values per `DescribeInstances` filter (EC2 accepts up to 200).
@@ -71,6 +81,13 @@ type TerminationAnswer = Result<Termination, api::ApiError>;
 
 /// States in which an instance still runs (or will) the pod's workload.
 const LIVE_STATES: [&str; 4] = ["pending", "running", "stopping", "stopped"];
+
+/// A subnet, or a zone's default subnet, or (both `None`) the default subnet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub subnet_id: Option<String>,
+    pub zone: Option<String>,
+}
 
 /// Who this provider launches for: the node and cluster its tags name.
 #[derive(Debug, Clone)]
@@ -87,6 +104,15 @@ pub struct AwsProvider {
     unavailable: UnavailableOfferings,
     lookups: Batcher<String, Ec2Instance>,
     terminations: Batcher<String, TerminationAnswer>,
+    template: NodeTemplate,
+    fleets: FleetAttempts,
+    /// The configured subnets' zones, read once from `DescribeSubnets` when a pod first names
+    /// zones.
+    subnet_zones: tokio::sync::OnceCell<HashMap<String, String>>,
+    /// How long an instance EC2 launched may take to show up by tag (`pods.launchVisibilityGrace`).
+    visibility_grace: Duration,
+    /// Pods created before this may have used fleet tokens this process does not remember.
+    started: Timestamp,
 }
 
 impl AwsProvider {
@@ -115,6 +141,11 @@ impl AwsProvider {
         };
         AwsProvider {
             unavailable: UnavailableOfferings::new(config.unavailable_offering_ttl.get()),
+            template: NodeTemplate::new(&identity.node, &config),
+            fleets: FleetAttempts::default(),
+            subnet_zones: tokio::sync::OnceCell::new(),
+            visibility_grace: DEFAULT_VISIBILITY_GRACE,
+            started: Timestamp::now(),
             api,
             identity,
             config,
@@ -122,6 +153,13 @@ impl AwsProvider {
             lookups,
             terminations,
         }
+    }
+
+    /// How long an instance EC2 launched may take to show up by tag: a fleet token used by a
+    /// forgotten request is given this long before the next token is taken.
+    pub fn with_visibility_grace(mut self, grace: Duration) -> AwsProvider {
+        self.visibility_grace = grace;
+        self
     }
 
     fn image_for(&self, pod: &Pod) -> Result<String, ProviderError> {
@@ -149,15 +187,86 @@ impl AwsProvider {
         }
     }
 
-    /// The pod's subnet: stable per pod, spread across the configured subnets.
-    fn subnet_for(&self, pod: &PodKey) -> Option<String> {
+    /// Where the pod may launch: the configured subnets (or the default subnet) in the zones
+    /// it admits. A pod that admits none of them fails before anything is launched.
+    async fn places(&self, pod: &Pod) -> Result<Vec<Place>, ProviderError> {
+        let constraint = ZoneConstraint::of(pod);
         let subnets = &self.config.subnet_ids;
-        if subnets.is_empty() {
-            return None;
+        if !constraint.is_constrained() {
+            return Ok(if subnets.is_empty() {
+                vec![Place::default()]
+            } else {
+                subnets
+                    .iter()
+                    .map(|subnet| Place {
+                        subnet_id: Some(subnet.clone()),
+                        zone: None,
+                    })
+                    .collect()
+            });
         }
+        let (places, offered): (Vec<Place>, Vec<String>) = if subnets.is_empty() {
+            // No subnets configured: each zone the pod names, in its default subnet.
+            let named = constraint.named_zones();
+            let places = named
+                .iter()
+                .filter(|zone| constraint.admits(zone))
+                .map(|zone| Place {
+                    subnet_id: None,
+                    zone: Some(zone.clone()),
+                })
+                .collect();
+            (
+                places,
+                vec!["the default subnet of any zone the pod names by value".into()],
+            )
+        } else {
+            let zones = self
+                .subnet_zones
+                .get_or_try_init(|| self.api.subnet_zones(subnets))
+                .await
+                .map_err(provider_error)?;
+            let places = subnets
+                .iter()
+                .filter_map(|subnet| {
+                    let zone = zones.get(subnet)?;
+                    constraint.admits(zone).then(|| Place {
+                        subnet_id: Some(subnet.clone()),
+                        zone: Some(zone.clone()),
+                    })
+                })
+                .collect();
+            let offered = subnets
+                .iter()
+                .map(|subnet| match zones.get(subnet) {
+                    Some(zone) => format!("{subnet} ({zone})"),
+                    None => format!("{subnet} (not found)"),
+                })
+                .collect();
+            (places, offered)
+        };
+        if places.is_empty() {
+            return Err(ProviderError::permanent(
+                "NoSubnetInZone",
+                format!(
+                    "the pod admits zones {}; orca launches into {}",
+                    constraint.describe(),
+                    offered.join(", ")
+                ),
+            ));
+        }
+        Ok(places)
+    }
+
+    /// One of `places` for the pod: stable per pod, so retries of the walk land in the same
+    /// one.
+    fn place_for(pod: &PodKey, places: &[Place]) -> Place {
         let digest = Sha256::digest(pod.uid.as_bytes());
         let index = usize::from(digest[0]) << 8 | usize::from(digest[1]);
-        Some(subnets[index % subnets.len()].clone())
+        places
+            .get(index % places.len().max(1))
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn run_request(
@@ -165,6 +274,7 @@ impl AwsProvider {
         key: &PodKey,
         plan: &LaunchPlan,
         offering: &Offering,
+        place: &Place,
         image_id: &str,
         user_data: &str,
     ) -> RunRequest {
@@ -178,7 +288,7 @@ impl AwsProvider {
                 Market::OnDemand => None,
             },
             image_id: image_id.to_owned(),
-            subnet_id: self.subnet_for(key),
+            subnet_id: place.subnet_id.clone(),
             security_group_ids: self.config.security_group_ids.clone(),
             instance_profile: self.config.instance_profile.clone(),
             key_name: self.config.key_name.clone(),
@@ -213,7 +323,8 @@ impl AwsProvider {
         let error = launch_error(error, &request.client_token);
         if error.class == super::ErrorClass::Capacity {
             tracing::info!(pod = %key, %offering, %error, "offering unavailable");
-            self.unavailable.mark(offering, &error);
+            self.unavailable
+                .mark(offering, request.subnet_id.as_deref(), &error);
         }
         Err(LaunchFailed {
             error,
@@ -340,6 +451,7 @@ impl Provider for AwsProvider {
                 instance_id: existing.instance_id,
                 adopted: true,
                 passed_over: Vec::new(),
+                chosen_by: None,
             });
         }
         let spec = workload::workload_spec(pod, self.env.as_ref())
@@ -347,18 +459,28 @@ impl Provider for AwsProvider {
             .map_err(workload_error)?;
         let user_data = workload::user_data(&spec)
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
-        let request_for =
-            |offering: &Offering| self.run_request(&key, plan, offering, &image_id, &user_data);
+        let places = self.places(pod).await?;
+        if self.config.launch_api == LaunchApi::Fleet {
+            let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
+            return self
+                .launch_by_fleet(&key, created, plan, &places, &image_id, &user_data)
+                .await;
+        }
+        let place = Self::place_for(&key, &places);
+        let request_for = |offering: &Offering| {
+            self.run_request(&key, plan, offering, &place, &image_id, &user_data)
+        };
         let launched = |offering: &Offering, instance_id, passed_over| Launched {
             instance_id,
             offering: offering.clone(),
             adopted: false,
             passed_over,
+            chosen_by: None,
         };
 
         let mut passed_over = Vec::new();
         for offering in earlier {
-            let error = match self.unavailable.check(offering) {
+            let error = match self.unavailable.check(offering, place.subnet_id.as_deref()) {
                 Some(error) => error,
                 None => match self
                     .run_offering(&key, offering, &request_for(offering))

@@ -8,7 +8,10 @@ use std::num::NonZeroU32;
 use async_trait::async_trait;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
-use super::api::{ApiError, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest};
+use super::api::{
+    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    LaunchTemplateSpec, RunRequest,
+};
 use crate::config::RateLimitConfig;
 
 pub struct RateLimited<A> {
@@ -37,6 +40,24 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
         self.mutating.until_ready().await;
         self.inner.run_instance(request).await
+    }
+
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        self.mutating.until_ready().await;
+        self.inner.create_launch_template(spec).await
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        self.mutating.until_ready().await;
+        self.inner.create_fleet(request).await
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        self.describe.until_ready().await;
+        self.inner.subnet_zones(subnet_ids).await
     }
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {

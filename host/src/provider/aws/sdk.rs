@@ -22,9 +22,11 @@ use base64::Engine as _;
 use jiff::Timestamp;
 
 use super::api::{
-    ApiError, ApiErrorKind, Ec2Api, Ec2Instance, Filter, InstanceTypeInfo, RunRequest,
+    ApiError, ApiErrorKind, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest,
+    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
 };
 use super::calls::{CountRequests, Ec2Calls};
+use super::sdk_fleet;
 use crate::plan::Market;
 use crate::provider::{InstanceState, StateReason};
 
@@ -161,6 +163,37 @@ impl Ec2Api for SdkEc2 {
             .ok_or_else(|| ApiError::transport("RunInstances answered without an instance"))
     }
 
+    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+        sdk_fleet::create_launch_template(&self.client, spec).await
+    }
+
+    async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
+        sdk_fleet::create_fleet(&self.client, request).await
+    }
+
+    async fn subnet_zones(
+        &self,
+        subnet_ids: &[String],
+    ) -> Result<HashMap<String, String>, ApiError> {
+        let output = self
+            .client
+            .describe_subnets()
+            .set_subnet_ids(Some(subnet_ids.to_vec()))
+            .send()
+            .await
+            .map_err(api_error)?;
+        Ok(output
+            .subnets()
+            .iter()
+            .filter_map(|subnet| {
+                Some((
+                    subnet.subnet_id()?.to_owned(),
+                    subnet.availability_zone()?.to_owned(),
+                ))
+            })
+            .collect())
+    }
+
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
         let filters: Vec<ec2::Filter> = filters
             .iter()
@@ -277,7 +310,7 @@ impl Ec2Api for SdkEc2 {
     }
 }
 
-fn api_error<E, R>(error: SdkError<E, R>) -> ApiError
+pub(super) fn api_error<E, R>(error: SdkError<E, R>) -> ApiError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + HasStatus,
@@ -297,7 +330,7 @@ where
 }
 
 /// The HTTP status of a raw response, whatever its type.
-trait HasStatus {
+pub(super) trait HasStatus {
     fn status_code(&self) -> u16;
 }
 

@@ -17,7 +17,7 @@ use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::provider::ErrorClass;
 
 /// ConfigMaps and Secrets: none exist.
-struct NoObjects;
+pub(super) struct NoObjects;
 
 #[async_trait]
 impl EnvSource for NoObjects {
@@ -38,6 +38,8 @@ impl EnvSource for NoObjects {
     }
 }
 
+/// The walk: one `RunInstances` per offering (`launchApi: runInstances`); fleets have their
+/// own tests in `fleet/tests.rs`.
 fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
     AwsProvider::new(
         fake,
@@ -48,13 +50,14 @@ fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
         AwsConfig {
             default_ami: Some("ami-0123456789abcdef0".to_owned()),
             unavailable_offering_ttl: Seconds::from_secs(180),
+            launch_api: crate::config::LaunchApi::RunInstances,
             ..AwsConfig::default()
         },
         Arc::new(NoObjects),
     )
 }
 
-fn pod(name: &str) -> Pod {
+pub(super) fn pod(name: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": { "name": name, "namespace": "ml", "uid": format!("uid-{name}") },
         "spec": { "containers": [ { "name": "main", "image": "busybox", "command": ["true"] } ] }
@@ -62,7 +65,7 @@ fn pod(name: &str) -> Pod {
     .unwrap()
 }
 
-fn plan(pod: &Pod, market: Market, fallback: bool) -> LaunchPlan {
+pub(super) fn plan(pod: &Pod, market: Market, fallback: bool) -> LaunchPlan {
     let key = PodKey::of(pod).unwrap();
     let tags = crate::provider::ownership::ownership_tags("orca-aws-node", "research", &key)
         .into_iter()
@@ -486,10 +489,12 @@ async fn the_run_request_carries_token_tags_market_and_imds_settings() {
         instance_type: "m5.large".to_owned(),
         market: Market::Spot,
     };
+    let place = Place::default();
     let request = provider.run_request(
         &key,
         &plan,
         &offering,
+        &place,
         "ami-0123456789abcdef0",
         "#!/bin/bash",
     );
@@ -505,7 +510,7 @@ async fn the_run_request_carries_token_tags_market_and_imds_settings() {
     };
     assert_eq!(
         provider
-            .run_request(&key, &plan, &on_demand, "ami-0123456789abcdef0", "")
+            .run_request(&key, &plan, &on_demand, &place, "ami-0123456789abcdef0", "")
             .max_price,
         None,
         "a spot price never goes on an on-demand request"

@@ -15,6 +15,17 @@ pub fn client_token(pod_uid: &str) -> String {
     format!("orca-{hex}")
 }
 
+/// The token of the pod's `n`th fleet request. An instant fleet's token is used up by its
+/// first answer, even one that launched nothing (unlike `RunInstances`), so a pod needs a
+/// sequence: the same `n` repeats a request whose answer was lost, word for word; the next `n`
+/// is taken only after EC2 answered `n` with no instance. Derived from the pod UID alone, so a
+/// restart walks the same sequence again: EC2 answers each used token as it did before.
+pub fn fleet_token(pod_uid: &str, n: u32) -> String {
+    let digest = Sha256::digest(format!("orca-fleet/{pod_uid}/{n}"));
+    let hex: String = digest[..20].iter().map(|b| format!("{b:02x}")).collect();
+    format!("orca-f-{hex}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -26,5 +37,16 @@ mod tests {
         assert_eq!(token, client_token(uid));
         assert!(token.len() <= 64 && token.is_ascii());
         assert_ne!(token, client_token("another-uid"));
+    }
+
+    #[test]
+    fn fleet_tokens_are_a_sequence_per_pod() {
+        let uid = "4f1c2b9e-0000-4000-8000-000000000001";
+        let first = fleet_token(uid, 0);
+        assert_eq!(first, fleet_token(uid, 0));
+        assert!(first.len() <= 64 && first.is_ascii());
+        assert_ne!(first, fleet_token(uid, 1));
+        assert_ne!(first, fleet_token("another-uid", 0));
+        assert_ne!(first, client_token(uid));
     }
 }

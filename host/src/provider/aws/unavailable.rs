@@ -1,7 +1,10 @@
-//! Offerings that recently answered with a capacity error are skipped for a while, so a burst
-//! of pods does not ask EC2 the same failing question a thousand times (Karpenter's
-//! unavailable-offerings cache). A pod's last offering is asked whatever the cache says (see
-//! `AwsProvider::create`): the cache saves requests, it never decides a pod's fate.
+//! Pools (offering × subnet, so type × market × zone) that recently answered with a capacity
+//! error are skipped for a while, so a burst of pods does not ask EC2 the same failing
+//! question a thousand times (Karpenter's unavailable-offerings cache). The key is what the
+//! error is about: capacity is per type, market and zone; a pod-specific refusal such as
+//! `SpotMaxPriceTooLow` (the pod's own max price) is never marked. A pod's last pools are
+//! asked whatever the cache says (see `AwsProvider::create` and `fleet.rs`): the cache saves
+//! requests, it never decides a pod's fate.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,9 +13,15 @@ use std::time::{Duration, Instant};
 use crate::errors::lock;
 use crate::provider::{Offering, ProviderError};
 
+/// Codes about the request that met them rather than about capacity others would meet too.
+const POD_SPECIFIC: [&str; 1] = ["SpotMaxPriceTooLow"];
+
+/// An offering in one subnet (one zone); `None`: the default subnet.
+type Pool = (Offering, Option<String>);
+
 pub struct UnavailableOfferings {
     ttl: Duration,
-    entries: Mutex<HashMap<Offering, (Instant, ProviderError)>>,
+    entries: Mutex<HashMap<Pool, (Instant, ProviderError)>>,
 }
 
 impl UnavailableOfferings {
@@ -23,17 +32,23 @@ impl UnavailableOfferings {
         }
     }
 
-    pub fn mark(&self, offering: &Offering, error: &ProviderError) {
-        lock(&self.entries).insert(offering.clone(), (Instant::now(), error.clone()));
+    /// Remembers a capacity refusal of `offering` in `subnet`, unless it was about the pod.
+    pub fn mark(&self, offering: &Offering, subnet: Option<&str>, error: &ProviderError) {
+        if POD_SPECIFIC.contains(&error.code.as_str()) {
+            return;
+        }
+        let pool = (offering.clone(), subnet.map(str::to_owned));
+        lock(&self.entries).insert(pool, (Instant::now(), error.clone()));
     }
 
-    /// The error that made `offering` unavailable, while it still counts.
-    pub fn check(&self, offering: &Offering) -> Option<ProviderError> {
+    /// The error that made `offering` in `subnet` unavailable, while it still counts.
+    pub fn check(&self, offering: &Offering, subnet: Option<&str>) -> Option<ProviderError> {
+        let pool = (offering.clone(), subnet.map(str::to_owned));
         let mut entries = lock(&self.entries);
-        let (since, error) = entries.get(offering)?;
+        let (since, error) = entries.get(&pool)?;
         let age = since.elapsed();
         if age >= self.ttl {
-            entries.remove(offering);
+            entries.remove(&pool);
             return None;
         }
         Some(ProviderError {
@@ -61,17 +76,34 @@ mod tests {
         };
         let error = ProviderError::capacity("InsufficientInstanceCapacity", "no p5 in us-east-1a");
         let cache = UnavailableOfferings::new(Duration::from_millis(50));
-        assert!(cache.check(&offering).is_none());
-        cache.mark(&offering, &error);
-        let skipped = cache.check(&offering).unwrap();
+        let subnet = Some("subnet-0a0a0a0a");
+        assert!(cache.check(&offering, subnet).is_none());
+        cache.mark(&offering, subnet, &error);
+        let skipped = cache.check(&offering, subnet).unwrap();
         assert_eq!(skipped.code, "InsufficientInstanceCapacity");
         assert!(skipped.message.starts_with("no p5 in us-east-1a"));
         let other_market = Offering {
             market: Market::OnDemand,
             ..offering.clone()
         };
-        assert!(cache.check(&other_market).is_none());
+        assert!(cache.check(&other_market, subnet).is_none());
+        assert!(
+            cache.check(&offering, Some("subnet-0b0b0b0b")).is_none(),
+            "another zone has its own capacity"
+        );
         std::thread::sleep(Duration::from_millis(60));
-        assert!(cache.check(&offering).is_none());
+        assert!(cache.check(&offering, subnet).is_none());
+    }
+
+    #[test]
+    fn a_refusal_about_the_pods_own_max_price_is_not_shared() {
+        let offering = Offering {
+            instance_type: "m5.large".to_owned(),
+            market: Market::Spot,
+        };
+        let cache = UnavailableOfferings::new(Duration::from_secs(60));
+        let error = ProviderError::capacity("SpotMaxPriceTooLow", "max price 0.01 < 0.04");
+        cache.mark(&offering, None, &error);
+        assert!(cache.check(&offering, None).is_none());
     }
 }

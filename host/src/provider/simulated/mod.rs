@@ -140,6 +140,7 @@ impl Provider for SimulatedProvider {
                 offering,
                 adopted: true,
                 passed_over: Vec::new(),
+                chosen_by: None,
             });
         }
         let attempt = {
@@ -173,6 +174,7 @@ impl Provider for SimulatedProvider {
             offering,
             adopted: false,
             passed_over: Vec::new(),
+            chosen_by: None,
         })
     }
 

@@ -1,0 +1,377 @@
+//! Launching through EC2 Fleet: one `CreateFleet` of type `instant` per market carries every
+//! candidate type the selector ranked in every subnet (up to [`MAX_POOLS`]), and EC2 picks the
+//! pool by the allocation strategy; the answer's per-pool errors feed the unavailable cache
+//! and the pod's Events.
+//!
+//! # Exactly one instance per pod
+//! An instant fleet's `ClientToken` is used up by its first answer, even one that launched
+//! nothing, so each pod has a sequence of tokens derived from its UID ([`fleet_token`]):
+//! - a request whose answer was lost (no answer, a 5xx) is kept and repeated word for word
+//!   with the same token, so EC2 answers it with what it did the first time;
+//! - the next token is taken only after EC2 answered the current one with no instance;
+//! - the instances already tagged for the pod are adopted before any request (`create`);
+//! - a process that forgot where a pod's sequence stands (a restart) walks it again from the
+//!   start: a used token with the same parameters answers as it did (the instance it
+//!   launched, adopted even before its tags show, or nothing, and the walk goes on);
+//! - `IdempotentParameterMismatch` says the token was used by a request with other parameters
+//!   that this process does not remember. That request may have launched an instance, which
+//!   then carries the pod's tags. EC2 does not list instant fleets by tag (`DescribeFleets`
+//!   shows one only by id), so the launch is in doubt until the instance shows up by tag and
+//!   is adopted, or until `launchVisibilityGrace` has passed without it: then the request
+//!   launched nothing (or its instance is gone) and the next token is taken.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use jiff::Timestamp;
+
+use super::api::{ApiError, ApiErrorKind, FleetAnswer, FleetPool, FleetRequest};
+use super::classify::{class_of, provider_error};
+use super::template::is_template_missing;
+use super::token::fleet_token;
+use super::{AwsProvider, Place};
+use crate::errors::lock;
+use crate::plan::{AllocationStrategy, LaunchPlan, Market};
+use crate::provider::{
+    ErrorClass, LaunchFailed, Launched, Offering, PassedOver, PodKey, ProviderError,
+};
+
+/// EC2 Fleet takes up to this many launch template overrides in one instant request here
+/// (the documented limit is higher; more pools than this only dilute a ranked list).
+pub(super) const MAX_POOLS: usize = 50;
+/// How many more times a process that does not remember a pod goes round its markets while
+/// EC2 answers with nothing (see `launch_by_fleet`): a pod's history holds empty answers only
+/// from a launch that then lost an answer, or from a missing template, so two rounds reach
+/// its last token; a pod that really meets no capacity costs these requests once per restart.
+const MAX_REPLAYED_ROUNDS: u32 = 2;
+
+#[cfg(test)]
+mod tests;
+
+/// Where each pod's token sequence stands, for pods with a launch under way.
+#[derive(Default)]
+pub(super) struct FleetAttempts {
+    by_pod: Mutex<HashMap<String, Attempt>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Attempt {
+    /// The place of the next new request in the pod's token sequence.
+    next: u32,
+    /// A request sent without a definitive answer: the next launch repeats it.
+    unanswered: Option<FleetRequest>,
+    /// Since when the current token has answered `IdempotentParameterMismatch`.
+    mismatched_since: Option<Instant>,
+}
+
+impl FleetAttempts {
+    fn take(&self, uid: &str) -> Option<Attempt> {
+        lock(&self.by_pod).remove(uid)
+    }
+
+    fn keep(&self, uid: &str, attempt: Attempt) {
+        lock(&self.by_pod).insert(uid.to_owned(), attempt);
+    }
+}
+
+impl AwsProvider {
+    /// Launches the pod's instance through fleets: its plan's market, then on-demand when
+    /// spot may fall back.
+    pub(super) async fn launch_by_fleet(
+        &self,
+        key: &PodKey,
+        created: Option<Timestamp>,
+        plan: &LaunchPlan,
+        places: &[Place],
+        image_id: &str,
+        user_data: &str,
+    ) -> Result<Launched, LaunchFailed> {
+        self.template.ensure(self.api.as_ref()).await?;
+        let remembered = self.fleets.take(&key.uid);
+        // A process that does not remember a pod older than itself may be replaying its
+        // earlier tokens: a launch call went through the markets in order, so the walk goes
+        // round them again while EC2 answers with nothing, a few times. (Creation times have
+        // whole seconds: a pod of the same second counts as older.)
+        let older = created.is_none_or(|created| created.as_second() <= self.started.as_second());
+        let mut rounds_left = if remembered.is_none() && older {
+            MAX_REPLAYED_ROUNDS
+        } else {
+            0
+        };
+        let mut attempt = remembered.unwrap_or_default();
+        let mut markets = vec![plan.market.market];
+        if plan.market.market == Market::Spot && plan.market.fallback_to_on_demand {
+            markets.push(Market::OnDemand);
+        }
+        // An unanswered request is repeated first, in its own market.
+        let mut at = attempt
+            .unanswered
+            .as_ref()
+            .and_then(|sent| markets.iter().position(|m| *m == sent.market))
+            .unwrap_or(0);
+        let mut passed_over = Vec::new();
+        let mut last_error = None;
+        loop {
+            let Some(&market) = markets.get(at) else {
+                if rounds_left == 0 {
+                    break;
+                }
+                rounds_left -= 1;
+                at = 0;
+                continue;
+            };
+            let request = match attempt.unanswered.take() {
+                Some(sent) => sent,
+                None => self.fleet_request(
+                    key,
+                    plan,
+                    market,
+                    places,
+                    attempt.next,
+                    (image_id, user_data),
+                ),
+            };
+            let answer = match self.api.create_fleet(&request).await {
+                Ok(answer) => answer,
+                Err(error) if error.code == "IdempotentParameterMismatch" => {
+                    let since = *attempt.mismatched_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= self.visibility_grace {
+                        // No instance showed up by tag within the grace (`create` looked
+                        // just now): the request that used the token launched nothing.
+                        tracing::info!(pod = %key, token = %request.client_token, "a fleet token used by a forgotten request launched nothing visible within the grace; taking the next");
+                        attempt.next = request.place + 1;
+                        attempt.mismatched_since = None;
+                        continue;
+                    }
+                    self.fleets.keep(&key.uid, attempt);
+                    return Err(LaunchFailed {
+                        error: ProviderError::transient(
+                            "IdempotentParameterMismatch",
+                            format!(
+                                "the pod's fleet token {} was used by an earlier request with \
+                                 other parameters (before a restart, or a plan that changed); \
+                                 waiting for its instance to show up by tag",
+                                request.client_token
+                            ),
+                        ),
+                        passed_over,
+                        in_doubt: true,
+                    });
+                }
+                Err(error) if is_template_missing(&error.code) => {
+                    self.template.forget().await;
+                    attempt.unanswered = Some(request);
+                    self.fleets.keep(&key.uid, attempt);
+                    return Err(LaunchFailed {
+                        error: self.template_missing(),
+                        passed_over,
+                        in_doubt: false,
+                    });
+                }
+                Err(error) => {
+                    // No answer or a server error: EC2 may have acted. Any other refusal
+                    // (throttling, a bad parameter) did nothing, and repeating is harmless.
+                    let in_doubt = error.kind == ApiErrorKind::Transport
+                        || error.status.is_some_and(|status| status >= 500);
+                    let class = class_of(&error);
+                    if in_doubt || class != ErrorClass::Permanent {
+                        attempt.unanswered = Some(request);
+                        self.fleets.keep(&key.uid, attempt);
+                    }
+                    return Err(LaunchFailed {
+                        error: provider_error(error),
+                        passed_over,
+                        in_doubt,
+                    });
+                }
+            };
+            // Answered: the token is used up, whatever the answer.
+            attempt.next = request.place + 1;
+            attempt.mismatched_since = None;
+            at += 1;
+            passed_over.extend(self.passed_over(&request, &answer));
+            if let Some(launched) = self.launched(&request, &answer).await {
+                return Ok(Launched {
+                    passed_over,
+                    ..launched
+                });
+            }
+            if answer
+                .errors
+                .iter()
+                .any(|error| is_template_missing(&error.code))
+            {
+                self.template.forget().await;
+                self.fleets.keep(&key.uid, attempt);
+                return Err(LaunchFailed {
+                    error: self.template_missing(),
+                    passed_over,
+                    in_doubt: false,
+                });
+            }
+            last_error = answer.errors.last().map(|error| ProviderError {
+                class: class_of(&ApiError::service(&error.code, &error.message)),
+                code: error.code.clone(),
+                message: error.message.clone(),
+            });
+        }
+        self.fleets.keep(&key.uid, attempt);
+        let error = match last_error {
+            Some(error) if error.class == ErrorClass::Capacity => error,
+            Some(error) => error,
+            None => ProviderError::capacity(
+                "UnfulfillableCapacity",
+                "EC2 Fleet launched no instance and named no pool",
+            ),
+        };
+        Err(LaunchFailed {
+            error,
+            passed_over,
+            in_doubt: false,
+        })
+    }
+
+    fn template_missing(&self) -> ProviderError {
+        ProviderError::transient(
+            "LaunchTemplateMissing",
+            format!(
+                "EC2 does not know the node's launch template {}; it is made again for the \
+                 next launch",
+                self.template.name()
+            ),
+        )
+    }
+
+    /// The request for the pod's `n`th token in `market`: every candidate in every subnet,
+    /// in rank order, leaving out pools the cache holds unavailable unless that leaves none.
+    fn fleet_request(
+        &self,
+        key: &PodKey,
+        plan: &LaunchPlan,
+        market: Market,
+        places: &[Place],
+        n: u32,
+        (image_id, user_data): (&str, &str),
+    ) -> FleetRequest {
+        let strategy = self.config.fleet.strategy_for(market);
+        let all: Vec<FleetPool> = plan
+            .candidates
+            .iter()
+            .enumerate()
+            .flat_map(|(rank, candidate)| {
+                places.iter().map(move |place| FleetPool {
+                    instance_type: candidate.instance_type.clone(),
+                    subnet_id: place.subnet_id.clone(),
+                    // A subnet names its zone; without one, the zone picks its default subnet.
+                    zone: match place.subnet_id {
+                        Some(_) => None,
+                        None => place.zone.clone(),
+                    },
+                    priority: (strategy == AllocationStrategy::Prioritized).then_some(rank as f64),
+                })
+            })
+            .take(MAX_POOLS)
+            .collect();
+        let available: Vec<FleetPool> = all
+            .iter()
+            .filter(|pool| {
+                let offering = Offering {
+                    instance_type: pool.instance_type.clone(),
+                    market,
+                };
+                self.unavailable
+                    .check(
+                        &offering,
+                        pool.subnet_id.as_deref().or(pool.zone.as_deref()),
+                    )
+                    .is_none()
+            })
+            .cloned()
+            .collect();
+        // Only EC2's answer to the pod's own token tells that capacity is gone (or back).
+        let pools = if available.is_empty() { all } else { available };
+        FleetRequest {
+            client_token: fleet_token(&key.uid, n),
+            place: n,
+            template_name: self.template.name().to_owned(),
+            market,
+            allocation_strategy: strategy,
+            pools,
+            image_id: image_id.to_owned(),
+            max_price: match market {
+                Market::Spot => plan.market.max_price,
+                Market::OnDemand => None,
+            },
+            user_data: user_data.to_owned(),
+            tags: plan.tags.clone(),
+        }
+    }
+
+    /// Each pool the answer names as failed; capacity failures go into the cache.
+    fn passed_over(&self, request: &FleetRequest, answer: &FleetAnswer) -> Vec<PassedOver> {
+        answer
+            .errors
+            .iter()
+            .filter(|error| !is_template_missing(&error.code))
+            .map(|error| {
+                let offering = Offering {
+                    instance_type: error.instance_type.clone().unwrap_or_default(),
+                    market: request.market,
+                };
+                let error_class = class_of(&ApiError::service(&error.code, ""));
+                let place = error
+                    .zone
+                    .as_deref()
+                    .or(error.subnet_id.as_deref())
+                    .unwrap_or("the default subnet");
+                let provider_error = ProviderError {
+                    class: error_class,
+                    code: error.code.clone(),
+                    message: format!("in {place}: {}", error.message),
+                };
+                if error_class == ErrorClass::Capacity {
+                    let key = error.subnet_id.as_deref().or(error.zone.as_deref());
+                    self.unavailable.mark(&offering, key, &provider_error);
+                }
+                PassedOver {
+                    offering,
+                    error: provider_error,
+                }
+            })
+            .collect()
+    }
+
+    /// The pod's instance from an answer. A fleet for one instance launches one; were there
+    /// more, the others are terminated at once, so none is left running unseen.
+    async fn launched(&self, request: &FleetRequest, answer: &FleetAnswer) -> Option<Launched> {
+        let (first, extra) = answer.instances.split_first()?;
+        for surplus in extra {
+            tracing::error!(fleet = %answer.fleet_id, instance = %surplus.instance_id, "a fleet for one instance launched more; terminating the surplus");
+            if let Err(error) = self.terminations.call(surplus.instance_id.clone()).await {
+                tracing::error!(instance = %surplus.instance_id, %error, "terminating a surplus fleet instance failed; the orphan sweep will retry");
+            }
+        }
+        let place = first
+            .zone
+            .as_deref()
+            .or(first.subnet_id.as_deref())
+            .unwrap_or("the default subnet");
+        Some(Launched {
+            instance_id: first.instance_id.clone(),
+            offering: Offering {
+                instance_type: first.instance_type.clone(),
+                market: first.market,
+            },
+            adopted: false,
+            passed_over: Vec::new(),
+            chosen_by: Some(format!(
+                "EC2 Fleet ({}) chose {} {} in {place} among {} pools",
+                request.allocation_strategy,
+                first.instance_type,
+                first.market.as_str(),
+                request.pools.len()
+            )),
+        })
+    }
+}

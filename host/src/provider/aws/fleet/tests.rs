@@ -1,0 +1,363 @@
+//! Fleet launches against the fake EC2: pools and strategies, partial answers, tokens used up
+//! by empty answers, lost answers, restarts and a launch template that went missing.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::super::api::ApiError;
+use super::super::fake::FakeEc2;
+use super::super::tests::{NoObjects, plan, pod};
+use super::super::*;
+use crate::config::{AwsConfig, Seconds};
+use crate::plan::{AllocationStrategy, Market};
+use crate::provider::ErrorClass;
+
+const SUBNETS: [&str; 2] = ["subnet-0a0a0a0a", "subnet-0b0b0b0b"];
+
+fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
+    AwsProvider::new(
+        fake,
+        Identity {
+            node: "orca-aws-node".to_owned(),
+            cluster: "research".to_owned(),
+        },
+        AwsConfig {
+            default_ami: Some("ami-0123456789abcdef0".to_owned()),
+            subnet_ids: SUBNETS.map(str::to_owned).to_vec(),
+            unavailable_offering_ttl: Seconds::from_secs(180),
+            ..AwsConfig::default()
+        },
+        Arc::new(NoObjects),
+    )
+}
+
+fn short(fake: &FakeEc2, instance_type: &str, market: Market, times: usize) {
+    for _ in 0..times {
+        fake.refuse(
+            instance_type,
+            market,
+            ApiError::service("InsufficientInstanceCapacity", "no room in the zone"),
+        );
+    }
+}
+
+/// A pod created after the provider started: it has no history the provider forgot.
+fn new_pod(name: &str) -> Pod {
+    let mut pod = pod(name);
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(5);
+    pod.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(later));
+    pod
+}
+
+async fn launch(
+    provider: &AwsProvider,
+    name: &str,
+    market: Market,
+    fallback: bool,
+) -> Result<Launched, LaunchFailed> {
+    let pod = new_pod(name);
+    provider.create(&pod, &plan(&pod, market, fallback)).await
+}
+
+/// As [`launch`], for a pod older than the provider (one it may have forgotten).
+async fn launch_older(
+    provider: &AwsProvider,
+    name: &str,
+    market: Market,
+    fallback: bool,
+) -> Result<Launched, LaunchFailed> {
+    let pod = pod(name);
+    provider.create(&pod, &plan(&pod, market, fallback)).await
+}
+
+#[tokio::test]
+async fn one_fleet_carries_every_candidate_in_every_subnet_and_says_how_ec2_chose() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let launched = launch(&provider, "a", Market::Spot, false).await.unwrap();
+    assert_eq!(launched.offering.to_string(), "m5.large spot");
+    let chosen_by = launched.chosen_by.unwrap();
+    assert!(
+        chosen_by.contains("EC2 Fleet (price-capacity-optimized)") && chosen_by.contains("4 pools"),
+        "{chosen_by}"
+    );
+    let requests = fake.fleet_requests();
+    assert_eq!(requests.len(), 1);
+    let pools: Vec<(String, Option<String>)> = requests[0]
+        .pools
+        .iter()
+        .map(|p| (p.instance_type.clone(), p.subnet_id.clone()))
+        .collect();
+    assert_eq!(pools.len(), 4);
+    assert_eq!(pools[0], ("m5.large".into(), Some(SUBNETS[0].into())));
+    assert_eq!(pools[3], ("m6i.large".into(), Some(SUBNETS[1].into())));
+    assert_eq!(requests[0].max_price, Some(0.05));
+    assert_eq!(fake.count("RunInstances"), 0);
+
+    launch(&provider, "b", Market::OnDemand, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.count("CreateLaunchTemplate"),
+        1,
+        "one template per node"
+    );
+    let on_demand = fake
+        .fleet_requests()
+        .into_iter()
+        .find(|r| r.market == Market::OnDemand)
+        .unwrap();
+    assert_eq!(
+        on_demand.allocation_strategy,
+        AllocationStrategy::Prioritized
+    );
+    let priorities: Vec<Option<f64>> = on_demand.pools.iter().map(|p| p.priority).collect();
+    assert_eq!(priorities, [Some(0.0), Some(0.0), Some(1.0), Some(1.0)]);
+    assert_eq!(on_demand.max_price, None);
+}
+
+#[tokio::test]
+async fn a_partial_fleet_reports_the_pools_passed_over_and_the_cache_learns_them() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    short(&fake, "m5.large", Market::Spot, 2);
+    let launched = launch(&provider, "a", Market::Spot, false).await.unwrap();
+    assert_eq!(launched.offering.to_string(), "m6i.large spot");
+    assert_eq!(launched.passed_over.len(), 2);
+    assert!(
+        launched
+            .passed_over
+            .iter()
+            .all(|p| p.error.code == "InsufficientInstanceCapacity"
+                && p.error.class == ErrorClass::Capacity)
+    );
+    // The next pod's fleet leaves the short pools out.
+    launch(&provider, "b", Market::Spot, false).await.unwrap();
+    let second = fake.fleet_requests().into_iter().last().unwrap();
+    assert!(
+        second.pools.iter().all(|p| p.instance_type == "m6i.large"),
+        "{:?}",
+        second.pools
+    );
+}
+
+#[tokio::test]
+async fn an_empty_spot_answer_uses_its_token_up_and_on_demand_takes_the_next() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    short(&fake, "m5.large", Market::Spot, 2);
+    short(&fake, "m6i.large", Market::Spot, 2);
+    let launched = launch(&provider, "a", Market::Spot, true).await.unwrap();
+    assert_eq!(launched.offering.market, Market::OnDemand);
+    assert_eq!(launched.passed_over.len(), 4);
+    let tokens: Vec<(u32, String)> = fake
+        .fleet_requests()
+        .iter()
+        .map(|r| (r.place, r.market.as_str().to_owned()))
+        .collect();
+    assert!(tokens.contains(&(0, "spot".into())), "{tokens:?}");
+    assert!(tokens.contains(&(1, "on-demand".into())), "{tokens:?}");
+}
+
+#[tokio::test]
+async fn a_pod_that_got_nothing_asks_again_with_its_next_token() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    short(&fake, "m5.large", Market::OnDemand, 2);
+    short(&fake, "m6i.large", Market::OnDemand, 2);
+    let failed = launch(&provider, "a", Market::OnDemand, false)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Capacity);
+    assert!(!failed.in_doubt);
+    // Capacity came back; the used token would answer the empty fleet again.
+    let launched = launch(&provider, "a", Market::OnDemand, false)
+        .await
+        .unwrap();
+    assert_eq!(launched.offering.instance_type, "m5.large");
+    let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
+    assert!(places.contains(&0) && places.contains(&1), "{places:?}");
+    assert_eq!(fake.instances().len(), 1);
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_repeated_word_for_word_and_gets_the_same_instance() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    fake.hide_new_instances_for(10);
+    fake.lose_next_answer(ApiError::transport("connection reset"));
+    let failed = launch(&provider, "a", Market::Spot, false)
+        .await
+        .unwrap_err();
+    assert!(failed.in_doubt);
+    // Meanwhile another pod's answer marks the first pool short: the repeat ignores that.
+    short(&fake, "m5.large", Market::Spot, 1);
+    let launched = launch(&provider, "a", Market::Spot, false).await.unwrap();
+    assert_eq!(fake.instances().len(), 1, "no second instance");
+    assert_eq!(launched.instance_id, fake.instances()[0].instance_id);
+    assert_eq!(fake.count("CreateFleet"), 2);
+}
+
+#[tokio::test]
+async fn a_new_process_walks_the_tokens_again_and_adopts_what_a_fleet_launched() {
+    let fake = Arc::new(FakeEc2::default());
+    let first = provider(fake.clone());
+    short(&fake, "m5.large", Market::OnDemand, 2);
+    short(&fake, "m6i.large", Market::OnDemand, 2);
+    // Token 0: nothing. Token 1: an instance, whose answer is lost and whose tags do not show.
+    launch(&first, "a", Market::OnDemand, false)
+        .await
+        .unwrap_err();
+    fake.hide_new_instances_for(10);
+    fake.lose_next_answer(ApiError::transport("connection reset"));
+    launch(&first, "a", Market::OnDemand, false)
+        .await
+        .unwrap_err();
+    drop(first);
+
+    let restarted = provider(fake.clone());
+    let launched = launch_older(&restarted, "a", Market::OnDemand, false)
+        .await
+        .unwrap();
+    assert_eq!(fake.instances().len(), 1, "no second instance");
+    assert_eq!(launched.instance_id, fake.instances()[0].instance_id);
+    let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
+    assert_eq!(places.len(), 2, "EC2 answered the repeats: {places:?}");
+    assert_eq!(
+        fake.count("CreateFleet"),
+        4,
+        "two first answers, two replays"
+    );
+}
+
+#[tokio::test]
+async fn a_token_a_forgotten_request_used_waits_for_the_grace_then_moves_on() {
+    let fake = Arc::new(FakeEc2::default());
+    let first = provider(fake.clone());
+    short(&fake, "m5.large", Market::OnDemand, 2);
+    short(&fake, "m6i.large", Market::OnDemand, 2);
+    launch(&first, "a", Market::OnDemand, false)
+        .await
+        .unwrap_err();
+    drop(first);
+
+    // A new process with another plan: the same token, other parameters.
+    let restarted =
+        provider(fake.clone()).with_visibility_grace(std::time::Duration::from_millis(200));
+    let failed = launch_older(&restarted, "a", Market::Spot, false)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.code, "IdempotentParameterMismatch");
+    assert!(failed.in_doubt, "the forgotten request may have launched");
+    assert_eq!(failed.error.class, ErrorClass::Transient);
+    assert!(fake.instances().is_empty());
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    let launched = launch_older(&restarted, "a", Market::Spot, false)
+        .await
+        .unwrap();
+    assert_eq!(launched.offering.market, Market::Spot);
+    assert_eq!(fake.instances().len(), 1);
+}
+
+#[tokio::test]
+async fn a_missing_launch_template_is_made_again() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    launch(&provider, "a", Market::Spot, false).await.unwrap();
+    fake.delete_templates();
+    let failed = launch(&provider, "b", Market::Spot, false)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.code, "LaunchTemplateMissing");
+    assert_eq!(failed.error.class, ErrorClass::Transient);
+    launch(&provider, "b", Market::Spot, false).await.unwrap();
+    assert_eq!(fake.count("CreateLaunchTemplate"), 2);
+}
+
+#[tokio::test]
+async fn throttling_refuses_the_fleet_without_using_the_token() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    fake.refuse_next_fleet(ApiError::service("RequestLimitExceeded", "slow down"));
+    let failed = launch(&provider, "a", Market::Spot, false)
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.class, ErrorClass::Transient);
+    assert!(!failed.in_doubt);
+    launch(&provider, "a", Market::Spot, false).await.unwrap();
+    assert_eq!(fake.instances().len(), 1);
+    let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
+    assert_eq!(places, [0], "the refused request did not use its token");
+}
+
+fn in_zone(name: &str, zone: &str) -> Pod {
+    let mut pod = new_pod(name);
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.node_selector = Some(
+            [(
+                crate::provider::zones::ZONE_LABEL.to_owned(),
+                zone.to_owned(),
+            )]
+            .into(),
+        );
+    }
+    pod
+}
+
+#[tokio::test]
+async fn a_pod_that_names_a_zone_launches_only_in_that_zones_subnets() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pod = in_zone("zoned", "us-west-2b");
+    let launched = provider
+        .create(&pod, &plan(&pod, Market::Spot, false))
+        .await
+        .unwrap();
+    let request = fake.fleet_requests().pop().unwrap();
+    assert!(
+        request
+            .pools
+            .iter()
+            .all(|p| p.subnet_id.as_deref() == Some(SUBNETS[1])),
+        "{:?}",
+        request.pools
+    );
+    assert_eq!(request.pools.len(), 2);
+    assert!(
+        launched.chosen_by.unwrap().contains("us-west-2b"),
+        "the zone is reported"
+    );
+    // The subnets' zones are read once.
+    let other = in_zone("zoned-too", "us-west-2a");
+    provider
+        .create(&other, &plan(&other, Market::Spot, false))
+        .await
+        .unwrap();
+    assert_eq!(fake.count("DescribeSubnets"), 1);
+}
+
+#[tokio::test]
+async fn a_pod_whose_zone_has_no_subnet_fails_before_anything_is_launched() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let pod = in_zone("nowhere", "us-west-2c");
+    let failed = provider
+        .create(&pod, &plan(&pod, Market::Spot, false))
+        .await
+        .unwrap_err();
+    assert_eq!(failed.error.code, "NoSubnetInZone");
+    assert_eq!(failed.error.class, ErrorClass::Permanent);
+    assert!(
+        failed.error.message.contains("us-west-2c")
+            && failed
+                .error
+                .message
+                .contains("subnet-0a0a0a0a (us-west-2a)"),
+        "{}",
+        failed.error.message
+    );
+    assert_eq!(fake.count("CreateFleet"), 0);
+    assert!(fake.instances().is_empty());
+}

@@ -1,0 +1,261 @@
+//! The fleet calls of [`super::sdk::SdkEc2`]: `CreateLaunchTemplate` and `CreateFleet` (type
+//! `instant`), translated between aws-sdk-ec2 and orca's types.
+
+use aws_sdk_ec2::Client;
+use aws_sdk_ec2::types::{
+    self as ec2, DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
+    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
+    FleetOnDemandAllocationStrategy, FleetType, InstanceLifecycle,
+    LaunchTemplateAndOverridesResponse, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
+    OnDemandOptionsRequest, RequestLaunchTemplateData, ResourceType, ShutdownBehavior,
+    SpotAllocationStrategy, SpotInstanceInterruptionBehavior, SpotOptionsRequest, TagSpecification,
+    TargetCapacitySpecificationRequest,
+};
+use base64::Engine as _;
+
+use super::api::{
+    ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, LaunchTemplateSpec,
+    TAG_LAUNCH_ATTEMPT,
+};
+use super::sdk::api_error;
+use crate::plan::{AllocationStrategy, Market};
+
+pub(super) async fn create_launch_template(
+    client: &Client,
+    spec: &LaunchTemplateSpec,
+) -> Result<(), ApiError> {
+    let mut data = RequestLaunchTemplateData::builder()
+        // The bootstrap powers off when the workload ends: that ends the instance.
+        .instance_initiated_shutdown_behavior(ShutdownBehavior::Terminate)
+        .metadata_options(
+            LaunchTemplateInstanceMetadataOptionsRequest::builder()
+                .http_tokens(LaunchTemplateHttpTokensState::Required)
+                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::Enabled)
+                .http_put_response_hop_limit(1)
+                .build(),
+        )
+        .set_key_name(spec.key_name.clone());
+    if !spec.security_group_ids.is_empty() {
+        data = data.set_security_group_ids(Some(spec.security_group_ids.clone()));
+    }
+    if let Some(profile) = &spec.instance_profile {
+        let profile_spec = LaunchTemplateIamInstanceProfileSpecificationRequest::builder();
+        data = data.iam_instance_profile(if profile.starts_with("arn:") {
+            profile_spec.arn(profile).build()
+        } else {
+            profile_spec.name(profile).build()
+        });
+    }
+    if let Some(volume) = &spec.root_volume {
+        data = data.block_device_mappings(
+            LaunchTemplateBlockDeviceMappingRequest::builder()
+                .device_name(&volume.device_name)
+                .ebs(
+                    LaunchTemplateEbsBlockDeviceRequest::builder()
+                        .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
+                        .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
+                        .encrypted(volume.encrypted)
+                        .delete_on_termination(true)
+                        .build(),
+                )
+                .build(),
+        );
+    }
+    client
+        .create_launch_template()
+        .launch_template_name(&spec.name)
+        .version_description("orca: what every instance of the node shares")
+        .launch_template_data(data.build())
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(api_error)
+}
+
+pub(super) async fn create_fleet(
+    client: &Client,
+    request: &FleetRequest,
+) -> Result<FleetAnswer, ApiError> {
+    let tags: Vec<ec2::Tag> = request
+        .tags
+        .iter()
+        .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
+        .collect();
+    let tag_spec = |resource| {
+        TagSpecification::builder()
+            .resource_type(resource)
+            .set_tags(Some(tags.clone()))
+            .build()
+    };
+    let max_price = match request.market {
+        Market::Spot => request.max_price.map(|price| format!("{price}")),
+        Market::OnDemand => None,
+    };
+    let overrides: Vec<FleetLaunchTemplateOverridesRequest> = request
+        .pools
+        .iter()
+        .map(|pool| {
+            FleetLaunchTemplateOverridesRequest::builder()
+                .instance_type(ec2::InstanceType::from(pool.instance_type.as_str()))
+                .set_subnet_id(pool.subnet_id.clone())
+                .set_availability_zone(pool.zone.clone())
+                .set_priority(pool.priority)
+                .set_max_price(max_price.clone())
+                .image_id(&request.image_id)
+                .build()
+        })
+        .collect();
+    let template = FleetLaunchTemplateSpecificationRequest::builder()
+        .launch_template_name(&request.template_name)
+        .version("$Latest")
+        .launch_template_specification_user_data(
+            base64::engine::general_purpose::STANDARD.encode(&request.user_data),
+        )
+        .build();
+    let capacity_type = match request.market {
+        Market::Spot => DefaultTargetCapacityType::Spot,
+        Market::OnDemand => DefaultTargetCapacityType::OnDemand,
+    };
+    let mut call = client
+        .create_fleet()
+        .r#type(FleetType::Instant)
+        .client_token(&request.client_token)
+        .target_capacity_specification(
+            TargetCapacitySpecificationRequest::builder()
+                .total_target_capacity(1)
+                .default_target_capacity_type(capacity_type)
+                .build(),
+        )
+        .launch_template_configs(
+            FleetLaunchTemplateConfigRequest::builder()
+                .launch_template_specification(template)
+                .set_overrides(Some(overrides))
+                .build(),
+        )
+        .tag_specifications({
+            let attempt = ec2::Tag::builder()
+                .key(TAG_LAUNCH_ATTEMPT)
+                .value(request.place.to_string())
+                .build();
+            let mut fleet_tags = tags.clone();
+            fleet_tags.push(attempt);
+            TagSpecification::builder()
+                .resource_type(ResourceType::Fleet)
+                .set_tags(Some(fleet_tags))
+                .build()
+        })
+        .tag_specifications(tag_spec(ResourceType::Instance))
+        .tag_specifications(tag_spec(ResourceType::Volume));
+    call = match request.market {
+        Market::Spot => call.spot_options(
+            SpotOptionsRequest::builder()
+                .allocation_strategy(spot_strategy(request.allocation_strategy))
+                .instance_interruption_behavior(SpotInstanceInterruptionBehavior::Terminate)
+                .build(),
+        ),
+        Market::OnDemand => call.on_demand_options(
+            OnDemandOptionsRequest::builder()
+                .allocation_strategy(on_demand_strategy(request.allocation_strategy))
+                .build(),
+        ),
+    };
+    let output = call.send().await.map_err(api_error)?;
+    Ok(FleetAnswer {
+        fleet_id: output.fleet_id().unwrap_or_default().to_owned(),
+        instances: output
+            .instances()
+            .iter()
+            .flat_map(|launched| {
+                let pool = launched.launch_template_and_overrides();
+                let market = market_of(launched.lifecycle(), request.market);
+                let instance_type = launched
+                    .instance_type()
+                    .map(|t| t.as_str().to_owned())
+                    .or_else(|| pool_type(pool))
+                    .unwrap_or_default();
+                let subnet_id = launched
+                    .subnet_id()
+                    .map(str::to_owned)
+                    .or_else(|| pool_subnet(pool));
+                let zone = launched
+                    .availability_zone()
+                    .map(str::to_owned)
+                    .or_else(|| pool_zone(pool));
+                launched.instance_ids().iter().map(move |id| FleetInstance {
+                    instance_id: id.clone(),
+                    instance_type: instance_type.clone(),
+                    market,
+                    subnet_id: subnet_id.clone(),
+                    zone: zone.clone(),
+                })
+            })
+            .collect(),
+        errors: output
+            .errors()
+            .iter()
+            .map(|error| {
+                fleet_error(
+                    error.launch_template_and_overrides(),
+                    error.error_code(),
+                    error.error_message(),
+                )
+            })
+            .collect(),
+    })
+}
+
+fn spot_strategy(strategy: AllocationStrategy) -> SpotAllocationStrategy {
+    match strategy {
+        AllocationStrategy::CapacityOptimized => SpotAllocationStrategy::CapacityOptimized,
+        AllocationStrategy::LowestPrice => SpotAllocationStrategy::LowestPrice,
+        // Config validation keeps `prioritized` off spot; price-capacity-optimized is the
+        // safe reading if it ever got here.
+        AllocationStrategy::PriceCapacityOptimized | AllocationStrategy::Prioritized => {
+            SpotAllocationStrategy::PriceCapacityOptimized
+        }
+    }
+}
+
+fn on_demand_strategy(strategy: AllocationStrategy) -> FleetOnDemandAllocationStrategy {
+    match strategy {
+        AllocationStrategy::LowestPrice => FleetOnDemandAllocationStrategy::LowestPrice,
+        _ => FleetOnDemandAllocationStrategy::Prioritized,
+    }
+}
+
+fn market_of(lifecycle: Option<&InstanceLifecycle>, asked: Market) -> Market {
+    match lifecycle {
+        Some(InstanceLifecycle::Spot) => Market::Spot,
+        Some(InstanceLifecycle::OnDemand) => Market::OnDemand,
+        _ => asked,
+    }
+}
+
+fn pool_type(pool: Option<&LaunchTemplateAndOverridesResponse>) -> Option<String> {
+    Some(pool?.overrides()?.instance_type()?.as_str().to_owned())
+}
+
+fn pool_subnet(pool: Option<&LaunchTemplateAndOverridesResponse>) -> Option<String> {
+    Some(pool?.overrides()?.subnet_id()?.to_owned())
+}
+
+fn pool_zone(pool: Option<&LaunchTemplateAndOverridesResponse>) -> Option<String> {
+    Some(pool?.overrides()?.availability_zone()?.to_owned())
+}
+
+fn fleet_error(
+    pool: Option<&LaunchTemplateAndOverridesResponse>,
+    code: Option<&str>,
+    message: Option<&str>,
+) -> FleetError {
+    FleetError {
+        instance_type: pool_type(pool),
+        subnet_id: pool_subnet(pool),
+        zone: pool_zone(pool),
+        code: code.unwrap_or("Unknown").to_owned(),
+        message: message.unwrap_or_default().to_owned(),
+    }
+}

@@ -1,0 +1,218 @@
+//! The zones a pod admits: its node selector and its required node affinity on
+//! `topology.kubernetes.io/zone` (and the deprecated `failure-domain.beta.kubernetes.io/zone`).
+//! The scheduler checks them against the virtual node's labels; the instance must honour them
+//! too, since it is where the pod really runs.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod};
+
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
+
+/// What a pod says about zones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneConstraint {
+    /// The node selector's zone, if it names one.
+    selected: Option<String>,
+    /// The required affinity's terms (any may match), each the zone requirements that must
+    /// all hold; empty: no affinity on zones.
+    terms: Vec<Vec<NodeSelectorRequirement>>,
+}
+
+impl ZoneConstraint {
+    pub fn of(pod: &Pod) -> ZoneConstraint {
+        let spec = pod.spec.as_ref();
+        let selected = spec
+            .and_then(|spec| spec.node_selector.as_ref())
+            .and_then(|selector| {
+                selector
+                    .get(ZONE_LABEL)
+                    .or_else(|| selector.get(LEGACY_ZONE_LABEL))
+            })
+            .cloned();
+        let terms = spec
+            .and_then(|spec| spec.affinity.as_ref())
+            .and_then(|affinity| affinity.node_affinity.as_ref())
+            .and_then(|node| {
+                node.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .map(|required| {
+                required
+                    .node_selector_terms
+                    .iter()
+                    .map(|term| {
+                        term.match_expressions
+                            .iter()
+                            .flatten()
+                            .filter(|e| e.key == ZONE_LABEL || e.key == LEGACY_ZONE_LABEL)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        // A term without zone requirements admits every zone, and terms are ORed.
+        let terms = if terms.iter().any(Vec::is_empty) {
+            Vec::new()
+        } else {
+            terms
+        };
+        ZoneConstraint { selected, terms }
+    }
+
+    /// Whether the pod names zones at all.
+    pub fn is_constrained(&self) -> bool {
+        self.selected.is_some() || !self.terms.is_empty()
+    }
+
+    /// Whether an instance in `zone` may run the pod.
+    pub fn admits(&self, zone: &str) -> bool {
+        if self
+            .selected
+            .as_deref()
+            .is_some_and(|wanted| wanted != zone)
+        {
+            return false;
+        }
+        self.terms.is_empty()
+            || self
+                .terms
+                .iter()
+                .any(|term| term.iter().all(|requirement| holds(requirement, zone)))
+    }
+
+    /// The zones the pod names by value (its selector, its `In` lists), in order.
+    pub fn named_zones(&self) -> Vec<String> {
+        let mut zones: BTreeSet<String> = self.selected.iter().cloned().collect();
+        for requirement in self.terms.iter().flatten() {
+            if requirement.operator == "In" {
+                zones.extend(requirement.values.iter().flatten().cloned());
+            }
+        }
+        zones.into_iter().collect()
+    }
+
+    /// The zones the pod names, for messages: `us-west-2a`, `not us-west-2b`.
+    pub fn describe(&self) -> String {
+        let mut parts: BTreeSet<String> = BTreeSet::new();
+        if let Some(zone) = &self.selected {
+            parts.insert(zone.clone());
+        }
+        for requirement in self.terms.iter().flatten() {
+            let values = requirement.values.clone().unwrap_or_default().join(", ");
+            parts.insert(match requirement.operator.as_str() {
+                "In" => values,
+                "NotIn" => format!("not {values}"),
+                "Exists" => "any zone".to_owned(),
+                other => format!("{other} {values}"),
+            });
+        }
+        parts.into_iter().collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// An instance always has a zone, so `DoesNotExist` admits none; `Gt`/`Lt` do not apply to
+/// zone names and admit none.
+fn holds(requirement: &NodeSelectorRequirement, zone: &str) -> bool {
+    let listed = requirement
+        .values
+        .as_ref()
+        .is_some_and(|values| values.iter().any(|v| v == zone));
+    match requirement.operator.as_str() {
+        "In" => listed,
+        "NotIn" => !listed,
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({ "metadata": { "name": "p" }, "spec": spec })).unwrap()
+    }
+
+    fn containers() -> serde_json::Value {
+        json!([{ "name": "main", "image": "busybox" }])
+    }
+
+    #[test]
+    fn a_pod_without_zone_constraints_admits_every_zone() {
+        let constraint = ZoneConstraint::of(&pod(json!({ "containers": containers() })));
+        assert!(!constraint.is_constrained());
+        assert!(constraint.admits("us-west-2a"));
+    }
+
+    #[test]
+    fn the_node_selector_names_one_zone() {
+        let constraint = ZoneConstraint::of(&pod(json!({
+            "containers": containers(),
+            "nodeSelector": { ZONE_LABEL: "us-west-2b", "kubernetes.io/hostname": "orca" }
+        })));
+        assert!(constraint.is_constrained());
+        assert!(constraint.admits("us-west-2b"));
+        assert!(!constraint.admits("us-west-2a"));
+        assert_eq!(constraint.describe(), "us-west-2b");
+    }
+
+    #[test]
+    fn required_affinity_terms_are_ored_and_their_requirements_anded() {
+        let constraint = ZoneConstraint::of(&pod(json!({
+            "containers": containers(),
+            "affinity": { "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    { "matchExpressions": [
+                        { "key": ZONE_LABEL, "operator": "In", "values": ["us-west-2a", "us-west-2b"] },
+                        { "key": ZONE_LABEL, "operator": "NotIn", "values": ["us-west-2b"] }
+                    ] },
+                    { "matchExpressions": [
+                        { "key": LEGACY_ZONE_LABEL, "operator": "In", "values": ["us-west-2c"] }
+                    ] }
+                ]
+            } } }
+        })));
+        assert!(constraint.admits("us-west-2a"));
+        assert!(!constraint.admits("us-west-2b"));
+        assert!(constraint.admits("us-west-2c"));
+        assert!(!constraint.admits("us-west-2d"));
+    }
+
+    #[test]
+    fn a_term_without_zone_requirements_admits_every_zone() {
+        let constraint = ZoneConstraint::of(&pod(json!({
+            "containers": containers(),
+            "affinity": { "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    { "matchExpressions": [
+                        { "key": ZONE_LABEL, "operator": "In", "values": ["us-west-2a"] }
+                    ] },
+                    { "matchExpressions": [
+                        { "key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"] }
+                    ] }
+                ]
+            } } }
+        })));
+        assert!(!constraint.is_constrained());
+        assert!(constraint.admits("us-west-2c"));
+    }
+
+    #[test]
+    fn does_not_exist_admits_no_zone() {
+        let constraint = ZoneConstraint::of(&pod(json!({
+            "containers": containers(),
+            "affinity": { "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [ { "matchExpressions": [
+                    { "key": ZONE_LABEL, "operator": "DoesNotExist" }
+                ] } ]
+            } } }
+        })));
+        assert!(constraint.is_constrained());
+        assert!(!constraint.admits("us-west-2a"));
+    }
+}
