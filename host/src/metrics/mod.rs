@@ -2,6 +2,7 @@
 //! part of orca records into the families it owns and is handed only those.
 
 mod ec2;
+mod interruption;
 mod node;
 mod pods;
 mod policy;
@@ -15,6 +16,7 @@ use kube::runtime::reflector::Store;
 use prometheus_client::registry::Registry;
 
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
+pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
 pub use node::LeaseMetrics;
 pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
