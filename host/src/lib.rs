@@ -3,12 +3,14 @@
 //! Data flows one way: pod → [`policy`] → [`plan::LaunchPlan`] → [`provider`] → pod status.
 //! [`node`] keeps the Node registered and knows nothing of pods.
 
+pub mod aws_config;
 pub mod catalogue_refresh;
 pub mod cli;
 pub mod config;
 pub mod errors;
 pub mod health;
 pub mod heap;
+pub mod interruption;
 pub mod kube_connection;
 pub mod kube_http;
 pub mod kubelet_api;

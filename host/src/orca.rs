@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalogue_refresh;
 use crate::config::{Config, ProviderKind};
 use crate::health::Health;
+use crate::interruption::{NoticeQueue, SqsQueue};
 use crate::metrics::Metrics;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node::{NodeController, RegistrationError};
@@ -66,6 +67,8 @@ pub struct Orca {
     metrics: Metrics,
     pod_cache: PodCache,
     health: Arc<Health>,
+    /// The interruption queue (`provider.aws.interruptionQueue`), when configured.
+    interruption_queue: Option<Arc<dyn NoticeQueue>>,
 }
 
 impl Orca {
@@ -86,6 +89,13 @@ impl Orca {
         ec2: Arc<dyn Ec2Api>,
     ) -> Result<Orca, StartError> {
         Self::build(config, client, Some(ec2)).await
+    }
+
+    /// Reads EC2's advance warnings from `queue` instead of the configured SQS queue (a model
+    /// of the queue in tests).
+    pub fn with_interruption_queue(mut self, queue: Arc<dyn NoticeQueue>) -> Orca {
+        self.interruption_queue = Some(queue);
+        self
     }
 
     async fn build(
@@ -156,7 +166,22 @@ impl Orca {
         .with_node_architecture(&config.node.architecture)
         .with_observer(metrics.policy.clone());
         let pipeline = Arc::new(pipeline);
+        let interruption_queue: Option<Arc<dyn NoticeQueue>> = match (
+            config.provider.kind,
+            &config.provider.aws.interruption_queue,
+        ) {
+            (ProviderKind::Aws, Some(queue)) => Some(Arc::new(
+                SqsQueue::connect(
+                    &queue.url,
+                    &config.provider.region,
+                    queue.endpoint_url.as_deref(),
+                )
+                .await,
+            )),
+            _ => None,
+        };
         Ok(Orca {
+            interruption_queue,
             config,
             client,
             provider,
@@ -261,6 +286,10 @@ impl Orca {
                 health: self.health.clone(),
                 store: self.pod_cache,
                 policy_ready: policy_ready_rx,
+                interruptions: self.interruption_queue.map(|queue| pods::Interruptions {
+                    queue,
+                    metrics: self.metrics.interruption.clone(),
+                }),
             },
             shutdown.clone(),
         ));

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
+use aws_sdk_sqs::types::QueueAttributeName;
 use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
@@ -18,6 +19,7 @@ use orca_e2e::ec2::{finish_workload, state_of, tags_of};
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+use serde_json::json;
 
 const TICK: Duration = Duration::from_millis(250);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
@@ -304,6 +306,149 @@ async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -
         .unwrap_or_default();
     assert!(candidates.contains(&launched_type), "{launched_type}");
     assert_eq!(tags_of(&instance).get(POD_UID_TAG), Some(&uid));
+    scenario.finish().await
+}
+
+/// An EC2 spot interruption warning as EventBridge delivers it to SQS.
+fn spot_warning(instance_id: &str) -> String {
+    json!({
+        "version": "0",
+        "id": format!("e2e-{instance_id}"),
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": jiff::Timestamp::now().to_string(),
+        "region": "us-east-1",
+        "resources": [format!("arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}")],
+        "detail": { "instance-id": instance_id, "instance-action": "terminate" }
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()> {
+    let cluster = TestCluster::shared();
+    let sqs = cluster.sqs_client().await;
+    let queue_name = unique_node_name("interruptions");
+    // A short visibility timeout: another cluster's message orca leaves is visible again soon.
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(&queue_name)
+        .attributes(QueueAttributeName::VisibilityTimeout, "1")
+        .send()
+        .await?
+        .queue_url()
+        .context("queue url")?
+        .to_owned();
+    let extra = format!(
+        "interruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
+        cluster.var("AWS_ENDPOINT_URL")
+    );
+    let mut scenario = AwsScenario::start("aws-interrupt", &extra).await?;
+    let pod = burst_pod(
+        "warned",
+        scenario.node(),
+        &[
+            ("orca.research/launch-type", "spot"),
+            ("orca.research/max-spot-price", "0.90"),
+        ],
+    );
+    pods::create(&scenario.pods, &pod).await?;
+    let running = scenario
+        .wait_phase("warned", "Running", Duration::from_secs(30))
+        .await?;
+    let id = instance_id(&running).context("the pod names its instance")?;
+
+    // Another cluster's instance shares the account and the queue.
+    let foreign = spot_warning("i-0fedcba9876543210");
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body(&foreign)
+        .send()
+        .await?;
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body(spot_warning(&id))
+        .send()
+        .await?;
+
+    // The warning reaches the pod while its instance still runs.
+    let warned = pods::wait_for(
+        &scenario.pods,
+        "warned",
+        "the DisruptionTarget condition",
+        Duration::from_secs(15),
+        |pod| {
+            pod.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions.iter().any(|c| {
+                        c.type_ == "DisruptionTarget"
+                            && c.status == "True"
+                            && c.reason.as_deref() == Some("SpotInterruption")
+                    })
+                })
+        },
+    )
+    .await?;
+    assert_eq!(phase(&warned), "Running");
+    assert_eq!(
+        state_of(&scenario.instance(&id).await?),
+        InstanceStateName::Running,
+        "warned before the instance goes"
+    );
+    let client = cluster.kube_client().await?;
+    poll_until(
+        "a SpotInterruption Warning Event",
+        Duration::from_secs(15),
+        TICK,
+        || async {
+            let events = pods::events_about(&client, &scenario.namespace.name, "warned").await?;
+            Ok(events
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("SpotInterruption")
+                        && e.type_.as_deref() == Some("Warning")
+                })
+                .then_some(()))
+        },
+    )
+    .await?;
+
+    // EC2 reclaims it; the workload wrote 143 on the way down.
+    scenario.finish_workload(&id, 143).await?;
+    let failed = scenario
+        .wait_phase("warned", "Failed", Duration::from_secs(30))
+        .await?;
+    assert_eq!(pods::reason(&failed), "SpotInterrupted");
+
+    // The other cluster's message is left for its owner, and only it. orca stops first, so
+    // its own long poll does not hold the message while the test reads.
+    scenario.orca.stop()?;
+    let left = poll_until(
+        "the other cluster's message",
+        Duration::from_secs(15),
+        TICK,
+        || async {
+            let received = sqs
+                .receive_message()
+                .queue_url(&queue_url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await?;
+            let bodies: Vec<String> = received
+                .messages()
+                .iter()
+                .filter_map(|m| m.body().map(str::to_owned))
+                .collect();
+            Ok((!bodies.is_empty()).then_some(bodies))
+        },
+    )
+    .await?;
+    assert_eq!(left, [foreign], "only the other cluster's message is left");
+    sqs.delete_queue().queue_url(&queue_url).send().await?;
     scenario.finish().await
 }
 

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::ListParams;
 use orca_e2e::plugins::{hostile_wasm, publish_like_kubelet};
+use orca_e2e::pods::events_about;
 use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
@@ -20,16 +19,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// How long orca may take to record a decision.
 const DECIDED: Duration = Duration::from_secs(60);
 const MODE: &str = "hostile.orca.research/mode";
-
-async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Result<Vec<Event>> {
-    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
-    let all = api.list(&ListParams::default()).await?;
-    Ok(all
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .collect())
-}
 
 fn with_policy(node: &str, dir: &Path, policy: &str) -> String {
     format!("{}policy:\n{policy}", test_config(node, dir, ""))

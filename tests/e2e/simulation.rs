@@ -33,9 +33,12 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
+use orca::interruption::NoticeQueue;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
+use orca_e2e::model_queue::ModelQueue;
 use orca_e2e::orca::free_port;
+use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
 use orca_ec2_model::{Behaviour, Ec2Model, Ending, State, WorkloadEnd};
 use serde_json::json;
@@ -118,6 +121,13 @@ struct Run {
     /// Instances protected from termination: (id, from, until).
     protected: Vec<(String, Timestamp, Timestamp)>,
     tracked: BTreeMap<String, Tracked>,
+    /// The interruption queue EventBridge would fill: the model's spot notices, and messages
+    /// for other clusters' instances.
+    queue: Arc<ModelQueue>,
+    /// Instances EC2 warned, and when.
+    warned: BTreeMap<String, Timestamp>,
+    /// Messages about other clusters' instances: orca must leave them all.
+    foreign: Vec<String>,
     /// What the driver did, for the failure message.
     log: Vec<String>,
     next_pod: u32,
@@ -145,6 +155,9 @@ impl Run {
             downtime: Vec::new(),
             protected: Vec::new(),
             tracked: BTreeMap::new(),
+            queue: Arc::new(ModelQueue::default()),
+            warned: BTreeMap::new(),
+            foreign: Vec::new(),
             log: Vec::new(),
             next_pod: 0,
         };
@@ -154,7 +167,13 @@ impl Run {
 
     fn start_orca(&mut self) -> Result<()> {
         let ec2 = Arc::new(ModelEc2::new(self.model.clone()));
-        self.orca = Some(InProcessOrca::start(&self.config, &self.kubeconfig, ec2)?);
+        let queue: Arc<dyn NoticeQueue> = self.queue.clone();
+        self.orca = Some(InProcessOrca::start(
+            &self.config,
+            &self.kubeconfig,
+            ec2,
+            Some(queue),
+        )?);
         if let Some((_, to @ None)) = self.downtime.last_mut() {
             *to = Some(Timestamp::now());
         }
@@ -187,6 +206,7 @@ impl Run {
     async fn drive_and_check(&mut self) -> Result<String> {
         for _ in 0..TICKS {
             self.step().await?;
+            self.publish_notices();
             self.observe_gone().await?;
             tokio::time::sleep(TICK).await;
         }
@@ -209,6 +229,7 @@ impl Run {
         };
         record(self.check_outcomes(&finals));
         record(self.check_clean_statuses(&finals));
+        record(self.check_interruption_queue(&finals).await);
         // One instance refuses termination for a long while as everything is deleted at
         // once: the others of its batch must go regardless.
         self.protect_one_at_the_end();
@@ -272,6 +293,14 @@ impl Run {
                         self.note(format!("termination protection on {id} until {until}"));
                     }
                 }
+            }
+            74..77 => {
+                // Another cluster in the account: its instance, its notice, the same queue.
+                let id = format!("i-0{:016x}", self.rng.u64(..) >> 4);
+                let body = spot_warning(&id, now);
+                self.queue.send(body.clone());
+                self.foreign.push(body);
+                self.note(format!("another cluster's notice for {id}"));
             }
             70..74 => {
                 if let Some(orca) = self.orca.take() {
@@ -511,6 +540,12 @@ impl Run {
                         && message.contains(&format!("exited with code {pod_exit_code}"))
                 }
                 ("Failed", "SpotInterrupted", Some(Ending::Interrupted { .. })) => true,
+                // Warned, then the workload ended before the instance went: the run may be
+                // partial, and the pod says it was interrupted.
+                ("Failed", "SpotInterrupted", Some(Ending::Completed { at, .. })) => instances
+                    .first()
+                    .and_then(|h| self.warned.get(&h.instance_id))
+                    .is_some_and(|warned| warned <= at),
                 ("Failed", "InstanceStopped", Some(Ending::Stopped { .. })) => true,
                 ("Failed", "InstanceCreationFailed", _) => instances.is_empty(),
                 _ => false,
@@ -544,6 +579,100 @@ impl Run {
         ensure!(
             problems.is_empty(),
             "dishonest outcomes:\n  {}",
+            problems.join("\n  ")
+        );
+        Ok(())
+    }
+
+    /// EC2's spot notices since the last step go into the queue, as EventBridge would put
+    /// them.
+    fn publish_notices(&mut self) {
+        for notice in self.model.take_notices() {
+            self.queue
+                .send(spot_warning(&notice.instance_id, notice.issued_at));
+            self.warned.insert(notice.instance_id, notice.issued_at);
+        }
+    }
+
+    /// Invariant 6 (issue 19): every notice about an instance of a pod still here is acted on
+    /// and deleted, and its pod carries `DisruptionTarget`; no other pod does; every other
+    /// cluster's message is left in the queue.
+    async fn check_interruption_queue(&self, finals: &BTreeMap<String, Pod>) -> Result<()> {
+        let history = self.model.history();
+        let instance_of = |uid: &str| {
+            history
+                .iter()
+                .filter(|h| h.tags.get(POD_UID_TAG).map(String::as_str) == Some(uid))
+                .map(|h| h.instance_id.clone())
+                .collect::<Vec<_>>()
+        };
+        let owned: Vec<(String, String)> = finals
+            .iter()
+            .flat_map(|(name, pod)| {
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                instance_of(&uid)
+                    .into_iter()
+                    .filter(|id| self.warned.contains_key(id))
+                    .map(move |id| (name.clone(), id))
+            })
+            .collect();
+        // Delivered and deleted, within a few long polls.
+        let queue = self.queue.clone();
+        let pending = |queue: &ModelQueue| {
+            let remaining = queue.remaining().join("\n");
+            owned
+                .iter()
+                .filter(|(_, id)| remaining.contains(&format!("\"{id}\"")))
+                .map(|(name, id)| format!("{name}'s instance {id}"))
+                .collect::<Vec<_>>()
+        };
+        let waited = poll_until(
+            "every notice about a present pod's instance acted on",
+            Duration::from_secs(15),
+            Duration::from_millis(250),
+            || {
+                let left = pending(&queue);
+                async move { Ok(left.is_empty().then_some(())) }
+            },
+        )
+        .await;
+        let mut problems = Vec::new();
+        if waited.is_err() {
+            problems.push(format!("notices left in the queue: {:?}", pending(&queue)));
+        }
+        let pods = self.current_pods().await?;
+        for (name, pod) in &pods {
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let was_warned = instance_of(&uid)
+                .iter()
+                .any(|id| self.warned.contains_key(id));
+            let marked = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions.iter().any(|c| {
+                        c.type_ == "DisruptionTarget"
+                            && c.status == "True"
+                            && c.reason.as_deref() == Some("SpotInterruption")
+                    })
+                });
+            if was_warned && !marked && finals.contains_key(name) {
+                problems.push(format!("{name} was warned but has no DisruptionTarget"));
+            }
+            if marked && !was_warned {
+                problems.push(format!("{name} has DisruptionTarget but was never warned"));
+            }
+        }
+        let remaining = self.queue.remaining();
+        for body in &self.foreign {
+            if !remaining.contains(body) {
+                problems.push(format!("another cluster's message was taken: {body}"));
+            }
+        }
+        ensure!(
+            problems.is_empty(),
+            "the interruption queue:\n  {}",
             problems.join("\n  ")
         );
         Ok(())
@@ -848,6 +977,22 @@ fn overlap(a: (Timestamp, Timestamp), b: (Timestamp, Timestamp)) -> Duration {
     let from = a.0.max(b.0);
     let to = a.1.min(b.1);
     span(from, to)
+}
+
+/// An EC2 spot interruption warning as EventBridge delivers it to SQS.
+fn spot_warning(instance_id: &str, at: Timestamp) -> String {
+    json!({
+        "version": "0",
+        "id": format!("sim-{instance_id}-{}", at.as_millisecond()),
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": at.to_string(),
+        "region": "us-west-2",
+        "resources": [format!("arn:aws:ec2:us-west-2:123456789012:instance/{instance_id}")],
+        "detail": { "instance-id": instance_id, "instance-action": "terminate" }
+    })
+    .to_string()
 }
 
 fn phase(pod: &Pod) -> String {

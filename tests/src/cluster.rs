@@ -72,7 +72,16 @@ impl TestCluster {
 
     /// An EC2 client pointed at moto, with the harness's dummy credentials.
     pub async fn ec2_client(&self) -> aws_sdk_ec2::Client {
-        let sdk_config = aws_config::defaults(BehaviorVersion::latest())
+        aws_sdk_ec2::Client::new(&self.aws_config().await)
+    }
+
+    /// An SQS client for moto's SQS server (the same endpoint as its EC2).
+    pub async fn sqs_client(&self) -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::new(&self.aws_config().await)
+    }
+
+    async fn aws_config(&self) -> aws_config::SdkConfig {
+        aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.var("AWS_REGION").to_owned()))
             .endpoint_url(self.var("AWS_ENDPOINT_URL"))
             .credentials_provider(aws_sdk_ec2::config::Credentials::new(
@@ -83,8 +92,7 @@ impl TestCluster {
                 "orca-test-harness",
             ))
             .load()
-            .await;
-        aws_sdk_ec2::Client::new(&sdk_config)
+            .await
     }
 
     /// The real `kubectl` built by the harness (same version as the apiserver), with the

@@ -45,7 +45,10 @@ pub async fn finish_workload(ec2: &aws_sdk_ec2::Client, id: &str, exit_code: i32
     ec2.create_tags()
         .resources(id)
         .tags(tag("orca.research/exit-code", &exit_code.to_string()))
-        .tags(tag("orca.research/finished-at", "2026-11-22T10:00:00Z"))
+        .tags(tag(
+            "orca.research/finished-at",
+            &jiff::Timestamp::now().to_string(),
+        ))
         .send()
         .await?;
     ec2.terminate_instances().instance_ids(id).send().await?;

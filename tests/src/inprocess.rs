@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::orca::config::Config;
+use ::orca::interruption::NoticeQueue;
 use ::orca::provider::aws::api::Ec2Api;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -26,7 +27,12 @@ impl InProcessOrca {
     ///
     /// # Errors
     /// A config orca refuses, or a runtime that cannot be built.
-    pub fn start(config: &str, kubeconfig: &Path, ec2: Arc<dyn Ec2Api>) -> Result<InProcessOrca> {
+    pub fn start(
+        config: &str,
+        kubeconfig: &Path,
+        ec2: Arc<dyn Ec2Api>,
+        interruptions: Option<Arc<dyn NoticeQueue>>,
+    ) -> Result<InProcessOrca> {
         ::orca::tls::install_crypto_provider();
         let config = Config::parse(config).context("the in-process orca's config")?;
         let metrics_port = config.metrics.port;
@@ -48,6 +54,10 @@ impl InProcessOrca {
             };
             match ::orca::orca::Orca::with_ec2(config, client, ec2).await {
                 Ok(orca) => {
+                    let orca = match interruptions {
+                        Some(queue) => orca.with_interruption_queue(queue),
+                        None => orca,
+                    };
                     if let Err(error) = orca.run(stop).await {
                         eprintln!("in-process orca: {}", ::orca::errors::error_chain(&error));
                     }

@@ -29,9 +29,18 @@ pub fn orca_binary() -> &'static Path {
         if release {
             args.push("--release");
         }
-        let status = Command::new(cargo)
-            .args(&args)
-            .current_dir(crate::cluster::repo_root())
+        let mut build = Command::new(cargo);
+        build.args(&args).current_dir(crate::cluster::repo_root());
+        // Cargo gives a test process its package's CARGO_* variables; build scripts that
+        // watch the environment would see a change and rebuild half the tree, twice (here,
+        // and again for the next `cargo test`). The build gets the environment a shell has.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR" {
+                build.env_remove(name.as_ref());
+            }
+        }
+        let status = build
             .status()
             .expect("running cargo build for the orca binary");
         assert!(status.success(), "building the orca binary failed");

@@ -95,6 +95,21 @@ pub async fn wait_for(
     .await
 }
 
+/// The Events about the pod `name` in `namespace` (events.k8s.io/v1).
+pub async fn events_about(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<k8s_openapi::api::events::v1::Event>> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let all = api.list(&kube::api::ListParams::default()).await?;
+    Ok(all
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect())
+}
+
 /// Waits until the pod is in `wanted` phase, returning it.
 pub async fn wait_for_phase(
     api: &Api<Pod>,

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{ConfigError, FleetConfig, LaunchApi, Seconds};
+use super::{ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, Seconds};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -35,6 +35,9 @@ pub struct AwsConfig {
     /// How often instance types and spot prices are refreshed from EC2 into the catalogue;
     /// `0s` turns the refresh off.
     pub catalogue_refresh: Seconds,
+    /// The SQS queue EventBridge fills with EC2's interruption notices for this cluster;
+    /// absent: orca learns of interruptions only from the instances' state.
+    pub interruption_queue: Option<InterruptionQueueConfig>,
 }
 
 impl Default for AwsConfig {
@@ -52,6 +55,7 @@ impl Default for AwsConfig {
             unavailable_offering_ttl: Seconds::from_secs(180),
             rate_limit: RateLimitConfig::default(),
             catalogue_refresh: Seconds::from_secs(3600),
+            interruption_queue: None,
         }
     }
 }
@@ -181,6 +185,9 @@ impl AwsConfig {
                     "a positive number",
                 ));
             }
+        }
+        if let Some(queue) = &self.interruption_queue {
+            queue.validate()?;
         }
         Ok(())
     }

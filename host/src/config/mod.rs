@@ -6,6 +6,7 @@ mod container;
 mod duration;
 mod error;
 mod fleet;
+mod interruption;
 mod kubelet_api;
 mod node;
 mod on_error;
@@ -22,6 +23,7 @@ pub use aws::{AwsConfig, RateLimitConfig, RootVolumeConfig, is_resource_id};
 pub use duration::Seconds;
 pub use error::ConfigError;
 pub use fleet::{FleetConfig, LaunchApi};
+pub use interruption::InterruptionQueueConfig;
 pub use kubelet_api::{KubeletApiConfig, MetricsConfig, ServingTlsConfig, TlsSource};
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use pods::PodsConfig;
@@ -195,6 +197,18 @@ mod tests {
         };
         let config = aws("    subnetIds: [subnet-0123abcd]\n").unwrap();
         assert_eq!(config.provider.aws.subnet_ids, ["subnet-0123abcd"]);
+        assert_eq!(config.provider.aws.interruption_queue, None);
+        let config = aws(
+            "    interruptionQueue:\n      url: https://sqs.us-east-1.amazonaws.com/123456789012/orca\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.provider.aws.interruption_queue,
+            Some(InterruptionQueueConfig {
+                url: "https://sqs.us-east-1.amazonaws.com/123456789012/orca".to_owned(),
+                endpoint_url: None,
+            })
+        );
         for (extra, field) in [
             (
                 "    subnetIds: [subnet-0123abcd, sn-1]\n",
@@ -215,6 +229,18 @@ mod tests {
             (
                 "    rateLimit: {mutatingPerSecond: 0}\n",
                 "provider.aws.rateLimit.mutatingPerSecond",
+            ),
+            (
+                "    interruptionQueue: {url: orca-interruptions}\n",
+                "provider.aws.interruptionQueue.url",
+            ),
+            (
+                "    interruptionQueue:\n      url: https://sqs.us-east-1.amazonaws.com/123456789012/q\n      endpointUrl: localhost:4566\n",
+                "provider.aws.interruptionQueue.endpointUrl",
+            ),
+            (
+                "    interruptionQueue: {uri: x}\n",
+                "provider.aws.interruptionQueue",
             ),
         ] {
             let error = aws(extra).unwrap_err().to_string();

@@ -2,6 +2,7 @@
 //! part of orca records into the families it owns and is handed only those.
 
 mod ec2;
+mod interruption;
 mod node;
 mod pods;
 mod policy;
@@ -15,6 +16,7 @@ use kube::runtime::reflector::Store;
 use prometheus_client::registry::Registry;
 
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
+pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
 pub use node::LeaseMetrics;
 pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
@@ -27,6 +29,7 @@ pub struct Metrics {
     pub reconcile: Arc<ReconcileMetrics>,
     pub ec2: Arc<Ec2Metrics>,
     pub lease: Arc<LeaseMetrics>,
+    pub interruption: Arc<InterruptionMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -39,6 +42,7 @@ impl Metrics {
         let reconcile = Arc::new(ReconcileMetrics::register(&mut registry));
         let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
+        let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(pods)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
         Metrics {
@@ -46,6 +50,7 @@ impl Metrics {
             reconcile,
             ec2,
             lease,
+            interruption,
             registry: Arc::new(registry),
         }
     }

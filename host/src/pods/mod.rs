@@ -5,6 +5,7 @@ mod decide;
 pub(crate) mod events;
 mod execute;
 mod instances;
+mod notices;
 mod phase;
 mod policy_wait;
 mod reconcile;
@@ -59,6 +60,14 @@ pub struct PodControllerDeps {
     /// Whether the policy can decide (`policy::readiness`): when it turns true, pods waiting
     /// for a plugin are planned again at once.
     pub policy_ready: tokio::sync::watch::Receiver<bool>,
+    /// EC2's advance warnings about this node's instances, when a queue is configured.
+    pub interruptions: Option<Interruptions>,
+}
+
+/// The interruption queue and its metrics.
+pub struct Interruptions {
+    pub queue: Arc<dyn crate::interruption::NoticeQueue>,
+    pub metrics: Arc<crate::metrics::InterruptionMetrics>,
 }
 
 /// The cache of pods bound to this node, and its writer. Made before the controller runs so
@@ -88,7 +97,9 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let instances = Arc::new(InstanceCache::default());
     let records = Arc::new(PodRecords::default());
     let ledger = Arc::new(TerminationLedger::default());
+    let sync_now = Arc::new(tokio::sync::Notify::new());
     let sync = StatusSync {
+        sync_now: sync_now.clone(),
         provider: deps.provider.clone(),
         instances: instances.clone(),
         records: records.clone(),
@@ -122,7 +133,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         metrics: deps.metrics,
     });
-    let pods: Api<Pod> = Api::all(deps.client);
+    let pods: Api<Pod> = Api::all(deps.client.clone());
     let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));
     // Our own reflector, so the sync loop learns the store is complete from the watch's
     // InitDone event. (Store::wait_until_ready keeps a single waker: with the controller
@@ -158,6 +169,23 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
+    if let Some(interruptions) = deps.interruptions {
+        let sink = notices::PodNotices {
+            client: deps.client.clone(),
+            store: store.clone(),
+            instances: ctx.instances.clone(),
+            records: records.clone(),
+            events: events.clone(),
+            sync_now,
+        };
+        let shutdown = shutdown.clone();
+        tokio::spawn(crate::interruption::consume(
+            interruptions.queue,
+            Arc::new(sink),
+            interruptions.metrics,
+            shutdown.cancelled_owned(),
+        ));
+    }
     let sync_task = tokio::spawn(sync.run(store, listed_rx, changed_tx, shutdown.clone()));
     // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
     // (kube's unstable-runtime feature) feeds them into the same per-pod queue.

@@ -27,8 +27,13 @@ pub struct Outcome {
 }
 
 /// Phase, reason and message for a pod whose instance is `instance` and whose workload
-/// reported `exit` (if it has ended and reported).
-pub fn outcome(instance: &InstanceStatus, exit: Option<&WorkloadExit>) -> Outcome {
+/// reported `exit` (if it has ended and reported). `warned`: when EC2 warned that it reclaims
+/// the pod's spot instance (the pod's `DisruptionTarget` condition).
+pub fn outcome(
+    instance: &InstanceStatus,
+    exit: Option<&WorkloadExit>,
+    warned: Option<Timestamp>,
+) -> Outcome {
     let describe = |what: &str| {
         format!(
             "instance {} ({}, {}) {what}",
@@ -65,11 +70,14 @@ pub fn outcome(instance: &InstanceStatus, exit: Option<&WorkloadExit>) -> Outcom
         InstanceState::ShuttingDown | InstanceState::Terminated => {
             // An interruption explains the exit code too (the bootstrap sees SIGTERM): report
             // the interruption, so a Job retries the work instead of trusting a partial run.
-            if instance
+            // A warned pod was interrupted unless its workload had finished before the warning.
+            let reclaimed = instance
                 .state_reason
                 .as_ref()
-                .is_some_and(|reason| reason.is_spot_interruption())
-            {
+                .is_some_and(|reason| reason.is_spot_interruption());
+            let warned_in_time =
+                warned.is_some_and(|at| exit.is_none_or(|exit| exit.finished_at >= at));
+            if reclaimed || warned_in_time {
                 let exited = exit
                     .map(|exit| format!("; the workload exited with code {}", exit.exit_code))
                     .unwrap_or_default();
@@ -104,7 +112,7 @@ pub fn status_for_instance(
     instance: &InstanceStatus,
     exit: Option<&WorkloadExit>,
 ) -> PodStatus {
-    let outcome = outcome(instance, exit);
+    let outcome = outcome(instance, exit, super::notices::spot_warning(pod));
     let current = pod.status.clone().unwrap_or_default();
     let ip = instance.private_ip.map(|ip| ip.to_string());
     let running = outcome.phase == PodPhase::Running;

@@ -20,7 +20,13 @@ use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
 use crate::provider::{InstanceStatus, PodKey, Provider};
 
+/// The least time between two listings a state-change notice asks for.
+const NOTIFIED_SYNC_GAP: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub struct StatusSync {
+    /// A listing now rather than at the next tick (an instance state-change notice), at most
+    /// one a second.
+    pub sync_now: Arc<tokio::sync::Notify>,
     pub provider: Arc<dyn Provider>,
     pub instances: Arc<InstanceCache>,
     pub records: Arc<PodRecords>,
@@ -93,11 +99,20 @@ impl StatusSync {
         let mut last_listing = 0;
         let mut tick = tokio::time::interval(self.config.sync_interval.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_sync = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
+                () = self.sync_now.notified() => {
+                    let next = last_sync + NOTIFIED_SYNC_GAP;
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep_until(next) => {}
+                    }
+                }
             }
+            last_sync = tokio::time::Instant::now();
             if !*listed.borrow() {
                 self.sync_once(&changed, None).await;
                 continue;

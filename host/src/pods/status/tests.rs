@@ -51,7 +51,69 @@ fn exited(code: i32) -> InstanceStatus {
 }
 
 fn outcome_of(instance: &InstanceStatus) -> Outcome {
-    outcome(instance, instance.workload_exit.as_ref())
+    outcome(instance, instance.workload_exit.as_ref(), None)
+}
+
+#[test]
+fn a_warned_pod_ends_spot_interrupted_whatever_exit_code_it_wrote_going_down() {
+    let warned = Timestamp::now();
+    let mut ended = instance(InstanceState::Terminated);
+    ended.state_reason = None;
+    let exit = WorkloadExit {
+        exit_code: 143,
+        finished_at: warned + jiff::SignedDuration::from_secs(100),
+        containers: Default::default(),
+    };
+    let interrupted = outcome(&ended, Some(&exit), Some(warned));
+    assert_eq!(interrupted.phase, PodPhase::Failed);
+    assert_eq!(interrupted.reason, Some(FailureReason::SpotInterrupted));
+    assert!(interrupted.message.unwrap().contains("code 143"));
+    let succeeded = WorkloadExit {
+        exit_code: 0,
+        finished_at: warned + jiff::SignedDuration::from_secs(1),
+        containers: Default::default(),
+    };
+    assert_eq!(
+        outcome(&ended, Some(&succeeded), Some(warned)).reason,
+        Some(FailureReason::SpotInterrupted),
+        "a run that ended after the warning may be partial"
+    );
+    assert_eq!(
+        outcome(&ended, None, Some(warned)).reason,
+        Some(FailureReason::SpotInterrupted)
+    );
+}
+
+#[test]
+fn a_workload_that_finished_before_the_warning_keeps_its_own_outcome() {
+    let warned = Timestamp::now();
+    let mut ended = instance(InstanceState::Terminated);
+    ended.state_reason = None;
+    let exit = WorkloadExit {
+        exit_code: 0,
+        finished_at: warned - jiff::SignedDuration::from_secs(5),
+        containers: Default::default(),
+    };
+    let outcome = outcome(&ended, Some(&exit), Some(warned));
+    assert_eq!(outcome.phase, PodPhase::Succeeded);
+}
+
+#[test]
+fn the_spot_warning_is_read_from_the_pods_condition() {
+    let mut pod = pod();
+    assert_eq!(crate::pods::notices::spot_warning(&pod), None);
+    let at = Timestamp::now();
+    pod.status = Some(PodStatus {
+        conditions: Some(vec![PodCondition {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            reason: Some("SpotInterruption".into()),
+            last_transition_time: Some(Time(at)),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    });
+    assert_eq!(crate::pods::notices::spot_warning(&pod), Some(at));
 }
 
 #[test]

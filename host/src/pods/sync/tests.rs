@@ -26,6 +26,7 @@ fn plan() -> LaunchPlan {
 
 fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
     StatusSync {
+        sync_now: Arc::new(tokio::sync::Notify::new()),
         provider,
         instances: Arc::new(InstanceCache::default()),
         records: Arc::new(PodRecords::default()),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_config::BehaviorVersion;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_ec2::Client;
@@ -57,10 +56,7 @@ impl SdkEc2 {
         attempt_timeout: std::time::Duration,
         call_timeout: std::time::Duration,
     ) -> SdkEc2 {
-        let shared = aws_config::defaults(BehaviorVersion::latest())
-            .region(aws_config::Region::new(region.to_owned()))
-            .load()
-            .await;
+        let shared = crate::aws_config::load(region).await;
         let mut config = aws_sdk_ec2::config::Builder::from(&shared)
             .interceptor(CountRequests(calls))
             .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))

@@ -1,0 +1,214 @@
+//! The loop that reads the interruption queue and hands the notices for this node's instances
+//! to a [`NoticeSink`].
+//!
+//! The queue may be read by more than one consumer (another cluster in the account), so a
+//! message is deleted only when this node acted on everything in it; what it cannot read or
+//! does not own is left for the visibility timeout to hand to someone else.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::backoff::Backoff;
+use super::notice::{self, Notice, NoticeError};
+use super::queue::NoticeQueue;
+use super::seen::SeenBodies;
+use crate::errors::error_chain;
+use crate::metrics::{InterruptionMetrics, MessageOutcome, QueueOperation};
+
+/// Where notices for this node's instances go.
+///
+/// # Guarantees
+/// A message is deleted only after every notice in it was delivered, so a crash (or shutdown)
+/// between the two delivers the same notice again to the next consumer: `deliver` must be
+/// idempotent (a second interruption warning for an instance already being drained changes
+/// nothing).
+#[async_trait]
+pub trait NoticeSink: Send + Sync + 'static {
+    /// Whether `instance_id` is one of this node's instances (the sink decides; it may look it
+    /// up).
+    async fn owns(&self, instance_id: &str) -> bool;
+    /// Acts on a notice for one of this node's instances.
+    async fn deliver(&self, notice: Notice);
+}
+
+/// One long poll's wait: SQS's longest.
+const WAIT: Duration = Duration::from_secs(20);
+/// An empty answer sooner than this did not long-poll (a test queue, an endpoint that answers
+/// at once); the next receive waits [`EMPTY_PAUSE`] so the loop does not spin.
+const EARLY: Duration = Duration::from_secs(5);
+const EMPTY_PAUSE: Duration = Duration::from_secs(1);
+
+/// Reads `queue` until `shutdown` completes, delivering to `sink`.
+///
+/// Each round is one receive, then for each message: delivered then deleted when all its
+/// notices are for instances `sink` owns; delivered in part and left when it also names
+/// another owner's instances (that owner still needs it); left when it names none of ours or
+/// cannot be read (warned once per message). Failed receives back off from 1 s to 30 s and
+/// never end the loop.
+///
+/// # Caveats
+/// Shutdown cancels the round in progress, deliveries included; what was not deleted comes
+/// back after the queue's visibility timeout.
+pub async fn consume(
+    queue: Arc<dyn NoticeQueue>,
+    sink: Arc<dyn NoticeSink>,
+    metrics: Arc<InterruptionMetrics>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut consumer = Consumer {
+        queue: queue.as_ref(),
+        sink: sink.as_ref(),
+        metrics: &metrics,
+        backoff: Backoff::new(),
+        warned: SeenBodies::default(),
+    };
+    loop {
+        let pause = tokio::select! {
+            () = &mut shutdown => return,
+            pause = consumer.round() => pause,
+        };
+        if let Some(pause) = pause {
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+}
+
+struct Consumer<'a> {
+    queue: &'a dyn NoticeQueue,
+    sink: &'a dyn NoticeSink,
+    metrics: &'a InterruptionMetrics,
+    backoff: Backoff,
+    warned: SeenBodies,
+}
+
+/// What a message's notices say about whose it is.
+enum Disposition {
+    /// Every notice is for this node's instances: deliver, then delete.
+    Ours(Vec<Notice>),
+    /// Some are ours, some another owner's: deliver ours, leave the message for the other.
+    Shared(Vec<Notice>),
+    Foreign,
+    Unparsed(NoticeError),
+}
+
+impl Consumer<'_> {
+    /// One receive and what follows; the pause before the next, if any.
+    async fn round(&mut self) -> Option<Duration> {
+        let started = Instant::now();
+        let messages = match self.queue.receive(WAIT).await {
+            Ok(messages) => {
+                self.backoff.reset();
+                messages
+            }
+            Err(error) => {
+                self.metrics.queue_error(QueueOperation::Receive);
+                let delay = self.backoff.next_delay();
+                tracing::warn!(
+                    error = error_chain(&error),
+                    retry_in = ?delay,
+                    "receiving interruption notices failed"
+                );
+                return Some(delay);
+            }
+        };
+        if messages.is_empty() {
+            return (started.elapsed() < EARLY).then_some(EMPTY_PAUSE);
+        }
+        let mut done = Vec::new();
+        for message in messages {
+            if self.handle(&message.body).await {
+                done.push(message.receipt_handle);
+            }
+        }
+        if !done.is_empty()
+            && let Err(error) = self.queue.delete(&done).await
+        {
+            self.metrics.queue_error(QueueOperation::Delete);
+            tracing::warn!(
+                error = error_chain(&error),
+                "deleting handled interruption notices failed; they will be delivered again"
+            );
+        }
+        None
+    }
+
+    /// Acts on one message; whether it is to be deleted.
+    async fn handle(&mut self, body: &str) -> bool {
+        match self.disposition(body).await {
+            Disposition::Ours(notices) => {
+                self.deliver(notices).await;
+                self.metrics.message(MessageOutcome::Delivered);
+                true
+            }
+            Disposition::Shared(notices) => {
+                self.deliver(notices).await;
+                self.metrics.message(MessageOutcome::Delivered);
+                tracing::debug!(
+                    "interruption notice also names instances of another owner; left on the queue"
+                );
+                false
+            }
+            Disposition::Foreign => {
+                self.metrics.message(MessageOutcome::Foreign);
+                tracing::debug!("interruption notice for instances of another owner; left");
+                false
+            }
+            Disposition::Unparsed(error) => {
+                self.metrics.message(MessageOutcome::Unparsed);
+                if self.warned.first_time(body) {
+                    tracing::warn!(
+                        error = error_chain(&error),
+                        "a message on the interruption queue is not a notice orca reads; left on \
+                         the queue (it may be another consumer's)"
+                    );
+                }
+                false
+            }
+        }
+    }
+
+    async fn disposition(&self, body: &str) -> Disposition {
+        let notices = match notice::parse(body) {
+            Ok(notices) => notices,
+            Err(error) => return Disposition::Unparsed(error),
+        };
+        let mut ours = Vec::with_capacity(notices.len());
+        let mut foreign = false;
+        for notice in notices {
+            if self.sink.owns(&notice.instance_id).await {
+                ours.push(notice);
+            } else {
+                foreign = true;
+            }
+        }
+        match (ours.is_empty(), foreign) {
+            (true, _) => Disposition::Foreign,
+            (false, false) => Disposition::Ours(ours),
+            (false, true) => Disposition::Shared(ours),
+        }
+    }
+
+    async fn deliver(&self, notices: Vec<Notice>) {
+        for notice in notices {
+            tracing::info!(
+                kind = %notice.kind,
+                instance = notice.instance_id,
+                "{}",
+                notice.description
+            );
+            self.metrics.delivered(notice.kind);
+            self.sink.deliver(notice).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+//! The loop against an in-memory queue and sink, on tokio's paused clock: every wait is
+//! simulated, so a minute of polling takes no real time.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use prometheus_client::registry::Registry;
+
+use super::super::queue::{QueueError, Received};
+use super::super::samples;
+use super::*;
+use crate::errors::lock;
+use crate::interruption::NoticeKind;
+
+const OURS: &str = "i-0aaaaaaaaaaaaaaa1";
+const OURS_TOO: &str = "i-0aaaaaaaaaaaaaaa2";
+const THEIRS: &str = "i-0bbbbbbbbbbbbbbb1";
+
+/// What the fakes saw, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Delivered(NoticeKind, String),
+    Deleted(Vec<String>),
+}
+
+type Steps = Arc<Mutex<Vec<Step>>>;
+
+/// Answers receives from a script, then empty: at once, or after the full wait as SQS does.
+struct FakeQueue {
+    script: Mutex<VecDeque<Result<Vec<Received>, QueueError>>>,
+    long_polls: bool,
+    receives: Mutex<Vec<Instant>>,
+    steps: Steps,
+}
+
+impl FakeQueue {
+    fn new(steps: &Steps, long_polls: bool) -> FakeQueue {
+        FakeQueue {
+            script: Mutex::default(),
+            long_polls,
+            receives: Mutex::default(),
+            steps: steps.clone(),
+        }
+    }
+
+    fn then(self, answer: Result<Vec<Received>, QueueError>) -> FakeQueue {
+        lock(&self.script).push_back(answer);
+        self
+    }
+
+    /// Seconds since `start` of each receive.
+    fn receive_times(&self, start: Instant) -> Vec<u64> {
+        lock(&self.receives)
+            .iter()
+            .map(|at| (*at - start).as_secs())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl NoticeQueue for FakeQueue {
+    async fn receive(&self, wait: Duration) -> Result<Vec<Received>, QueueError> {
+        lock(&self.receives).push(Instant::now());
+        let answer = lock(&self.script).pop_front();
+        match answer {
+            Some(answer) => answer,
+            None => {
+                if self.long_polls {
+                    tokio::time::sleep(wait).await;
+                }
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    async fn delete(&self, receipt_handles: &[String]) -> Result<(), QueueError> {
+        lock(&self.steps).push(Step::Deleted(receipt_handles.to_vec()));
+        Ok(())
+    }
+}
+
+struct FakeSink {
+    owned: Vec<&'static str>,
+    steps: Steps,
+}
+
+#[async_trait]
+impl NoticeSink for FakeSink {
+    async fn owns(&self, instance_id: &str) -> bool {
+        self.owned.contains(&instance_id)
+    }
+
+    async fn deliver(&self, notice: Notice) {
+        lock(&self.steps).push(Step::Delivered(notice.kind, notice.instance_id));
+    }
+}
+
+fn message(handle: &str, body: impl Into<String>) -> Received {
+    Received {
+        receipt_handle: handle.to_owned(),
+        body: body.into(),
+    }
+}
+
+fn receive_error() -> QueueError {
+    QueueError::ReceiveFailed {
+        queue: "https://sqs.us-east-1.amazonaws.com/123456789012/orca".to_owned(),
+        source: "dispatch failure: connection refused".into(),
+    }
+}
+
+/// Runs the loop for `duration` of simulated time; what the fakes saw and the metrics' text.
+async fn run(queue: Arc<FakeQueue>, duration: Duration) -> (Vec<Step>, String) {
+    let steps = queue.steps.clone();
+    let sink = Arc::new(FakeSink {
+        owned: vec![OURS, OURS_TOO],
+        steps: steps.clone(),
+    });
+    let mut registry = Registry::default();
+    let metrics = Arc::new(InterruptionMetrics::register(&mut registry));
+    consume(queue, sink, metrics, tokio::time::sleep(duration)).await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let steps = lock(&steps).clone();
+    (steps, text)
+}
+
+fn assert_counted(metrics: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn notices_for_our_instances_are_delivered_then_deleted() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(OURS)),
+        message("h2", samples::scheduled(&[OURS, OURS_TOO])),
+    ])));
+    let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
+    assert_eq!(
+        steps,
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS.to_owned()),
+            Step::Delivered(NoticeKind::ScheduledChange, OURS.to_owned()),
+            Step::Delivered(NoticeKind::ScheduledChange, OURS_TOO.to_owned()),
+            Step::Deleted(vec!["h1".to_owned(), "h2".to_owned()]),
+        ]
+    );
+    assert_counted(
+        &metrics,
+        &[
+            "orca_interruptions_total{kind=\"spot-interruption\"} 1",
+            "orca_interruptions_total{kind=\"scheduled-change\"} 2",
+            "orca_interruption_messages_total{outcome=\"delivered\"} 2",
+        ],
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn notices_for_another_owners_instances_are_left_on_the_queue() {
+    let steps = Steps::default();
+    let queue =
+        Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![message("h1", samples::spot(THEIRS))])));
+    let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
+    assert_eq!(steps, []);
+    assert_counted(
+        &metrics,
+        &["orca_interruption_messages_total{outcome=\"foreign\"} 1"],
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_orca_cannot_read_is_left_on_the_queue() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", "{\"hello\": \"world\"}"),
+        message("h2", samples::spot(OURS).replace("aws.ec2", "aws.s3")),
+    ])));
+    let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
+    assert_eq!(steps, []);
+    assert_counted(
+        &metrics,
+        &["orca_interruption_messages_total{outcome=\"unparsed\"} 2"],
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_health_event_shared_with_another_owner_is_delivered_in_part_and_left() {
+    let steps = Steps::default();
+    let queue = Arc::new(
+        FakeQueue::new(&steps, true)
+            .then(Ok(vec![message("h1", samples::scheduled(&[THEIRS, OURS]))])),
+    );
+    let (steps, _) = run(queue, Duration::from_secs(30)).await;
+    assert_eq!(
+        steps,
+        [Step::Delivered(
+            NoticeKind::ScheduledChange,
+            OURS.to_owned()
+        )],
+        "ours delivered, the message not deleted: the other owner still needs it"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn receive_errors_back_off_doubling_and_recover() {
+    let steps = Steps::default();
+    let queue = Arc::new(
+        FakeQueue::new(&steps, true)
+            .then(Err(receive_error()))
+            .then(Err(receive_error()))
+            .then(Err(receive_error()))
+            .then(Ok(vec![message("h1", samples::spot(OURS))]))
+            .then(Err(receive_error())),
+    );
+    let start = Instant::now();
+    let (steps, metrics) = run(queue.clone(), Duration::from_secs(60)).await;
+    // Failures at 0, 1, 3 s; success at 7 s resets the backoff, so the next failure waits 1 s;
+    // then long polls of 20 s.
+    assert_eq!(queue.receive_times(start), [0, 1, 3, 7, 7, 8, 28, 48]);
+    assert_eq!(
+        steps,
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS.to_owned()),
+            Step::Deleted(vec!["h1".to_owned()]),
+        ]
+    );
+    assert_counted(
+        &metrics,
+        &["orca_interruption_queue_errors_total{operation=\"receive\"} 4"],
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_ends_the_loop_during_a_long_poll() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true));
+    let start = Instant::now();
+    run(queue.clone(), Duration::from_secs(5)).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    assert_eq!(queue.receive_times(start), [0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_ends_the_loop_during_a_backoff() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, false).then(Err(receive_error())));
+    let start = Instant::now();
+    run(queue, Duration::from_millis(500)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(500));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_answer_that_came_back_early_does_not_spin() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, false));
+    let start = Instant::now();
+    run(queue.clone(), Duration::from_secs(60)).await;
+    let receives = queue.receive_times(start).len();
+    assert!(
+        (55..=61).contains(&receives),
+        "{receives} receives in a minute"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_poll_that_waited_is_followed_at_once() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true));
+    let start = Instant::now();
+    run(queue.clone(), Duration::from_secs(60)).await;
+    assert_eq!(queue.receive_times(start), [0, 20, 40]);
+}
+
+#[test]
+fn the_loop_can_be_spawned() {
+    fn assert_send<T: Send + 'static>(_: &T) {}
+    let steps = Steps::default();
+    let mut registry = Registry::default();
+    let future = consume(
+        Arc::new(FakeQueue::new(&steps, true)),
+        Arc::new(FakeSink {
+            owned: Vec::new(),
+            steps,
+        }),
+        Arc::new(InterruptionMetrics::register(&mut registry)),
+        tokio_util::sync::CancellationToken::new().cancelled_owned(),
+    );
+    assert_send(&future);
+}

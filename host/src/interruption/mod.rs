@@ -1,0 +1,21 @@
+//! EC2's advance warnings about this node's instances (spot interruptions, rebalance
+//! recommendations, scheduled maintenance, state changes), read from an SQS queue that
+//! EventBridge rules feed, as Karpenter does (GitHub issue 19).
+//!
+//! [`notice`] reads one message, [`queue`] is the seam over SQS ([`SqsQueue`] the real one),
+//! [`consume`] the loop that hands this node's notices to a [`NoticeSink`]. What a sink does
+//! with them (drain, fail or replace the pod) lives with the pods.
+
+mod backoff;
+mod consumer;
+pub mod notice;
+pub mod queue;
+#[cfg(test)]
+mod samples;
+mod seen;
+mod sqs;
+
+pub use consumer::{NoticeSink, consume};
+pub use notice::{Notice, NoticeError, NoticeKind};
+pub use queue::{NoticeQueue, QueueError, Received, RefusedDelete};
+pub use sqs::SqsQueue;

@@ -1,0 +1,197 @@
+//! What EC2's advance warnings do to this node's pods (the [`NoticeSink`] of the interruption
+//! queue): a spot interruption warning gives the pod the `DisruptionTarget` condition (reason
+//! `SpotInterruption`, the deadline in its message) and a Warning Event at once, two minutes
+//! before the instance goes, so the pod's controller can act; once the instance is gone the
+//! pod ends Failed `SpotInterrupted` (see `status::outcome`), whatever exit code the workload
+//! wrote on the way down. A rebalance recommendation and scheduled maintenance get a condition
+//! of their own and an Event. An instance state change makes the next listing come at once,
+//! so stops and terminations are seen sooner than the sync period.
+//!
+//! Everything here is idempotent: SQS may deliver a message again (a crash between delivery
+//! and delete), and a condition written twice is the same condition; Warnings fold into one
+//! Event.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use super::events::PodEvents;
+use super::instances::InstanceCache;
+use super::record::PodRecords;
+use crate::interruption::{Notice, NoticeKind, NoticeSink};
+use crate::provider::InstanceStatus;
+
+/// The condition a spot warning sets, as Kubernetes names pod disruptions.
+pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
+/// The `DisruptionTarget` reason of a spot interruption warning.
+pub const SPOT_INTERRUPTION_REASON: &str = "SpotInterruption";
+const REBALANCE_CONDITION: &str = "orca.research/RebalanceRecommended";
+const MAINTENANCE_CONDITION: &str = "orca.research/ScheduledMaintenance";
+
+pub struct PodNotices {
+    pub client: kube::Client,
+    pub store: Store<Pod>,
+    pub instances: Arc<InstanceCache>,
+    pub records: Arc<PodRecords>,
+    pub events: Arc<PodEvents>,
+    /// Wakes the status sync for a listing now.
+    pub sync_now: Arc<Notify>,
+}
+
+impl PodNotices {
+    fn instance(&self, instance_id: &str) -> Option<InstanceStatus> {
+        self.instances
+            .all()
+            .into_iter()
+            .find(|instance| instance.instance_id == instance_id)
+    }
+
+    /// The condition and Event a notice gives the pod: (condition type, reason, message).
+    fn wording(notice: &Notice, instance: &InstanceStatus) -> (&'static str, &'static str, String) {
+        let at = |time: Option<Timestamp>| {
+            time.map_or_else(|| "soon".to_owned(), |time| format!("at {time}"))
+        };
+        let what = format!(
+            "instance {} ({}, {})",
+            instance.instance_id,
+            instance.instance_type,
+            instance.market.as_str()
+        );
+        match notice.kind {
+            NoticeKind::SpotInterruption => (
+                DISRUPTION_CONDITION,
+                SPOT_INTERRUPTION_REASON,
+                format!(
+                    "EC2 reclaims spot {what} {} ({}): {}",
+                    at(notice.deadline),
+                    notice.action.as_deref().unwrap_or("terminate"),
+                    notice.description
+                ),
+            ),
+            NoticeKind::RebalanceRecommendation => (
+                REBALANCE_CONDITION,
+                "RebalanceRecommendation",
+                format!(
+                    "EC2 recommends moving off {what}: its spot capacity is at elevated risk \
+                     of interruption; {}",
+                    notice.description
+                ),
+            ),
+            NoticeKind::ScheduledChange => (
+                MAINTENANCE_CONDITION,
+                "ScheduledChange",
+                format!(
+                    "EC2 scheduled maintenance of {what} starting {}: {}",
+                    at(notice.deadline),
+                    notice.description
+                ),
+            ),
+            NoticeKind::StateChange => (
+                "",
+                "InstanceStateChange",
+                format!(
+                    "{what} is {}",
+                    notice.state.as_deref().unwrap_or("changing")
+                ),
+            ),
+        }
+    }
+
+    async fn mark(&self, pod: &Pod, condition: &str, reason: &str, message: &str, at: Timestamp) {
+        let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
+            return;
+        };
+        let already = pod
+            .status
+            .as_ref()
+            .and_then(|status| status.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions.iter().any(|c| {
+                    c.type_ == condition
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some(reason)
+                })
+            });
+        if already {
+            return;
+        }
+        // Conditions merge by type: orca's own status writes leave this one alone.
+        let patch = json!({ "status": { "conditions": [ {
+            "type": condition,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": Time(at),
+        } ] } });
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        if let Err(error) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            tracing::warn!(pod = %format!("{namespace}/{name}"), %error, condition, "writing the condition failed; the message comes back after its visibility timeout");
+        }
+    }
+}
+
+#[async_trait]
+impl NoticeSink for PodNotices {
+    async fn owns(&self, instance_id: &str) -> bool {
+        self.instance(instance_id).is_some()
+    }
+
+    async fn deliver(&self, notice: Notice) {
+        let Some(instance) = self.instance(&notice.instance_id) else {
+            return;
+        };
+        if notice.kind == NoticeKind::StateChange {
+            tracing::debug!(instance = %notice.instance_id, state = ?notice.state, "instance state changed; listing now");
+            self.sync_now.notify_one();
+            return;
+        }
+        let reference = ObjectRef::new(&instance.pod.name).within(&instance.pod.namespace);
+        let Some(pod) = self.store.get(&reference) else {
+            return;
+        };
+        if pod.metadata.uid.as_deref() != Some(instance.pod.uid.as_str()) {
+            return;
+        }
+        let (condition, reason, message) = Self::wording(&notice, &instance);
+        tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, kind = %notice.kind, "{message}");
+        self.mark(&pod, condition, reason, &message, notice.time)
+            .await;
+        let recorder = self
+            .records
+            .recorder(&instance.pod.uid, || self.events.recorder());
+        self.events
+            .publish(&pod, recorder, true, reason, "Interruption", message)
+            .await;
+    }
+}
+
+/// When the pod was warned that EC2 reclaims its spot instance: its `DisruptionTarget`
+/// condition with reason `SpotInterruption`, as the pod carries it (so a restart remembers).
+pub fn spot_warning(pod: &Pod) -> Option<Timestamp> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            c.type_ == DISRUPTION_CONDITION
+                && c.status == "True"
+                && c.reason.as_deref() == Some(SPOT_INTERRUPTION_REASON)
+        })
+        .map(|c| {
+            c.last_transition_time
+                .as_ref()
+                .map_or(Timestamp::MIN, |t| t.0)
+        })
+}
