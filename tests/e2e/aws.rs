@@ -16,10 +16,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use orca_e2e::ec2::{finish_workload, state_of, tags_of};
+use orca_e2e::notices::spot_warning;
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
-use serde_json::json;
 
 const TICK: Duration = Duration::from_millis(250);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
@@ -309,22 +309,6 @@ async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -
     scenario.finish().await
 }
 
-/// An EC2 spot interruption warning as EventBridge delivers it to SQS.
-fn spot_warning(instance_id: &str) -> String {
-    json!({
-        "version": "0",
-        "id": format!("e2e-{instance_id}"),
-        "detail-type": "EC2 Spot Instance Interruption Warning",
-        "source": "aws.ec2",
-        "account": "123456789012",
-        "time": jiff::Timestamp::now().to_string(),
-        "region": "us-east-1",
-        "resources": [format!("arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}")],
-        "detail": { "instance-id": instance_id, "instance-action": "terminate" }
-    })
-    .to_string()
-}
-
 #[tokio::test]
 async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()> {
     let cluster = TestCluster::shared();
@@ -360,7 +344,7 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
     let id = instance_id(&running).context("the pod names its instance")?;
 
     // Another cluster's instance shares the account and the queue.
-    let foreign = spot_warning("i-0fedcba9876543210");
+    let foreign = spot_warning("i-0fedcba9876543210", jiff::Timestamp::now());
     sqs.send_message()
         .queue_url(&queue_url)
         .message_body(&foreign)
@@ -368,7 +352,7 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
         .await?;
     sqs.send_message()
         .queue_url(&queue_url)
-        .message_body(spot_warning(&id))
+        .message_body(spot_warning(&id, jiff::Timestamp::now()))
         .send()
         .await?;
 

@@ -37,6 +37,7 @@ use orca::interruption::NoticeQueue;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
 use orca_e2e::model_queue::ModelQueue;
+use orca_e2e::notices::spot_warning;
 use orca_e2e::orca::free_port;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
@@ -242,10 +243,12 @@ impl Run {
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes",
+            "{} pods, {} instances, {} crashes, {} spot warnings, {} other clusters' messages",
             self.tracked.len(),
             history.len(),
-            self.downtime.len()
+            self.downtime.len(),
+            self.warned.len(),
+            self.foreign.len()
         ))
     }
 
@@ -977,22 +980,6 @@ fn overlap(a: (Timestamp, Timestamp), b: (Timestamp, Timestamp)) -> Duration {
     let from = a.0.max(b.0);
     let to = a.1.min(b.1);
     span(from, to)
-}
-
-/// An EC2 spot interruption warning as EventBridge delivers it to SQS.
-fn spot_warning(instance_id: &str, at: Timestamp) -> String {
-    json!({
-        "version": "0",
-        "id": format!("sim-{instance_id}-{}", at.as_millisecond()),
-        "detail-type": "EC2 Spot Instance Interruption Warning",
-        "source": "aws.ec2",
-        "account": "123456789012",
-        "time": at.to_string(),
-        "region": "us-west-2",
-        "resources": [format!("arn:aws:ec2:us-west-2:123456789012:instance/{instance_id}")],
-        "detail": { "instance-id": instance_id, "instance-action": "terminate" }
-    })
-    .to_string()
 }
 
 fn phase(pod: &Pod) -> String {

@@ -13,6 +13,7 @@ pub mod model_ec2;
 pub mod model_queue;
 pub mod namespace;
 pub mod nodes;
+pub mod notices;
 pub mod orca;
 pub mod plugins;
 pub mod pods;

@@ -5,6 +5,7 @@
 //! message is deleted only when this node acted on everything in it; what it cannot read or
 //! does not own is left for the visibility timeout to hand to someone else.
 
+use futures::future::join_all;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,9 +123,23 @@ impl Consumer<'_> {
         if messages.is_empty() {
             return (started.elapsed() < EARLY).then_some(EMPTY_PAUSE);
         }
+        // The messages of one receive are acted on together: a hundred instances warned at
+        // once should not wait for each other's status writes.
+        let dispositions = join_all(messages.iter().map(|m| self.disposition(&m.body))).await;
+        join_all(
+            dispositions
+                .iter()
+                .filter_map(|disposition| match disposition {
+                    Disposition::Ours(notices) | Disposition::Shared(notices) => {
+                        Some(self.deliver(notices.clone()))
+                    }
+                    Disposition::Foreign | Disposition::Unparsed(_) => None,
+                }),
+        )
+        .await;
         let mut done = Vec::new();
-        for message in messages {
-            if self.handle(&message.body).await {
+        for (message, disposition) in messages.into_iter().zip(dispositions) {
+            if self.settle(&message.body, disposition) {
                 done.push(message.receipt_handle);
             }
         }
@@ -140,16 +155,14 @@ impl Consumer<'_> {
         None
     }
 
-    /// Acts on one message; whether it is to be deleted.
-    async fn handle(&mut self, body: &str) -> bool {
-        match self.disposition(body).await {
-            Disposition::Ours(notices) => {
-                self.deliver(notices).await;
+    /// Counts and logs one message whose notices were delivered; whether it is to be deleted.
+    fn settle(&mut self, body: &str, disposition: Disposition) -> bool {
+        match disposition {
+            Disposition::Ours(_) => {
                 self.metrics.message(MessageOutcome::Delivered);
                 true
             }
-            Disposition::Shared(notices) => {
-                self.deliver(notices).await;
+            Disposition::Shared(_) => {
                 self.metrics.message(MessageOutcome::Delivered);
                 tracing::debug!(
                     "interruption notice also names instances of another owner; left on the queue"
