@@ -48,6 +48,8 @@ struct State {
     templates: Vec<String>,
     /// Fleet token → the request (token cleared) and the answer it got.
     fleet_tokens: HashMap<String, (FleetRequest, FleetAnswer)>,
+    /// Each fleet request that used a token, in order.
+    fleet_log: Vec<FleetRequest>,
     /// Errors the next `CreateFleet` calls answer, before doing anything.
     fleet_call_errors: VecDeque<ApiError>,
 }
@@ -97,13 +99,10 @@ impl FakeEc2 {
         lock(&self.state).templates.clear();
     }
 
-    /// Every fleet request made, in order (repeats included).
+    /// Every fleet request that used a token, in order (a repeat of a used token is not
+    /// another).
     pub fn fleet_requests(&self) -> Vec<FleetRequest> {
-        lock(&self.state)
-            .fleet_tokens
-            .values()
-            .map(|(request, _)| request.clone())
-            .collect()
+        lock(&self.state).fleet_log.clone()
     }
 
     pub fn calls(&self) -> Vec<String> {
@@ -319,6 +318,7 @@ impl Ec2Api for FakeEc2 {
         state
             .fleet_tokens
             .insert(request.client_token.clone(), (parameters, answer.clone()));
+        state.fleet_log.push(request.clone());
         match state.lose_next_answer.take() {
             Some(error) => Err(error),
             None => Ok(answer),
