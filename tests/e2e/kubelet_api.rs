@@ -330,7 +330,7 @@ async fn logs_of_a_pod_on_moto_come_from_its_console_and_ec2_calls_are_measured(
     for (name, labels) in [
         (
             "orca_ec2_calls_total",
-            vec![("operation", "RunInstances"), ("code", "ok")],
+            vec![("operation", "CreateFleet"), ("code", "ok")],
         ),
         (
             "orca_ec2_calls_total",
@@ -342,7 +342,7 @@ async fn logs_of_a_pod_on_moto_come_from_its_console_and_ec2_calls_are_measured(
         ),
         (
             "orca_ec2_requests_total",
-            vec![("operation", "RunInstances")],
+            vec![("operation", "CreateFleet")],
         ),
     ] {
         assert!(
