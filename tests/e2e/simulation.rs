@@ -697,8 +697,12 @@ impl Run {
                 ));
             }
             for condition in status.conditions.iter().flatten() {
+                // A warning's condition says why by design: EC2 reclaims the instance soon.
+                let warning = condition.type_ == "DisruptionTarget"
+                    || condition.type_.starts_with("orca.research/");
                 if condition.status == "True"
                     && condition.type_ != orca::pods::LAUNCHED_CONDITION
+                    && !warning
                     && (condition.reason.is_some() || condition.message.is_some())
                 {
                     problems.push(format!(
