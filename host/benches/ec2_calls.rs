@@ -219,6 +219,8 @@ fn plan(pod: &Pod, node: &str) -> LaunchPlan {
             max_price: None,
             fallback_to_on_demand: false,
             reason: "bench".to_owned(),
+            allocation_strategy: None,
+            mark_on_rebalance: false,
         },
         tags: ownership_tags(node, node, &key)
             .into_iter()

@@ -1,6 +1,7 @@
 //! Keeps the instance-type catalogue current while the EC2 provider runs: instance types from
 //! `DescribeInstanceTypes` (new types appear without a rebuild) and spot prices from
-//! `DescribeSpotPriceHistory`. A failed refresh keeps the data the catalogue had.
+//! `DescribeSpotPriceHistory`, and the zones offering each type from
+//! `DescribeInstanceTypeOfferings`. A failed refresh keeps the data the catalogue had.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +30,8 @@ pub fn spawn(
     })
 }
 
-/// One refresh: types first (so spot prices land on the new set), each step on its own.
+/// One refresh: types first (so spot prices and zones land on the new set), each step on its
+/// own.
 pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
     match api.describe_instance_types().await {
         Ok(types) => {
@@ -55,6 +57,18 @@ pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
         }
         Err(error) => {
             tracing::warn!(%error, "refreshing spot prices failed; keeping the current ones");
+        }
+    }
+    match api.instance_type_zones().await {
+        Ok(offerings) => {
+            let zoned = catalogue.set_zones(&offerings);
+            tracing::info!(
+                types = zoned,
+                "zones per instance type refreshed from DescribeInstanceTypeOfferings"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(%error, "refreshing the zones per instance type failed; keeping the current ones");
         }
     }
 }
@@ -104,7 +118,18 @@ mod tests {
             ],
             [("m5.large".to_owned(), 0.031)].into(),
         );
+        fake.offer_in_zones(
+            [(
+                "m8g.large".to_owned(),
+                vec!["us-east-1b".to_owned(), "us-east-1a".to_owned()],
+            )]
+            .into(),
+        );
         refresh(&fake, &catalogue).await;
+        assert_eq!(
+            catalogue.get("m8g.large").unwrap().zones,
+            ["us-east-1a", "us-east-1b"]
+        );
         let m5 = catalogue.get("m5.large").unwrap();
         assert_eq!(
             (m5.on_demand_price, m5.spot_price),
@@ -128,11 +153,16 @@ mod tests {
         let fake = FakeEc2::default();
         fake.fail_next_call(ApiError::service("UnauthorizedOperation", "no"));
         fake.fail_next_call(ApiError::transport("timeout"));
+        fake.fail_next_call(ApiError::service("UnauthorizedOperation", "no"));
         refresh(&fake, &catalogue).await;
         assert_eq!(catalogue.len(), before);
         assert_eq!(
             fake.calls(),
-            ["DescribeInstanceTypes", "DescribeSpotPriceHistory"]
+            [
+                "DescribeInstanceTypes",
+                "DescribeSpotPriceHistory",
+                "DescribeInstanceTypeOfferings"
+            ]
         );
     }
 }

@@ -29,6 +29,8 @@ impl LaunchPlan {
                 max_price: None,
                 fallback_to_on_demand: false,
                 reason: "test".into(),
+                allocation_strategy: None,
+                mark_on_rebalance: false,
             },
             tags: BTreeMap::new(),
         }
@@ -119,4 +121,11 @@ pub struct MarketDecision {
     /// Whether a spot capacity error may fall back to on-demand.
     pub fallback_to_on_demand: bool,
     pub reason: String,
+    /// How EC2 Fleet picks among the candidates for `market`; `None`: the node's configured
+    /// strategy. An on-demand fallback always uses the configured on-demand strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_strategy: Option<AllocationStrategy>,
+    /// Whether a rebalance recommendation marks the pod `DisruptionTarget` at once.
+    #[serde(default)]
+    pub mark_on_rebalance: bool,
 }

@@ -1,6 +1,7 @@
-//! A plugin built against `orca:policy@0.1.0` keeps loading and deciding exactly as before,
-//! next to 0.2.0 plugins: the default plugins as the last 0.1.0 SDK built them
-//! (`tests/fixtures/plugins-v0.1.0/`) against the embedded 0.2.0 builds of the same source.
+//! Plugins built against older `orca:policy` versions keep loading and deciding exactly as
+//! before, next to plugins for the newest: the default plugins as the last 0.1.0 and 0.2.0 SDKs
+//! built them (`tests/fixtures/plugins-v0.1.0/`, `plugins-v0.2.0/`) against the embedded
+//! builds of the same source.
 
 mod support;
 
@@ -20,8 +21,8 @@ fn registry() -> Arc<PluginRegistry> {
     support::registry(None)
 }
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/plugins-v0.1.0")
+fn fixtures_of(version: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/fixtures/plugins-v{version}"))
 }
 
 fn pod(name: &str, annotations: serde_json::Value, resources: serde_json::Value) -> Pod {
@@ -101,28 +102,24 @@ fn outcome(decision: &Result<Decision, orca::policy::PlanError>) -> String {
     }
 }
 
-#[test]
-fn plugins_built_for_0_1_0_load_and_decide_exactly_as_the_0_2_0_builds() {
+/// Loads the default plugins built for `version` and checks each pod is decided exactly as
+/// the embedded (newest) builds decide it; answers how many pods both refused.
+fn decide_as_the_newest(version: &str, interface: InterfaceVersion) -> usize {
     let old = registry();
-    let events = old.rescan(&fixtures());
+    let events = old.rescan(&fixtures_of(version));
     assert_eq!(events.len(), 3, "{events:?}");
     for event in &events {
         assert!(matches!(event, ReloadEvent::Loaded { .. }), "{event:?}");
     }
     for plugin in old.current().iter() {
-        assert_eq!(
-            plugin.plugin.interface,
-            InterfaceVersion::V0_1,
-            "{}",
-            plugin.plugin.name
-        );
-        assert_eq!(plugin.plugin.interface_version.as_deref(), Some("0.1.0"));
+        assert_eq!(plugin.plugin.interface, interface, "{}", plugin.plugin.name);
+        assert_eq!(plugin.plugin.interface_version.as_deref(), Some(version));
     }
     let new = registry();
     for plugin in new.current().iter() {
         assert_eq!(
             plugin.plugin.interface,
-            InterfaceVersion::V0_2,
+            InterfaceVersion::NEWEST,
             "{}",
             plugin.plugin.name
         );
@@ -136,25 +133,41 @@ fn plugins_built_for_0_1_0_load_and_decide_exactly_as_the_0_2_0_builds() {
     for pod in pods() {
         let (was, is) = (old.decide(&pod), new.decide(&pod));
         refused += usize::from(was.is_err());
-        assert_eq!(outcome(&was), outcome(&is), "{:?}", pod.metadata.name);
+        assert_eq!(
+            outcome(&was),
+            outcome(&is),
+            "{version}: {:?}",
+            pod.metadata.name
+        );
     }
-    // The refusals came up through the 0.1.0 error conversion, reasons intact.
-    assert_eq!(refused, 3);
+    // The refusals came up through the older error conversions, reasons intact.
     let error = old.decide(&pods()[5]).unwrap_err();
     assert_eq!(error.reason, "InvalidAnnotation", "{error}");
+    refused
+}
+
+#[test]
+fn plugins_built_for_0_1_0_load_and_decide_exactly_as_the_newest_builds() {
+    assert_eq!(decide_as_the_newest("0.1.0", InterfaceVersion::V0_1), 3);
+}
+
+#[test]
+fn plugins_built_for_0_2_0_load_and_decide_exactly_as_the_newest_builds() {
+    assert_eq!(decide_as_the_newest("0.2.0", InterfaceVersion::V0_2), 3);
 }
 
 #[test]
 fn a_chain_mixes_interface_versions() {
-    // A 0.2.0 plugin that declines, then the 0.1.0 selector; the 0.1.0 market and tagger.
+    // A 0.3.0 plugin that declines, then the 0.1.0 selector; the 0.2.0 market and the 0.1.0
+    // tagger.
     let registry = registry();
     let dir = tempfile::tempdir().unwrap();
-    for file in [
-        "orca_plugin_selector.wasm",
-        "orca_plugin_market.wasm",
-        "orca_plugin_tagger.wasm",
+    for (version, file) in [
+        ("0.1.0", "orca_plugin_selector.wasm"),
+        ("0.2.0", "orca_plugin_market.wasm"),
+        ("0.1.0", "orca_plugin_tagger.wasm"),
     ] {
-        std::fs::copy(fixtures().join(file), dir.path().join(file)).unwrap();
+        std::fs::copy(fixtures_of(version).join(file), dir.path().join(file)).unwrap();
     }
     std::fs::write(
         dir.path().join("hostile.wasm"),
@@ -183,9 +196,9 @@ fn a_chain_mixes_interface_versions() {
     assert_eq!(
         interfaces,
         [
-            ("hostile", Some("0.2.0")),
+            ("hostile", Some("0.3.0")),
             ("orca-default-selector", Some("0.1.0")),
-            ("orca-default-market", Some("0.1.0")),
+            ("orca-default-market", Some("0.2.0")),
             ("orca-default-tagger", Some("0.1.0")),
         ]
     );

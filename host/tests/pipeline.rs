@@ -404,7 +404,7 @@ fn a_decline_asks_the_next_plugin_and_on_error_decides_each_failure_kind() {
             ),
         ]
     );
-    assert_eq!(asked[0].interface, Some("0.2.0"));
+    assert_eq!(asked[0].interface, Some("0.3.0"));
 }
 
 #[test]
@@ -570,7 +570,7 @@ fn the_plugins_directory_reloads_and_a_bad_version_never_replaces_a_good_one() {
     write_atomically(&path, &other_world);
     let events = registry.rescan(dir.path());
     assert!(
-        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("orca:policy plugin world (0.1.0, 0.2.0)")),
+        matches!(&events[..], [ReloadEvent::Rejected { error, .. }] if error.contains("orca:policy plugin world (0.1.0, 0.2.0, 0.3.0)")),
         "{events:?}"
     );
     let mut newer = other_world.clone();

@@ -42,6 +42,7 @@ fn instance(name: &str, vcpus: u32, gpus: u32, price: f64) -> InstanceType {
         architecture: Architecture::Amd64,
         on_demand_price: Some(price),
         spot_price: None,
+        zones: Vec::new(),
     }
 }
 
@@ -74,6 +75,7 @@ fn pod(annotations: &[(&str, &str)]) -> Pod {
         tolerations: vec![],
         priority: None,
         json: "{}".into(),
+        zones: Vec::new(),
     }
 }
 

@@ -43,5 +43,6 @@ pub fn any() -> InstanceQuery {
         exclude_families: Vec::new(),
         names: Vec::new(),
         limit: 0,
+        zones: Vec::new(),
     }
 }

@@ -38,14 +38,14 @@ pub use pod::PodExt;
 pub use quantity::{Quantity, QuantityError};
 
 /// The interface version this SDK implements; stamped into every plugin it builds.
-pub const INTERFACE_VERSION: &str = "0.2.0";
+pub const INTERFACE_VERSION: &str = "0.3.0";
 
 /// Generated bindings; authors use the re-exports below instead.
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
         world: "plugin",
-        path: "wit/since_v0.2.0",
+        path: "wit/since_v0.3.0",
         default_bindings_module: "orca_plugin_sdk::bindings",
         pub_export_macro: true,
         export_macro_name: "__export_orca_policy",
@@ -54,8 +54,8 @@ pub mod bindings {
 
 pub use bindings::orca::policy::host::{InstanceQuery, LogLevel};
 pub use bindings::orca::policy::types::{
-    AnnotationError, Architecture, Candidate, Hook, InstanceType, Market, MarketDecision,
-    PluginInfo, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
+    AllocationStrategy, AnnotationError, Architecture, Candidate, Hook, InstanceType, Market,
+    MarketDecision, PluginInfo, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
 };
 
 /// Writes a line to orca's log, attributed to this plugin.

@@ -18,6 +18,12 @@ impl Catalogue for FixedCatalogue {
             .filter(|t| q.families.is_empty() || q.families.contains(&t.family))
             .filter(|t| !q.exclude_families.contains(&t.family))
             .filter(|t| q.names.is_empty() || q.names.contains(&t.name))
+            // A type whose zones are unknown is kept, as the host keeps it.
+            .filter(|t| {
+                q.zones.is_empty()
+                    || t.zones.is_empty()
+                    || t.zones.iter().any(|z| q.zones.contains(z))
+            })
             .cloned()
             .collect();
         found.sort_by(|a, b| {
@@ -52,6 +58,7 @@ pub fn instance_type(
         architecture,
         on_demand_price: Some(price),
         spot_price: None,
+        zones: Vec::new(),
     }
 }
 
@@ -75,6 +82,7 @@ pub fn pod() -> Pod {
         tolerations: Vec::new(),
         priority: None,
         json: "{}".to_owned(),
+        zones: Vec::new(),
     }
 }
 

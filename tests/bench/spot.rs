@@ -110,6 +110,8 @@ async fn round(pods: usize, api: LaunchApi, short: f64, seed: u64) -> Result<Tal
                     max_price: None,
                     fallback_to_on_demand: true,
                     reason: "bench".to_owned(),
+                    allocation_strategy: None,
+                    mark_on_rebalance: false,
                 },
                 tags,
             };

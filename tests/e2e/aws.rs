@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use orca_e2e::ec2::{finish_workload, state_of, tags_of};
-use orca_e2e::notices::spot_warning;
+use orca_e2e::notices::{rebalance_recommendation, spot_warning};
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
@@ -33,10 +33,17 @@ struct AwsScenario {
 
 impl AwsScenario {
     async fn start(test: &str, aws_extra: &str) -> Result<AwsScenario> {
+        AwsScenario::start_with_policy(test, aws_extra, "").await
+    }
+
+    /// As [`AwsScenario::start`], with a `policy:` section (empty: the defaults).
+    async fn start_with_policy(test: &str, aws_extra: &str, policy: &str) -> Result<AwsScenario> {
         let cluster = TestCluster::shared();
         let client = cluster.kube_client().await?;
         let node = unique_node_name(test);
-        let orca = OrcaProcess::start(&node, |_| aws_test_config(&node, aws_extra))?;
+        let orca = OrcaProcess::start(&node, |_| {
+            format!("{}{policy}", aws_test_config(&node, aws_extra))
+        })?;
         orca.wait_ready(Duration::from_secs(20)).await?;
         let namespace = TestNamespace::create(&client, &format!("e2e-{test}")).await?;
         let pods = Api::namespaced(client, &namespace.name);
@@ -328,7 +335,10 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
         "interruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
         cluster.var("AWS_ENDPOINT_URL")
     );
-    let mut scenario = AwsScenario::start("aws-interrupt", &extra).await?;
+    // The market plugin marks its pods on a rebalance recommendation (orca:policy@0.3.0).
+    let policy = "policy:\n  chooseMarket:\n    - plugin: orca-default-market\n      \
+                  settings: {markOnRebalance: true}\n";
+    let mut scenario = AwsScenario::start_with_policy("aws-interrupt", &extra, policy).await?;
     let pod = burst_pod(
         "warned",
         scenario.node(),
@@ -342,6 +352,37 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
         .wait_phase("warned", "Running", Duration::from_secs(30))
         .await?;
     let id = instance_id(&running).context("the pod names its instance")?;
+    let condition = |pod: &Pod, kind: &str, reason: &str| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions.iter().any(|c| {
+                    c.type_ == kind && c.status == "True" && c.reason.as_deref() == Some(reason)
+                })
+            })
+    };
+
+    // A rebalance recommendation first: the plugin's markOnRebalance makes it DisruptionTarget.
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body(rebalance_recommendation(&id, jiff::Timestamp::now()))
+        .send()
+        .await?;
+    let recommended = pods::wait_for(
+        &scenario.pods,
+        "warned",
+        "DisruptionTarget for the rebalance recommendation",
+        Duration::from_secs(15),
+        |pod| condition(pod, "DisruptionTarget", "RebalanceRecommendation"),
+    )
+    .await?;
+    assert!(condition(
+        &recommended,
+        "orca.research/RebalanceRecommended",
+        "RebalanceRecommendation"
+    ));
+    assert_eq!(phase(&recommended), "Running");
 
     // Another cluster's instance shares the account and the queue.
     let foreign = spot_warning("i-0fedcba9876543210", jiff::Timestamp::now());
@@ -362,18 +403,7 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
         "warned",
         "the DisruptionTarget condition",
         Duration::from_secs(15),
-        |pod| {
-            pod.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|conditions| {
-                    conditions.iter().any(|c| {
-                        c.type_ == "DisruptionTarget"
-                            && c.status == "True"
-                            && c.reason.as_deref() == Some("SpotInterruption")
-                    })
-                })
-        },
+        |pod| condition(pod, "DisruptionTarget", "SpotInterruption"),
     )
     .await?;
     assert_eq!(phase(&warned), "Running");

@@ -656,7 +656,7 @@ fn eval_with_a_config_shows_every_plugin_asked_and_why() -> Result<()> {
     let (decided, text) = eval_with_example_config("finance", 1, false)?;
     ensure!(decided, "{text}");
     for expected in [
-        "select-instance\n  team-selector 0.1.0 (orca:policy@0.2.0): declined, next plugin asked: ",
+        "select-instance\n  team-selector 0.1.0 (orca:policy@0.3.0): declined, next plugin asked: ",
         "team \"finance\" has no instance types",
         "orca-default-selector",
         "candidates, best first\n",

@@ -185,6 +185,10 @@ impl Ec2Api for ModelEc2 {
         Ok(HashMap::new())
     }
 
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        Ok(HashMap::new())
+    }
+
     async fn ping(&self) -> Result<(), ApiError> {
         Ok(())
     }

@@ -4,7 +4,9 @@
 //! before the instance goes, so the pod's controller can act; once the instance is gone the
 //! pod ends Failed `SpotInterrupted` (see `status::outcome`), whatever exit code the workload
 //! wrote on the way down. A rebalance recommendation and scheduled maintenance get a condition
-//! of their own and an Event. An instance state change makes the next listing come at once,
+//! of their own and an Event; a rebalance also marks the pod `DisruptionTarget` (reason
+//! `RebalanceRecommendation`) when its market plugin asked for that (`mark-on-rebalance`, kept
+//! in the pod's decision record). An instance state change makes the next listing come at once,
 //! so stops and terminations are seen sooner than the sync period.
 //!
 //! Everything here is idempotent: SQS may deliver a message again (a crash between delivery
@@ -27,12 +29,16 @@ use super::events::PodEvents;
 use super::instances::InstanceCache;
 use super::record::PodRecords;
 use crate::interruption::{Notice, NoticeKind, NoticeSink};
+use crate::policy::DECISION_ANNOTATION;
 use crate::provider::InstanceStatus;
 
 /// The condition a spot warning sets, as Kubernetes names pod disruptions.
 pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
 /// The `DisruptionTarget` reason of a spot interruption warning.
 pub const SPOT_INTERRUPTION_REASON: &str = "SpotInterruption";
+/// The `DisruptionTarget` reason of a rebalance recommendation, for pods whose market plugin
+/// marks on rebalance.
+pub const REBALANCE_REASON: &str = "RebalanceRecommendation";
 const REBALANCE_CONDITION: &str = "orca.research/RebalanceRecommended";
 const MAINTENANCE_CONDITION: &str = "orca.research/ScheduledMaintenance";
 
@@ -78,7 +84,7 @@ impl PodNotices {
             ),
             NoticeKind::RebalanceRecommendation => (
                 REBALANCE_CONDITION,
-                "RebalanceRecommendation",
+                REBALANCE_REASON,
                 format!(
                     "EC2 recommends moving off {what}: its spot capacity is at elevated risk \
                      of interruption; {}",
@@ -163,10 +169,24 @@ impl NoticeSink for PodNotices {
         if pod.metadata.uid.as_deref() != Some(instance.pod.uid.as_str()) {
             return;
         }
-        let (condition, reason, message) = Self::wording(&notice, &instance);
+        let (condition, reason, mut message) = Self::wording(&notice, &instance);
         tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, kind = %notice.kind, "{message}");
         self.mark(&pod, condition, reason, &message, notice.time)
             .await;
+        if notice.kind == NoticeKind::RebalanceRecommendation && marks_on_rebalance(&pod) {
+            message.push_str(
+                "; the pod's market plugin marks it DisruptionTarget on rebalance, so its \
+                 controller can replace it before an interruption",
+            );
+            self.mark(
+                &pod,
+                DISRUPTION_CONDITION,
+                REBALANCE_REASON,
+                &message,
+                notice.time,
+            )
+            .await;
+        }
         let recorder = self
             .records
             .recorder(&instance.pod.uid, || self.events.recorder());
@@ -174,6 +194,18 @@ impl NoticeSink for PodNotices {
             .publish(&pod, recorder, true, reason, "Interruption", message)
             .await;
     }
+}
+
+/// Whether the market plugin that decided the pod asked for `DisruptionTarget` on a rebalance
+/// recommendation, as the pod's decision record says (so a restart keeps the plugin's word).
+pub fn marks_on_rebalance(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(DECISION_ANNOTATION))
+        .and_then(|record| serde_json::from_str::<serde_json::Value>(record).ok())
+        .and_then(|record| record.get("markOnRebalance")?.as_bool())
+        .unwrap_or(false)
 }
 
 /// When the pod was warned that EC2 reclaims its spot instance: its `DisruptionTarget`
@@ -194,4 +226,59 @@ pub fn spot_warning(pod: &Pod) -> Option<Timestamp> {
                 .as_ref()
                 .map_or(Timestamp::MIN, |t| t.0)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::Market;
+    use crate::policy::DecisionRecord;
+    use crate::policy::decision::HookRecord;
+
+    fn decided(mark_on_rebalance: bool) -> Pod {
+        let by = HookRecord {
+            plugin: "orca-default-market".to_owned(),
+            version: "0.1.0".to_owned(),
+            sha256: String::new(),
+            reason: "test".to_owned(),
+        };
+        let record = DecisionRecord {
+            instance_type: "m5.large".to_owned(),
+            candidates: vec!["m5.large".to_owned()],
+            market: Market::Spot,
+            max_price: None,
+            fallback_to_on_demand: false,
+            allocation_strategy: None,
+            mark_on_rebalance,
+            tags: BTreeMap::new(),
+            select_instance: by.clone(),
+            choose_market: by.clone(),
+            build_tags: by,
+            fallbacks: Vec::new(),
+            launch: None,
+        };
+        serde_json::from_value(json!({ "metadata": {
+            "name": "p",
+            "annotations": { DECISION_ANNOTATION: record.to_json() },
+        } }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_decision_record_says_whether_a_rebalance_marks_the_pod() {
+        assert!(marks_on_rebalance(&decided(true)));
+        assert!(!marks_on_rebalance(&decided(false)));
+        let undecided: Pod =
+            serde_json::from_value(json!({ "metadata": { "name": "p" } })).unwrap();
+        assert!(!marks_on_rebalance(&undecided));
+        let garbled: Pod = serde_json::from_value(json!({ "metadata": {
+            "name": "p", "annotations": { DECISION_ANNOTATION: "{not json" },
+        } }))
+        .unwrap();
+        assert!(!marks_on_rebalance(&garbled));
+    }
 }

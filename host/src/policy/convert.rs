@@ -1,10 +1,30 @@
 //! Conversions between the guest SDK's generated types (what `pod_view` builds and what the
 //! default plugins' logic uses natively) and the host's generated types (what wasmtime passes
 //! into a component). Same WIT records, two code generators: the shapes match field by field.
+//! Also the host's WIT values that become the plan's own types.
 
 use orca_plugin_sdk as sdk;
 
 use super::wasm;
+use crate::plan;
+
+pub fn market(market: wasm::Market) -> plan::Market {
+    match market {
+        wasm::Market::Spot => plan::Market::Spot,
+        wasm::Market::OnDemand => plan::Market::OnDemand,
+    }
+}
+
+pub fn allocation_strategy(strategy: wasm::AllocationStrategy) -> plan::AllocationStrategy {
+    match strategy {
+        wasm::AllocationStrategy::PriceCapacityOptimized => {
+            plan::AllocationStrategy::PriceCapacityOptimized
+        }
+        wasm::AllocationStrategy::CapacityOptimized => plan::AllocationStrategy::CapacityOptimized,
+        wasm::AllocationStrategy::LowestPrice => plan::AllocationStrategy::LowestPrice,
+        wasm::AllocationStrategy::Prioritized => plan::AllocationStrategy::Prioritized,
+    }
+}
 
 pub fn pod(pod: &sdk::Pod) -> wasm::Pod {
     wasm::Pod {
@@ -28,6 +48,7 @@ pub fn pod(pod: &sdk::Pod) -> wasm::Pod {
             .collect(),
         priority: pod.priority,
         json: pod.json.clone(),
+        zones: pod.zones.clone(),
     }
 }
 
@@ -64,6 +85,7 @@ pub fn instance_query(q: &sdk::InstanceQuery) -> wasm::InstanceQuery {
         exclude_families: q.exclude_families.clone(),
         names: q.names.clone(),
         limit: q.limit,
+        zones: q.zones.clone(),
     }
 }
 
@@ -78,6 +100,7 @@ pub fn instance_type(t: wasm::InstanceType) -> sdk::InstanceType {
         architecture: architecture_to_sdk(t.architecture),
         on_demand_price: t.on_demand_price,
         spot_price: t.spot_price,
+        zones: t.zones,
     }
 }
 

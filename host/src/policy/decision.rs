@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{LaunchPlan, Market};
+use crate::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
 pub const DECISION_ANNOTATION: &str = "orca.research/decision";
@@ -28,6 +28,13 @@ pub struct DecisionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_price: Option<f64>,
     pub fallback_to_on_demand: bool,
+    /// The market plugin's EC2 Fleet strategy; absent: the node's configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_strategy: Option<AllocationStrategy>,
+    /// Whether a rebalance recommendation marks the pod `DisruptionTarget` at once. Read back
+    /// from the pod when a recommendation arrives, so a restart keeps the plugin's word.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mark_on_rebalance: bool,
     pub tags: BTreeMap<String, String>,
     pub select_instance: HookRecord,
     pub choose_market: HookRecord,
@@ -99,8 +106,17 @@ impl DecisionRecord {
                 hook.reason
             )
         };
+        let strategy = match self.allocation_strategy {
+            Some(strategy) => format!(" by {strategy}"),
+            None => String::new(),
+        };
+        let rebalance = if self.mark_on_rebalance {
+            " (marked on rebalance)"
+        } else {
+            ""
+        };
         let mut summary = format!(
-            "{} {}{price}; type by {}; market by {}; {} tags by {}",
+            "{} {}{price}{strategy}{rebalance}; type by {}; market by {}; {} tags by {}",
             self.instance_type,
             self.market.as_str(),
             by(&self.select_instance),

@@ -16,10 +16,10 @@ use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
 use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
-use super::wasm::{CallError, Hook, Market, PolicyError, TagContext};
+use super::wasm::{CallError, Hook, PolicyError, TagContext};
 use super::{PlanError, PlanRetry, convert, pod_view};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
-use crate::plan::{self, InstanceCandidate, LaunchPlan, MarketDecision};
+use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
 
@@ -297,13 +297,12 @@ impl Pipeline {
                 })
                 .collect(),
             market: MarketDecision {
-                market: match market.market {
-                    Market::Spot => plan::Market::Spot,
-                    Market::OnDemand => plan::Market::OnDemand,
-                },
+                market: convert::market(market.market),
                 max_price: market.max_price,
                 fallback_to_on_demand: market.fallback_to_on_demand,
                 reason: market.reason.clone(),
+                allocation_strategy: market.allocation_strategy.map(convert::allocation_strategy),
+                mark_on_rebalance: market.mark_on_rebalance,
             },
             tags,
         };
@@ -317,6 +316,8 @@ impl Pipeline {
             market: plan.market.market,
             max_price: plan.market.max_price,
             fallback_to_on_demand: plan.market.fallback_to_on_demand,
+            allocation_strategy: plan.market.allocation_strategy,
+            mark_on_rebalance: plan.market.mark_on_rebalance,
             tags: plan.tags.clone(),
             select_instance: select_by,
             choose_market: market_by,

@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use orca_plugin_sdk::{Quantity, Resources, Toleration};
 
+use crate::provider::zones::ZoneConstraint;
+
 /// Why a pod could not be turned into the policy view.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PodViewError {
@@ -69,6 +71,7 @@ pub fn pod_view(pod: &Pod) -> Result<orca_plugin_sdk::Pod, PodViewError> {
             .collect(),
         priority: spec.priority,
         json: serde_json::to_string(pod).unwrap_or_else(|_| "{}".to_owned()),
+        zones: ZoneConstraint::of(pod).named_zones(),
     })
 }
 

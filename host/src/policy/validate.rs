@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use orca_plugin_sdk::tags::{MAX_TAGS, validate_tag};
 
 use super::catalogue::any_query;
+use super::convert;
 use super::wasm::{Candidate, CatalogueQuery, InstanceQuery, Market, MarketDecision, Tag};
+use crate::plan::{self, AllocationStrategy};
 use crate::provider::ownership::TAG_MANAGED_BY;
 
 /// More candidates than this is a misbehaving selector (the provider tries them in order).
@@ -30,6 +32,16 @@ pub enum OutputError {
     BadPrice { plugin: String, price: String },
     #[error("plugin {plugin} set a max price for on-demand; a max price only applies to spot")]
     PriceForOnDemand { plugin: String },
+    #[error(
+        "plugin {plugin} chose allocation strategy {strategy} for {market}; EC2 Fleet accepts \
+         {allowed} there"
+    )]
+    StrategyForMarket {
+        plugin: String,
+        strategy: AllocationStrategy,
+        market: &'static str,
+        allowed: String,
+    },
     #[error("plugin {plugin} returned {count} tags; EC2 accepts at most {MAX_TAGS}")]
     TooManyTags { plugin: String, count: usize },
     #[error("plugin {plugin} returned tag {key:?} twice")]
@@ -86,9 +98,27 @@ pub fn candidates(
 }
 
 /// # Errors
-/// [`OutputError`] for a non-positive or non-finite price, or a price on on-demand.
+/// [`OutputError`] for a non-positive or non-finite price, a price on on-demand, or an
+/// allocation strategy EC2 Fleet refuses for the market.
 pub fn market(plugin: &str, decision: &MarketDecision) -> Result<(), OutputError> {
     reason(plugin, &decision.reason)?;
+    if let Some(strategy) = decision.allocation_strategy {
+        let strategy = convert::allocation_strategy(strategy);
+        let market = convert::market(decision.market);
+        if !strategy.allowed_for(market) {
+            let allowed: Vec<&str> = AllocationStrategy::ALL
+                .into_iter()
+                .filter(|s| s.allowed_for(market))
+                .map(AllocationStrategy::as_str)
+                .collect();
+            return Err(OutputError::StrategyForMarket {
+                plugin: plugin.to_owned(),
+                strategy,
+                market: plan::Market::as_str(market),
+                allowed: allowed.join(", "),
+            });
+        }
+    }
     match (decision.market, decision.max_price) {
         (_, Some(price)) if !(price.is_finite() && price > 0.0) => Err(OutputError::BadPrice {
             plugin: plugin.to_owned(),
@@ -190,6 +220,7 @@ mod tests {
                     architecture: Architecture::Amd64,
                     on_demand_price: Some(0.1),
                     spot_price: None,
+                    zones: Vec::new(),
                 })
                 .collect()
         }
@@ -215,6 +246,8 @@ mod tests {
             max_price,
             fallback_to_on_demand: false,
             reason: "test".to_owned(),
+            allocation_strategy: None,
+            mark_on_rebalance: false,
         }
     }
 
@@ -277,6 +310,35 @@ mod tests {
         assert!(matches!(
             market("mkt", &decision(Market::OnDemand, Some(1.0))),
             Err(OutputError::PriceForOnDemand { .. })
+        ));
+    }
+
+    #[test]
+    fn an_allocation_strategy_must_suit_the_market() {
+        use super::super::wasm::AllocationStrategy as Wit;
+        let with = |market, strategy| MarketDecision {
+            allocation_strategy: Some(strategy),
+            ..decision(market, None)
+        };
+        for strategy in [
+            Wit::PriceCapacityOptimized,
+            Wit::CapacityOptimized,
+            Wit::LowestPrice,
+        ] {
+            assert!(market("mkt", &with(Market::Spot, strategy)).is_ok());
+        }
+        for strategy in [Wit::LowestPrice, Wit::Prioritized] {
+            assert!(market("mkt", &with(Market::OnDemand, strategy)).is_ok());
+        }
+        let error = market("mkt", &with(Market::Spot, Wit::Prioritized)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin mkt chose allocation strategy prioritized for spot; EC2 Fleet accepts \
+             price-capacity-optimized, capacity-optimized, lowest-price there"
+        );
+        assert!(matches!(
+            market("mkt", &with(Market::OnDemand, Wit::CapacityOptimized)),
+            Err(OutputError::StrategyForMarket { .. })
         ));
     }
 

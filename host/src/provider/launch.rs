@@ -101,6 +101,8 @@ mod tests {
                 max_price: None,
                 fallback_to_on_demand: fallback,
                 reason: String::new(),
+                allocation_strategy: None,
+                mark_on_rebalance: false,
             },
             tags: Default::default(),
         }

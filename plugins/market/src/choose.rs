@@ -1,7 +1,8 @@
 //! The decision, independent of the host so it is unit-tested natively.
 
 use orca_plugin_sdk::{
-    AnnotationError, Candidate, Catalogue, Market, MarketDecision, Pod, PodExt, PolicyError,
+    AllocationStrategy, AnnotationError, Candidate, Catalogue, Market, MarketDecision, Pod, PodExt,
+    PolicyError,
 };
 use serde::Deserialize;
 
@@ -15,6 +16,15 @@ pub struct Settings {
     pub default_market: String,
     /// Whether a spot pod may fall back to on-demand when spot capacity is refused.
     pub fallback_to_on_demand: bool,
+    /// How EC2 Fleet picks among a spot pod's candidates (`price-capacity-optimized`,
+    /// `capacity-optimized` or `lowest-price`); absent: the node's configured strategy.
+    pub spot_allocation_strategy: Option<String>,
+    /// The same for on-demand pods (`lowest-price` or `prioritized`).
+    pub on_demand_allocation_strategy: Option<String>,
+    /// Whether a rebalance recommendation marks a spot pod `DisruptionTarget` at once (rather
+    /// than waiting for the two-minute warning). Off by default: a recommendation is often not
+    /// followed by an interruption, and replacing the pod early costs a restart.
+    pub mark_on_rebalance: bool,
 }
 
 impl Default for Settings {
@@ -22,6 +32,9 @@ impl Default for Settings {
         Settings {
             default_market: "on-demand".to_owned(),
             fallback_to_on_demand: true,
+            spot_allocation_strategy: None,
+            on_demand_allocation_strategy: None,
+            mark_on_rebalance: false,
         }
     }
 }
@@ -34,7 +47,50 @@ impl Settings {
         let settings: Settings = serde_json::from_str(json)
             .map_err(|error| PolicyError::InvalidSettings(format!("market settings: {error}")))?;
         settings.market()?;
+        settings.allocation_strategy(Market::Spot)?;
+        settings.allocation_strategy(Market::OnDemand)?;
         Ok(settings)
+    }
+
+    /// The strategy the settings name for `market`, if any.
+    fn allocation_strategy(
+        &self,
+        market: Market,
+    ) -> Result<Option<AllocationStrategy>, PolicyError> {
+        let (field, named, allowed): (&str, _, &[AllocationStrategy]) = match market {
+            Market::Spot => (
+                "spotAllocationStrategy",
+                &self.spot_allocation_strategy,
+                &[
+                    AllocationStrategy::PriceCapacityOptimized,
+                    AllocationStrategy::CapacityOptimized,
+                    AllocationStrategy::LowestPrice,
+                ],
+            ),
+            Market::OnDemand => (
+                "onDemandAllocationStrategy",
+                &self.on_demand_allocation_strategy,
+                &[
+                    AllocationStrategy::LowestPrice,
+                    AllocationStrategy::Prioritized,
+                ],
+            ),
+        };
+        let Some(named) = named else {
+            return Ok(None);
+        };
+        allowed
+            .iter()
+            .copied()
+            .find(|strategy| strategy_name(*strategy) == named.trim())
+            .map(Some)
+            .ok_or_else(|| {
+                let names: Vec<&str> = allowed.iter().copied().map(strategy_name).collect();
+                PolicyError::InvalidSettings(format!(
+                    "market settings: {field} {named:?}; expected {}",
+                    names.join(", ")
+                ))
+            })
     }
 
     fn market(&self) -> Result<Market, PolicyError> {
@@ -112,12 +168,15 @@ pub fn choose(
             format!("the default market is {}", name(settings.market()?)),
         ),
     };
+    let allocation_strategy = settings.allocation_strategy(market)?;
     if market == Market::OnDemand {
         return Ok(MarketDecision {
             market,
             max_price: None,
             fallback_to_on_demand: false,
             reason,
+            allocation_strategy,
+            mark_on_rebalance: false,
         });
     }
     let on_demand = candidates
@@ -138,7 +197,19 @@ pub fn choose(
         max_price,
         fallback_to_on_demand: settings.fallback_to_on_demand,
         reason,
+        allocation_strategy,
+        mark_on_rebalance: settings.mark_on_rebalance,
     })
+}
+
+/// EC2's name for a strategy, as settings spell it.
+fn strategy_name(strategy: AllocationStrategy) -> &'static str {
+    match strategy {
+        AllocationStrategy::PriceCapacityOptimized => "price-capacity-optimized",
+        AllocationStrategy::CapacityOptimized => "capacity-optimized",
+        AllocationStrategy::LowestPrice => "lowest-price",
+        AllocationStrategy::Prioritized => "prioritized",
+    }
 }
 
 fn name(market: Market) -> &'static str {
@@ -221,6 +292,7 @@ mod tests {
         let spot = Settings {
             default_market: "spot".into(),
             fallback_to_on_demand: false,
+            ..Settings::default()
         };
         let decision = decide(&[], &spot).unwrap();
         assert_eq!(
@@ -263,5 +335,56 @@ mod tests {
         assert!(
             matches!(Settings::parse(r#"{"defaultMarket": "cheap"}"#), Err(PolicyError::InvalidSettings(m)) if m.contains("cheap"))
         );
+    }
+
+    #[test]
+    fn strategies_and_rebalance_marking_come_from_settings_per_market() {
+        let plain = decide(&[(LAUNCH_TYPE, "spot")], &Settings::default()).unwrap();
+        assert_eq!(
+            (plain.allocation_strategy, plain.mark_on_rebalance),
+            (None, false),
+            "the defaults leave the strategy to the node's config and do not mark on rebalance"
+        );
+        let settings = Settings::parse(
+            r#"{"spotAllocationStrategy": "capacity-optimized",
+                "onDemandAllocationStrategy": "lowest-price", "markOnRebalance": true}"#,
+        )
+        .unwrap();
+        let spot = decide(&[(LAUNCH_TYPE, "spot")], &settings).unwrap();
+        assert_eq!(
+            (spot.allocation_strategy, spot.mark_on_rebalance),
+            (Some(AllocationStrategy::CapacityOptimized), true)
+        );
+        let on_demand = decide(&[(LAUNCH_TYPE, "on-demand")], &settings).unwrap();
+        assert_eq!(
+            (on_demand.allocation_strategy, on_demand.mark_on_rebalance),
+            (Some(AllocationStrategy::LowestPrice), false),
+            "an on-demand instance gets no rebalance recommendations"
+        );
+    }
+
+    #[test]
+    fn a_strategy_the_market_cannot_use_is_refused_naming_the_field() {
+        for (json, field) in [
+            (
+                r#"{"spotAllocationStrategy": "prioritized"}"#,
+                "spotAllocationStrategy",
+            ),
+            (
+                r#"{"onDemandAllocationStrategy": "capacity-optimized"}"#,
+                "onDemandAllocationStrategy",
+            ),
+            (
+                r#"{"spotAllocationStrategy": "cheapest"}"#,
+                "spotAllocationStrategy",
+            ),
+        ] {
+            match Settings::parse(json) {
+                Err(PolicyError::InvalidSettings(message)) => {
+                    assert!(message.contains(field), "{message}");
+                }
+                other => panic!("{json}: expected invalid-settings, got {other:?}"),
+            }
+        }
     }
 }

@@ -5,7 +5,12 @@
 //!   on-demand. A cap above the first candidate's on-demand price is lowered to it: paying
 //!   more for spot than on-demand is never right.
 //!
-//! Settings (JSON, all optional): `{"defaultMarket": "on-demand", "fallbackToOnDemand": true}`
+//! - The EC2 Fleet allocation strategy per market, and whether a rebalance recommendation marks
+//!   a spot pod `DisruptionTarget` at once, come from the settings.
+//!
+//! Settings (JSON, all optional): `{"defaultMarket": "on-demand", "fallbackToOnDemand": true,
+//! "spotAllocationStrategy": null, "onDemandAllocationStrategy": null, "markOnRebalance": false}`
+//! (a null strategy leaves it to the node's `provider.aws.fleet`).
 
 mod choose;
 

@@ -19,7 +19,7 @@ pub fn select(
     catalogue: &impl Catalogue,
 ) -> Result<Vec<Candidate>, PolicyError> {
     if let Some(requested) = pod.annotation(INSTANCE_TYPE_ANNOTATION) {
-        return requested_type(requested.trim(), settings, catalogue);
+        return requested_type(requested.trim(), &pod.zones, settings, catalogue);
     }
     let architecture = match pod.node_selector(ARCH_SELECTOR) {
         Some(name) => Some(parse_architecture(name).ok_or_else(|| {
@@ -39,6 +39,8 @@ pub fn select(
         exclude_families: settings.deny_families.clone(),
         names: Vec::new(),
         limit: settings.max_candidates,
+        // A type not offered in any zone the pod names could never launch for it.
+        zones: pod.zones.clone(),
     };
     let found = catalogue.query(&query);
     if found.is_empty() {
@@ -58,6 +60,7 @@ pub fn select(
 
 fn requested_type(
     name: &str,
+    zones: &[String],
     settings: &Settings,
     catalogue: &impl Catalogue,
 ) -> Result<Vec<Candidate>, PolicyError> {
@@ -78,6 +81,17 @@ fn requested_type(
     if !allowed || settings.deny_families.contains(family) {
         return Err(invalid(format!(
             "a type whose family the selector allows (family {family} is not allowed by its settings)"
+        )));
+    }
+    // Unknown zones (empty) are not held against the type: the launch will tell.
+    let offered_there = zones.is_empty()
+        || instance.zones.is_empty()
+        || instance.zones.iter().any(|zone| zones.contains(zone));
+    if !offered_there {
+        return Err(invalid(format!(
+            "a type offered in the pod's zones {} ({name} is offered in {})",
+            zones.join(", "),
+            instance.zones.join(", ")
         )));
     }
     Ok(vec![Candidate {
@@ -120,6 +134,9 @@ fn describe(query: &InstanceQuery) -> String {
             " outside families {}",
             query.exclude_families.join(", ")
         ));
+    }
+    if !query.zones.is_empty() {
+        text.push_str(&format!(" offered in {}", query.zones.join(" or ")));
     }
     text
 }

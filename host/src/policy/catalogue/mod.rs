@@ -99,6 +99,8 @@ impl InstanceCatalogue {
                     gpus: entry.gpus,
                     gpu_model: entry.gpu_model,
                     architecture,
+                    // The bundled data has no offerings; EC2's answer fills them in.
+                    zones: Vec::new(),
                 })
             })
             .collect();
@@ -164,6 +166,7 @@ impl InstanceCatalogue {
                     architecture: spec.architecture,
                     on_demand_price: known.and_then(|t| t.on_demand_price),
                     spot_price: known.and_then(|t| t.spot_price),
+                    zones: known.map(|t| t.zones.clone()).unwrap_or_default(),
                 }
             })
             .collect();
@@ -189,6 +192,33 @@ impl InstanceCatalogue {
             })
             .collect();
         self.snapshot.store(Arc::new(Snapshot::new(types)));
+    }
+
+    /// Replaces the zones each type is offered in with EC2's answer
+    /// (`DescribeInstanceTypeOfferings` by availability zone). A type the answer leaves out
+    /// gets no zones, which queries read as "unknown" and keep. An empty answer says nothing
+    /// and changes nothing. Answers how many types have zones.
+    pub fn set_zones(&self, offerings: &HashMap<String, Vec<String>>) -> usize {
+        if offerings.is_empty() {
+            return 0;
+        }
+        let types: Vec<InstanceType> = self
+            .snapshot
+            .load()
+            .types
+            .iter()
+            .cloned()
+            .map(|mut t| {
+                let mut zones = offerings.get(&t.name).cloned().unwrap_or_default();
+                zones.sort();
+                zones.dedup();
+                t.zones = zones;
+                t
+            })
+            .collect();
+        let zoned = types.iter().filter(|t| !t.zones.is_empty()).count();
+        self.snapshot.store(Arc::new(Snapshot::new(types)));
+        zoned
     }
 }
 
@@ -238,6 +268,7 @@ pub fn any_query() -> InstanceQuery {
         exclude_families: Vec::new(),
         names: Vec::new(),
         limit: 0,
+        zones: Vec::new(),
     }
 }
 
@@ -249,6 +280,13 @@ fn matches(t: &InstanceType, query: &InstanceQuery) -> bool {
         && (query.families.is_empty() || query.families.contains(&t.family))
         && !query.exclude_families.contains(&t.family)
         && (query.names.is_empty() || query.names.contains(&t.name))
+        && offered_in_any(t, &query.zones)
+}
+
+/// Whether the type is offered in one of `zones` (every type is, for no zones); a type whose
+/// zones the catalogue does not know is kept, for the launch to find out.
+fn offered_in_any(t: &InstanceType, zones: &[String]) -> bool {
+    zones.is_empty() || t.zones.is_empty() || t.zones.iter().any(|zone| zones.contains(zone))
 }
 
 /// `p5` of `p5.48xlarge`.

@@ -119,3 +119,54 @@ fn a_spec_refresh_keeps_prices_adds_new_types_and_drops_withdrawn_ones() {
         .collect();
     assert_eq!(order, ["m5.large", "m99.large"], "unpriced types sort last");
 }
+
+#[test]
+fn zone_queries_keep_types_offered_there_and_types_whose_zones_are_unknown() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    let offerings: HashMap<String, Vec<String>> = [
+        ("m7i.large", vec!["us-east-1b", "us-east-1a", "us-east-1a"]),
+        ("m7g.large", vec!["us-east-1c"]),
+    ]
+    .into_iter()
+    .map(|(name, zones)| {
+        (
+            name.to_owned(),
+            zones.into_iter().map(str::to_owned).collect(),
+        )
+    })
+    .collect();
+    assert_eq!(catalogue.set_zones(&offerings), 2);
+    assert_eq!(
+        catalogue.get("m7i.large").unwrap().zones,
+        ["us-east-1a", "us-east-1b"],
+        "sorted and without repeats"
+    );
+    let named = |zones: &[&str]| -> Vec<String> {
+        catalogue
+            .query(&InstanceQuery {
+                names: vec!["m7i.large".into(), "m7g.large".into(), "c7i.large".into()],
+                zones: zones.iter().map(|z| (*z).to_owned()).collect(),
+                ..any_query()
+            })
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    let mut found = named(&["us-east-1a"]);
+    found.sort();
+    assert_eq!(
+        found,
+        ["c7i.large", "m7i.large"],
+        "c7i.large's zones are unknown"
+    );
+    let mut found = named(&[]);
+    found.sort();
+    assert_eq!(found, ["c7i.large", "m7g.large", "m7i.large"]);
+    let mut found = named(&["us-east-1c", "us-east-1b"]);
+    found.sort();
+    assert_eq!(found, ["c7i.large", "m7g.large", "m7i.large"]);
+
+    // An empty answer (no permission, say) keeps what was known.
+    assert_eq!(catalogue.set_zones(&HashMap::new()), 0);
+    assert_eq!(catalogue.get("m7g.large").unwrap().zones, ["us-east-1c"]);
+}

@@ -9,7 +9,7 @@ use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::budget::INSTANCES_PER_CALL;
 use super::cache::CompileCache;
 use super::limits::{EPOCH_TICK, LOAD_CALLS, SandboxLimits};
@@ -68,7 +68,9 @@ impl PluginEngine {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(EngineError::LinkFailed)?;
         // Every served interface version's host functions, side by side: each is its own
-        // versioned interface name (`orca:policy/host@0.1.0`, `@0.2.0`).
+        // versioned interface name (`orca:policy/host@0.1.0`, `@0.2.0`, `@0.3.0`).
+        v0_3::Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
+            .map_err(EngineError::LinkFailed)?;
         v0_2::Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)
             .map_err(EngineError::LinkFailed)?;
         v0_1::Plugin::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)

@@ -12,8 +12,9 @@ mod state;
 mod version;
 
 pub use bindings::{
-    AnnotationError, Architecture, Candidate, Hook, InstanceQuery, InstanceType, InterfaceVersion,
-    Market, MarketDecision, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
+    AllocationStrategy, AnnotationError, Architecture, Candidate, Hook, InstanceQuery,
+    InstanceType, InterfaceVersion, Market, MarketDecision, Pod, PolicyError, Resources, Tag,
+    TagContext, Toleration,
 };
 pub use engine::{EngineError, PluginEngine};
 pub use limits::{LOAD_TIMEOUT, SandboxLimits};

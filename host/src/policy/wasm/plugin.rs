@@ -11,7 +11,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::bindings::{
     Candidate, Hook, InterfaceVersion, MarketDecision, Pod, PolicyError, Tag, TagContext, v0_1,
-    v0_2,
+    v0_2, v0_3,
 };
 use super::budget::CallBudget;
 use super::engine::PluginEngine;
@@ -135,16 +135,22 @@ impl LoadedPlugin {
         };
         let limits = engine.limits.for_load();
         let info = match &plugin.pre {
+            Bindings::V0_3(pre) => plugin.call_within(limits, engine, catalogue, |store| {
+                pre.instantiate(&mut *store)?
+                    .orca_policy_policy()
+                    .call_info(store)
+            }),
             Bindings::V0_2(pre) => plugin.call_within(limits, engine, catalogue, |store| {
                 pre.instantiate(&mut *store)?
                     .orca_policy_policy()
                     .call_info(store)
+                    .map(v0_2::info_up)
             }),
             Bindings::V0_1(pre) => plugin.call_within(limits, engine, catalogue, |store| {
                 pre.instantiate(&mut *store)?
                     .orca_policy_policy()
                     .call_info(store)
-                    .map(v0_1::info_up)
+                    .map(|info| v0_2::info_up(v0_1::info_up(info)))
             }),
         }
         .map_err(LoadError::InfoFailed)?;
@@ -164,18 +170,27 @@ impl LoadedPlugin {
         settings: &str,
     ) -> Result<Result<Vec<Candidate>, PolicyError>, CallError> {
         match &self.pre {
-            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
                 pre.instantiate(&mut *store)?
                     .orca_policy_policy()
                     .call_select_instance(store, pod, settings)
             }),
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(pod);
+            Bindings::V0_2(pre) => {
+                let pod = v0_2::pod(pod);
                 self.call(engine, catalogue, |store| {
                     pre.instantiate(&mut *store)?
                         .orca_policy_policy()
                         .call_select_instance(store, &pod, settings)
-                        .map(v0_1::candidates_up)
+                        .map(v0_2::candidates_up)
+                })
+            }
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(&v0_2::pod(pod));
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_select_instance(store, &pod, settings)
+                        .map(|answer| v0_2::candidates_up(v0_1::candidates_up(answer)))
                 })
             }
         }
@@ -192,19 +207,29 @@ impl LoadedPlugin {
         candidates: &[Candidate],
     ) -> Result<Result<MarketDecision, PolicyError>, CallError> {
         match &self.pre {
-            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
                 pre.instantiate(&mut *store)?
                     .orca_policy_policy()
                     .call_choose_market(store, pod, settings, candidates)
             }),
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(pod);
-                let candidates = v0_1::candidates_down(candidates);
+            Bindings::V0_2(pre) => {
+                let pod = v0_2::pod(pod);
+                let candidates = v0_2::candidates_down(candidates);
                 self.call(engine, catalogue, |store| {
                     pre.instantiate(&mut *store)?
                         .orca_policy_policy()
                         .call_choose_market(store, &pod, settings, &candidates)
-                        .map(v0_1::market_up)
+                        .map(v0_2::market_up)
+                })
+            }
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(&v0_2::pod(pod));
+                let candidates = v0_1::candidates_down(&v0_2::candidates_down(candidates));
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_choose_market(store, &pod, settings, &candidates)
+                        .map(|answer| v0_2::market_up(v0_1::market_up(answer)))
                 })
             }
         }
@@ -221,19 +246,29 @@ impl LoadedPlugin {
         context: &TagContext,
     ) -> Result<Result<Vec<Tag>, PolicyError>, CallError> {
         match &self.pre {
-            Bindings::V0_2(pre) => self.call(engine, catalogue, |store| {
+            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
                 pre.instantiate(&mut *store)?
                     .orca_policy_policy()
                     .call_build_tags(store, pod, settings, context)
             }),
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(pod);
-                let context = v0_1::tag_context(context);
+            Bindings::V0_2(pre) => {
+                let pod = v0_2::pod(pod);
+                let context = v0_2::tag_context(context);
                 self.call(engine, catalogue, |store| {
                     pre.instantiate(&mut *store)?
                         .orca_policy_policy()
                         .call_build_tags(store, &pod, settings, &context)
-                        .map(v0_1::tags_up)
+                        .map(v0_2::tags_up)
+                })
+            }
+            Bindings::V0_1(pre) => {
+                let pod = v0_1::pod(&v0_2::pod(pod));
+                let context = v0_1::tag_context(&v0_2::tag_context(context));
+                self.call(engine, catalogue, |store| {
+                    pre.instantiate(&mut *store)?
+                        .orca_policy_policy()
+                        .call_build_tags(store, &pod, settings, &context)
+                        .map(|answer| v0_2::tags_up(v0_1::tags_up(answer)))
                 })
             }
         }
@@ -301,6 +336,7 @@ impl LoadedPlugin {
 enum Bindings {
     V0_1(v0_1::PluginPre<CallState>),
     V0_2(v0_2::PluginPre<CallState>),
+    V0_3(v0_3::PluginPre<CallState>),
 }
 
 impl Bindings {
@@ -316,13 +352,25 @@ impl Bindings {
             Ok(match version {
                 InterfaceVersion::V0_1 => Bindings::V0_1(v0_1::PluginPre::new(instance_pre)?),
                 InterfaceVersion::V0_2 => Bindings::V0_2(v0_2::PluginPre::new(instance_pre)?),
+                InterfaceVersion::V0_3 => Bindings::V0_3(v0_3::PluginPre::new(instance_pre)?),
             })
         };
         match declared {
             Some(version) => link(version),
-            // The newest world's type-check error is the useful one to report.
-            None => link(InterfaceVersion::NEWEST)
-                .or_else(|newest| link(InterfaceVersion::V0_1).map_err(|_| newest)),
+            None => {
+                let newest = match link(InterfaceVersion::NEWEST) {
+                    Ok(bindings) => return Ok(bindings),
+                    Err(error) => error,
+                };
+                // Older worlds, newest first; the newest world's type-check error is the
+                // useful one to report when none fits.
+                InterfaceVersion::ALL
+                    .iter()
+                    .rev()
+                    .skip(1)
+                    .find_map(|&older| link(older).ok())
+                    .ok_or(newest)
+            }
         }
     }
 
@@ -330,6 +378,7 @@ impl Bindings {
         match self {
             Bindings::V0_1(_) => InterfaceVersion::V0_1,
             Bindings::V0_2(_) => InterfaceVersion::V0_2,
+            Bindings::V0_3(_) => InterfaceVersion::V0_3,
         }
     }
 }

@@ -6,8 +6,8 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::v0_2::orca::policy::{host, types};
-use super::bindings::{InstanceQuery, InstanceType, LogLevel, v0_1};
+use super::bindings::v0_3::orca::policy::{host, types};
+use super::bindings::{InstanceQuery, InstanceType, LogLevel, v0_1, v0_2};
 use super::budget::CallBudget;
 use super::log_limit::{Admission, CallLog, LogRate};
 
@@ -66,19 +66,38 @@ impl host::Host for CallState {
     }
 }
 
-// A 0.1.0 plugin imports the 0.1.0 host interface: the same functions over its own types.
+// An older plugin imports its own version's host interface: the same functions over its own
+// types, each converted one step up to the version after it.
+impl v0_2::orca::policy::types::Host for CallState {}
+
+impl v0_2::orca::policy::host::Host for CallState {
+    fn log(&mut self, level: v0_2::orca::policy::host::LogLevel, message: String) {
+        host::Host::log(self, v0_2::log_level(level), message);
+    }
+
+    fn query_instance_types(
+        &mut self,
+        query: v0_2::orca::policy::host::InstanceQuery,
+    ) -> Vec<v0_2::orca::policy::types::InstanceType> {
+        host::Host::query_instance_types(self, v0_2::instance_query(query))
+            .into_iter()
+            .map(v0_2::instance_type)
+            .collect()
+    }
+}
+
 impl v0_1::orca::policy::types::Host for CallState {}
 
 impl v0_1::orca::policy::host::Host for CallState {
     fn log(&mut self, level: v0_1::orca::policy::host::LogLevel, message: String) {
-        host::Host::log(self, v0_1::log_level(level), message);
+        v0_2::orca::policy::host::Host::log(self, v0_1::log_level(level), message);
     }
 
     fn query_instance_types(
         &mut self,
         query: v0_1::orca::policy::host::InstanceQuery,
     ) -> Vec<v0_1::orca::policy::types::InstanceType> {
-        host::Host::query_instance_types(self, v0_1::instance_query(query))
+        v0_2::orca::policy::host::Host::query_instance_types(self, v0_1::instance_query(query))
             .into_iter()
             .map(v0_1::instance_type)
             .collect()

@@ -77,15 +77,15 @@ mod tests {
         // A core module with only the custom section, as the SDK would stamp it.
         let mut module = b"\0asm\x01\0\0\0".to_vec();
         let name = VERSION_SECTION.as_bytes();
-        let payload = b"0.3.0";
+        let payload = b"0.4.0";
         module.push(0); // custom section id
         module.push(u8::try_from(1 + name.len() + payload.len()).unwrap());
         module.push(u8::try_from(name.len()).unwrap());
         module.extend_from_slice(name);
         module.extend_from_slice(payload);
         let error = check_interface_version(&module).unwrap_err();
-        assert!(error.to_string().contains("orca:policy@0.3.0"), "{error}");
-        assert!(error.to_string().contains("0.1.0, 0.2.0"), "{error}");
+        assert!(error.to_string().contains("orca:policy@0.4.0"), "{error}");
+        assert!(error.to_string().contains("0.1.0, 0.2.0, 0.3.0"), "{error}");
         assert!(matches!(error, VersionError::Incompatible { .. }));
     }
 

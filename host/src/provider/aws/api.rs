@@ -247,6 +247,8 @@ pub trait Ec2Api: Send + Sync + 'static {
     async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError>;
     /// The current Linux spot price per instance type (the lowest across zones).
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError>;
+    /// The availability zones offering each instance type (`DescribeInstanceTypeOfferings`).
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError>;
     /// A cheap call that proves credentials and endpoint work.
     async fn ping(&self) -> Result<(), ApiError>;
 }
@@ -292,6 +294,10 @@ impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
 
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
         (**self).spot_prices().await
+    }
+
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        (**self).instance_type_zones().await
     }
 
     async fn ping(&self) -> Result<(), ApiError> {

@@ -45,6 +45,7 @@ struct State {
     serial: u64,
     types: Vec<InstanceTypeInfo>,
     spot_prices: HashMap<String, f64>,
+    type_zones: HashMap<String, Vec<String>>,
     templates: Vec<String>,
     /// Fleet token → the request (token cleared) and the answer it got.
     fleet_tokens: HashMap<String, (FleetRequest, FleetAnswer)>,
@@ -68,6 +69,11 @@ impl FakeEc2 {
         let mut state = lock(&self.state);
         state.types = types;
         state.spot_prices = spot_prices;
+    }
+
+    /// What `DescribeInstanceTypeOfferings` answers: the zones offering each type.
+    pub fn offer_in_zones(&self, zones: HashMap<String, Vec<String>>) {
+        lock(&self.state).type_zones = zones;
     }
 
     pub fn fail_next_call(&self, error: ApiError) {
@@ -403,6 +409,11 @@ impl Ec2Api for FakeEc2 {
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
         let state = self.begin("DescribeSpotPriceHistory")?;
         Ok(state.spot_prices.clone())
+    }
+
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        let state = self.begin("DescribeInstanceTypeOfferings")?;
+        Ok(state.type_zones.clone())
     }
 
     async fn ping(&self) -> Result<(), ApiError> {

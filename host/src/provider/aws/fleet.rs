@@ -254,7 +254,13 @@ impl AwsProvider {
         n: u32,
         (image_id, user_data): (&str, &str),
     ) -> FleetRequest {
-        let strategy = self.config.fleet.strategy_for(market);
+        // The market plugin's strategy is for the market it chose; an on-demand fallback
+        // takes the node's (the host checked the pairing when the plugin answered).
+        let strategy = plan
+            .market
+            .allocation_strategy
+            .filter(|chosen| market == plan.market.market && chosen.allowed_for(market))
+            .unwrap_or_else(|| self.config.fleet.strategy_for(market));
         let all: Vec<FleetPool> = plan
             .candidates
             .iter()

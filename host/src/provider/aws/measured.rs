@@ -99,6 +99,14 @@ impl<A: Ec2Api> Ec2Api for Measured<A> {
             .await
     }
 
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        self.measure(
+            "DescribeInstanceTypeOfferings",
+            self.inner.instance_type_zones(),
+        )
+        .await
+    }
+
     async fn ping(&self) -> Result<(), ApiError> {
         self.measure("DescribeAvailabilityZones", self.inner.ping())
             .await

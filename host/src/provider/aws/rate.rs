@@ -85,6 +85,11 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
         self.inner.spot_prices().await
     }
 
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        self.describe.until_ready().await;
+        self.inner.instance_type_zones().await
+    }
+
     async fn ping(&self) -> Result<(), ApiError> {
         self.describe.until_ready().await;
         self.inner.ping().await

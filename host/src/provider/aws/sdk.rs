@@ -296,6 +296,31 @@ impl Ec2Api for SdkEc2 {
         Ok(prices)
     }
 
+    async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
+        let mut pages = self
+            .client
+            .describe_instance_type_offerings()
+            .location_type(aws_sdk_ec2::types::LocationType::AvailabilityZone)
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        let mut zones: HashMap<String, Vec<String>> = HashMap::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            for offering in page.instance_type_offerings() {
+                let (Some(kind), Some(zone)) = (offering.instance_type(), offering.location())
+                else {
+                    continue;
+                };
+                zones
+                    .entry(kind.as_str().to_owned())
+                    .or_default()
+                    .push(zone.to_owned());
+            }
+        }
+        Ok(zones)
+    }
+
     async fn ping(&self) -> Result<(), ApiError> {
         self.client
             .describe_availability_zones()

@@ -83,6 +83,8 @@ pub(super) fn plan(pod: &Pod, market: Market, fallback: bool) -> LaunchPlan {
             max_price: Some(0.05),
             fallback_to_on_demand: fallback,
             reason: "test".to_owned(),
+            allocation_strategy: None,
+            mark_on_rebalance: false,
         },
         tags,
     }

@@ -179,3 +179,61 @@ fn bad_settings_are_reported_as_such() {
     );
     assert_eq!(Settings::parse("").unwrap(), Settings::default());
 }
+
+fn zoned(name: &str, zones: &[&str]) -> orca_plugin_sdk::InstanceType {
+    orca_plugin_sdk::InstanceType {
+        zones: zones.iter().map(|z| (*z).to_owned()).collect(),
+        ..catalogue().0.into_iter().find(|t| t.name == name).unwrap()
+    }
+}
+
+fn zoned_catalogue() -> FixedCatalogue {
+    FixedCatalogue(vec![
+        // The cheapest fit, offered only in zone a.
+        zoned("m7g.large", &["us-west-2a"]),
+        zoned("m7i.large", &["us-west-2a", "us-west-2b"]),
+        // Zones unknown: kept whatever the pod names.
+        zoned("c7i.xlarge", &[]),
+    ])
+}
+
+#[test]
+fn types_not_offered_in_the_pods_zones_are_not_candidates() {
+    let mut in_b = pod(1000, 1, 0, &[], None);
+    in_b.zones = vec!["us-west-2b".into()];
+    let picked = select(&in_b, &Settings::default(), &zoned_catalogue()).unwrap();
+    assert_eq!(names(&picked), ["m7i.large", "c7i.xlarge"]);
+
+    let anywhere = pod(1000, 1, 0, &[], None);
+    let picked = select(&anywhere, &Settings::default(), &zoned_catalogue()).unwrap();
+    assert_eq!(names(&picked), ["m7g.large", "m7i.large", "c7i.xlarge"]);
+
+    let mut nowhere = pod(1000, 1, 0, &[], None);
+    nowhere.zones = vec!["us-west-2z".into()];
+    let only_known = FixedCatalogue(zoned_catalogue().0.into_iter().take(2).collect());
+    match select(&nowhere, &Settings::default(), &only_known) {
+        Err(PolicyError::NoMatch(message)) => {
+            assert!(message.contains("offered in us-west-2z"), "{message}");
+        }
+        other => panic!("expected no-match, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_requested_type_not_offered_in_the_pods_zone_is_refused_naming_where_it_is() {
+    let mut requested = pod(0, 0, 0, &[(INSTANCE_TYPE_ANNOTATION, "m7g.large")], None);
+    requested.zones = vec!["us-west-2b".into()];
+    match select(&requested, &Settings::default(), &zoned_catalogue()) {
+        Err(PolicyError::InvalidAnnotation(error)) => {
+            assert!(error.expected.contains("us-west-2b"), "{error:?}");
+            assert!(
+                error.expected.contains("offered in us-west-2a"),
+                "{error:?}"
+            );
+        }
+        other => panic!("expected invalid-annotation, got {other:?}"),
+    }
+    requested.zones = vec!["us-west-2a".into()];
+    let picked = select(&requested, &Settings::default(), &zoned_catalogue()).unwrap();
+    assert_eq!(names(&picked), ["m7g.large"]);
+}

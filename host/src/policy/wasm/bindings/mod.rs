@@ -2,14 +2,170 @@
 //! its frozen folder in `plugin-sdk/wit/`). The newest version's types are the host's own;
 //! a plugin built for an older version is called through its own bindings and its values are
 //! converted at that boundary, so nothing past `LoadedPlugin` knows which version answered.
+//! Each older module converts only to the version after it; a chain of steps reaches the host's.
+
+/// The conversions whose shapes did not change from an older interface (`old`, with `old_host`)
+/// to the one after it (`new`, `new_host`), written once and expanded in each older version's
+/// module beside the few it writes by hand. A record that gained fields converts down by
+/// naming the old ones (the new are dropped); only conversions up must fill new fields.
+macro_rules! unchanged_conversions {
+    () => {
+        pub fn pod(pod: &new::Pod) -> old::Pod {
+            old::Pod {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: pod.uid.clone(),
+                labels: pod.labels.clone(),
+                annotations: pod.annotations.clone(),
+                requests: resources(&pod.requests),
+                limits: resources(&pod.limits),
+                node_selector: pod.node_selector.clone(),
+                tolerations: pod
+                    .tolerations
+                    .iter()
+                    .map(|t| old::Toleration {
+                        key: t.key.clone(),
+                        operator: t.operator.clone(),
+                        value: t.value.clone(),
+                        effect: t.effect.clone(),
+                    })
+                    .collect(),
+                priority: pod.priority,
+                json: pod.json.clone(),
+            }
+        }
+
+        fn resources(r: &new::Resources) -> old::Resources {
+            old::Resources {
+                cpu_millis: r.cpu_millis,
+                memory_bytes: r.memory_bytes,
+                ephemeral_storage_bytes: r.ephemeral_storage_bytes,
+                gpus: r.gpus,
+            }
+        }
+
+        pub fn candidates_down(candidates: &[new::Candidate]) -> Vec<old::Candidate> {
+            candidates
+                .iter()
+                .map(|c| old::Candidate {
+                    instance_type: c.instance_type.clone(),
+                    reason: c.reason.clone(),
+                })
+                .collect()
+        }
+
+        pub fn tag_context(context: &new::TagContext) -> old::TagContext {
+            old::TagContext {
+                node_name: context.node_name.clone(),
+                cluster_name: context.cluster_name.clone(),
+                instance_type: context.instance_type.clone(),
+                market: match context.market {
+                    new::Market::Spot => old::Market::Spot,
+                    new::Market::OnDemand => old::Market::OnDemand,
+                },
+            }
+        }
+
+        pub fn candidates_up(
+            answer: Result<Vec<old::Candidate>, old::PolicyError>,
+        ) -> Result<Vec<new::Candidate>, new::PolicyError> {
+            answer
+                .map(|candidates| {
+                    candidates
+                        .into_iter()
+                        .map(|c| new::Candidate {
+                            instance_type: c.instance_type,
+                            reason: c.reason,
+                        })
+                        .collect()
+                })
+                .map_err(policy_error)
+        }
+
+        pub fn tags_up(
+            answer: Result<Vec<old::Tag>, old::PolicyError>,
+        ) -> Result<Vec<new::Tag>, new::PolicyError> {
+            answer
+                .map(|tags| {
+                    tags.into_iter()
+                        .map(|t| new::Tag {
+                            key: t.key,
+                            value: t.value,
+                        })
+                        .collect()
+                })
+                .map_err(policy_error)
+        }
+
+        /// `info`'s answer: (name, version, hooks).
+        pub fn info_up(info: old::PluginInfo) -> new::PluginInfo {
+            new::PluginInfo {
+                name: info.name,
+                version: info.version,
+                hooks: info
+                    .hooks
+                    .into_iter()
+                    .map(|hook| match hook {
+                        old::Hook::SelectInstance => new::Hook::SelectInstance,
+                        old::Hook::ChooseMarket => new::Hook::ChooseMarket,
+                        old::Hook::BuildTags => new::Hook::BuildTags,
+                    })
+                    .collect(),
+            }
+        }
+
+        pub fn log_level(level: old_host::LogLevel) -> new_host::LogLevel {
+            match level {
+                old_host::LogLevel::Trace => new_host::LogLevel::Trace,
+                old_host::LogLevel::Debug => new_host::LogLevel::Debug,
+                old_host::LogLevel::Info => new_host::LogLevel::Info,
+                old_host::LogLevel::Warn => new_host::LogLevel::Warn,
+                old_host::LogLevel::Error => new_host::LogLevel::Error,
+            }
+        }
+
+        pub fn instance_type(t: new::InstanceType) -> old::InstanceType {
+            old::InstanceType {
+                name: t.name,
+                family: t.family,
+                vcpus: t.vcpus,
+                memory_mib: t.memory_mib,
+                gpus: t.gpus,
+                gpu_model: t.gpu_model,
+                architecture: match t.architecture {
+                    new::Architecture::Amd64 => old::Architecture::Amd64,
+                    new::Architecture::Arm64 => old::Architecture::Arm64,
+                },
+                on_demand_price: t.on_demand_price,
+                spot_price: t.spot_price,
+            }
+        }
+
+        fn market_up_value(market: old::Market) -> new::Market {
+            match market {
+                old::Market::Spot => new::Market::Spot,
+                old::Market::OnDemand => new::Market::OnDemand,
+            }
+        }
+
+        fn architecture_up(architecture: old::Architecture) -> new::Architecture {
+            match architecture {
+                old::Architecture::Amd64 => new::Architecture::Amd64,
+                old::Architecture::Arm64 => new::Architecture::Arm64,
+            }
+        }
+    };
+}
+pub(crate) use unchanged_conversions;
 
 pub mod v0_1;
 pub mod v0_2;
+pub mod v0_3;
 
-pub use v0_2::orca::policy::host::{InstanceQuery, LogLevel};
-pub use v0_2::orca::policy::types::{
-    AnnotationError, Architecture, Candidate, Hook, InstanceType, Market, MarketDecision, Pod,
-    PolicyError, Resources, Tag, TagContext, Toleration,
+pub use v0_3::orca::policy::host::{InstanceQuery, LogLevel};
+pub use v0_3::orca::policy::types::{
+    AllocationStrategy, AnnotationError, Architecture, Candidate, Hook, InstanceType, Market,
+    MarketDecision, Pod, PolicyError, Resources, Tag, TagContext, Toleration,
 };
 
 /// An `orca:policy` version this host serves.
@@ -19,23 +175,31 @@ pub enum InterfaceVersion {
     V0_1,
     /// `policy-error` gains `declined`.
     V0_2,
+    /// `market-decision` gains `allocation-strategy` and `mark-on-rebalance`; the pod, instance
+    /// types and catalogue queries gain `zones`.
+    V0_3,
 }
 
 impl InterfaceVersion {
     /// Oldest first.
-    pub const ALL: [InterfaceVersion; 2] = [InterfaceVersion::V0_1, InterfaceVersion::V0_2];
+    pub const ALL: [InterfaceVersion; 3] = [
+        InterfaceVersion::V0_1,
+        InterfaceVersion::V0_2,
+        InterfaceVersion::V0_3,
+    ];
     /// What the SDK in this tree builds against.
-    pub const NEWEST: InterfaceVersion = InterfaceVersion::V0_2;
+    pub const NEWEST: InterfaceVersion = InterfaceVersion::V0_3;
 
     pub fn as_str(self) -> &'static str {
         match self {
             InterfaceVersion::V0_1 => "0.1.0",
             InterfaceVersion::V0_2 => "0.2.0",
+            InterfaceVersion::V0_3 => "0.3.0",
         }
     }
 
     /// The version whose bindings serve a plugin declaring `declared`, by cargo's semver rule
-    /// (below 1.0 the minor must match: 0.1.3 is served by 0.1.0, 0.3.0 by nothing here).
+    /// (below 1.0 the minor must match: 0.1.3 is served by 0.1.0, 0.4.0 by nothing here).
     pub fn serving(declared: &str) -> Option<InterfaceVersion> {
         let mut parts = declared.trim().split('.');
         let major: u64 = parts.next()?.parse().ok()?;
@@ -47,11 +211,12 @@ impl InterfaceVersion {
         match (major, minor) {
             (0, 1) => Some(InterfaceVersion::V0_1),
             (0, 2) => Some(InterfaceVersion::V0_2),
+            (0, 3) => Some(InterfaceVersion::V0_3),
             _ => None,
         }
     }
 
-    /// `0.1.0, 0.2.0`, for messages.
+    /// `0.1.0, 0.2.0, 0.3.0`, for messages.
     pub fn supported_list() -> String {
         InterfaceVersion::ALL
             .map(InterfaceVersion::as_str)
@@ -89,7 +254,11 @@ mod tests {
             InterfaceVersion::serving("0.2.1-rc.1"),
             Some(InterfaceVersion::V0_2)
         );
-        for refused in ["0.3.0", "0.0.9", "1.0.0", "garbage", "0.x", "", "0.2.z"] {
+        assert_eq!(
+            InterfaceVersion::serving("0.3.2"),
+            Some(InterfaceVersion::V0_3)
+        );
+        for refused in ["0.4.0", "0.0.9", "1.0.0", "garbage", "0.x", "", "0.2.z"] {
             assert_eq!(InterfaceVersion::serving(refused), None, "{refused:?}");
         }
         assert_eq!(
@@ -133,6 +302,10 @@ mod tests {
         (
             "since_v0.2.0",
             "ffcdc70121aa032b945092d47a16423d7fbdb83ea8ae5662e72db40f1c4dce87",
+        ),
+        (
+            "since_v0.3.0",
+            "8652d08c96d337d7786065c680cbc6dd86a034957463eb35b784482a3b2a56b5",
         ),
     ];
 }

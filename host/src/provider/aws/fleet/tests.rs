@@ -162,6 +162,31 @@ async fn an_empty_spot_answer_uses_its_token_up_and_on_demand_takes_the_next() {
 }
 
 #[tokio::test]
+async fn the_market_plugins_strategy_is_used_for_its_market_and_the_fallback_takes_the_nodes() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    short(&fake, "m5.large", Market::Spot, 2);
+    short(&fake, "m6i.large", Market::Spot, 2);
+    let pod = new_pod("a");
+    let mut plan = plan(&pod, Market::Spot, true);
+    plan.market.allocation_strategy = Some(AllocationStrategy::CapacityOptimized);
+    let launched = provider.create(&pod, &plan).await.unwrap();
+    assert_eq!(launched.offering.market, Market::OnDemand);
+    let strategies: Vec<(Market, AllocationStrategy)> = fake
+        .fleet_requests()
+        .iter()
+        .map(|r| (r.market, r.allocation_strategy))
+        .collect();
+    assert_eq!(
+        strategies,
+        [
+            (Market::Spot, AllocationStrategy::CapacityOptimized),
+            (Market::OnDemand, AllocationStrategy::Prioritized),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_pod_that_got_nothing_asks_again_with_its_next_token() {
     let fake = Arc::new(FakeEc2::default());
     let provider = provider(fake.clone());
