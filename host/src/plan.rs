@@ -94,6 +94,16 @@ impl AllocationStrategy {
         }
     }
 
+    /// The strategies EC2 Fleet accepts for `market`, for messages: `lowest-price, prioritized`.
+    pub fn allowed_names(market: Market) -> String {
+        AllocationStrategy::ALL
+            .into_iter()
+            .filter(|s| s.allowed_for(market))
+            .map(AllocationStrategy::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Whether EC2 Fleet accepts the strategy for `market`.
     pub fn allowed_for(self, market: Market) -> bool {
         match market {

@@ -529,30 +529,43 @@ async fn the_catalogue_is_refreshed_from_ec2_through_the_sdk() -> Result<()> {
         aws_test_config(&node, "").replace("catalogueRefresh: 0s", "catalogueRefresh: 1h")
     })?;
     orca.wait_ready(Duration::from_secs(20)).await?;
+    const REFRESHES: [&str; 3] = [
+        "instance types refreshed",
+        "spot prices refreshed",
+        "zones per instance type refreshed",
+    ];
     let log = poll_until(
-        "both refreshes logged",
+        "the three refreshes logged",
         Duration::from_secs(30),
         TICK,
         || async {
             let log = orca.log();
-            Ok(
-                (log.contains("instance types refreshed") && log.contains("spot prices refreshed"))
-                    .then_some(log),
-            )
+            Ok(REFRESHES
+                .iter()
+                .all(|refresh| log.contains(refresh))
+                .then_some(log))
         },
     )
     .await?;
-    let line = log
-        .lines()
-        .find(|l| l.contains("instance types refreshed"))
-        .unwrap_or_default();
-    let types: usize = line
-        .split("types=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .context("types=N in the refresh line")?;
+    // `types=N` of a refresh's line.
+    let types_in = |refresh: &str| -> Result<(usize, String)> {
+        let line = log
+            .lines()
+            .find(|l| l.contains(refresh))
+            .unwrap_or_default();
+        let types = line
+            .split("types=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .with_context(|| format!("types=N in the line {line:?}"))?;
+        Ok((types, line.to_owned()))
+    };
+    let (types, line) = types_in(REFRESHES[0])?;
     assert!(types > 500, "moto describes its instance types: {line}");
+    // DescribeInstanceTypeOfferings by zone, through the SDK's paginator.
+    let (zoned, line) = types_in(REFRESHES[2])?;
+    assert!(zoned > 500, "moto offers its types in its zones: {line}");
     Ok(())
 }
 

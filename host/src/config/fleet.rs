@@ -61,17 +61,12 @@ impl FleetConfig {
             ),
         ] {
             if !strategy.allowed_for(market) {
-                let allowed: Vec<&str> = AllocationStrategy::ALL
-                    .into_iter()
-                    .filter(|s| s.allowed_for(market))
-                    .map(AllocationStrategy::as_str)
-                    .collect();
                 return Err(ConfigError::invalid(
                     field,
                     strategy.as_str(),
                     &format!(
                         "one of {} (EC2 Fleet does not take {strategy} for {} capacity)",
-                        allowed.join(", "),
+                        AllocationStrategy::allowed_names(market),
                         market.as_str()
                     ),
                 ));

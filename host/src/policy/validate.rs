@@ -9,7 +9,7 @@ use orca_plugin_sdk::tags::{MAX_TAGS, validate_tag};
 use super::catalogue::any_query;
 use super::convert;
 use super::wasm::{Candidate, CatalogueQuery, InstanceQuery, Market, MarketDecision, Tag};
-use crate::plan::{self, AllocationStrategy};
+use crate::plan::AllocationStrategy;
 use crate::provider::ownership::TAG_MANAGED_BY;
 
 /// More candidates than this is a misbehaving selector (the provider tries them in order).
@@ -106,16 +106,11 @@ pub fn market(plugin: &str, decision: &MarketDecision) -> Result<(), OutputError
         let strategy = convert::allocation_strategy(strategy);
         let market = convert::market(decision.market);
         if !strategy.allowed_for(market) {
-            let allowed: Vec<&str> = AllocationStrategy::ALL
-                .into_iter()
-                .filter(|s| s.allowed_for(market))
-                .map(AllocationStrategy::as_str)
-                .collect();
             return Err(OutputError::StrategyForMarket {
                 plugin: plugin.to_owned(),
                 strategy,
-                market: plan::Market::as_str(market),
-                allowed: allowed.join(", "),
+                market: market.as_str(),
+                allowed: AllocationStrategy::allowed_names(market),
             });
         }
     }

@@ -177,17 +177,24 @@ impl InstanceCatalogue {
     /// Replaces spot prices (USD/hour by type name) with fresh ones, e.g. from
     /// `DescribeSpotPriceHistory`; types not in `prices` keep no spot price.
     pub fn set_spot_prices(&self, prices: &HashMap<String, f64>) {
-        let types = self
+        self.revise(|t| {
+            t.spot_price = prices
+                .get(&t.name)
+                .copied()
+                .filter(|p| p.is_finite() && *p > 0.0);
+        });
+    }
+
+    /// A new snapshot of the same types, each changed by `change`.
+    fn revise(&self, mut change: impl FnMut(&mut InstanceType)) {
+        let types: Vec<InstanceType> = self
             .snapshot
             .load()
             .types
             .iter()
             .cloned()
             .map(|mut t| {
-                t.spot_price = prices
-                    .get(&t.name)
-                    .copied()
-                    .filter(|p| p.is_finite() && *p > 0.0);
+                change(&mut t);
                 t
             })
             .collect();
@@ -202,22 +209,14 @@ impl InstanceCatalogue {
         if offerings.is_empty() {
             return 0;
         }
-        let types: Vec<InstanceType> = self
-            .snapshot
-            .load()
-            .types
-            .iter()
-            .cloned()
-            .map(|mut t| {
-                let mut zones = offerings.get(&t.name).cloned().unwrap_or_default();
-                zones.sort();
-                zones.dedup();
-                t.zones = zones;
-                t
-            })
-            .collect();
-        let zoned = types.iter().filter(|t| !t.zones.is_empty()).count();
-        self.snapshot.store(Arc::new(Snapshot::new(types)));
+        let mut zoned = 0;
+        self.revise(|t| {
+            let mut zones = offerings.get(&t.name).cloned().unwrap_or_default();
+            zones.sort();
+            zones.dedup();
+            zoned += usize::from(!zones.is_empty());
+            t.zones = zones;
+        });
         zoned
     }
 }

@@ -4,12 +4,64 @@
 //! converted at that boundary, so nothing past `LoadedPlugin` knows which version answered.
 //! Each older module converts only to the version after it; a chain of steps reaches the host's.
 
-/// The conversions whose shapes did not change from an older interface (`old`, with `old_host`)
-/// to the one after it (`new`, `new_host`), written once and expanded in each older version's
-/// module beside the few it writes by hand. A record that gained fields converts down by
-/// naming the old ones (the new are dropped); only conversions up must fill new fields.
-macro_rules! unchanged_conversions {
-    () => {
+/// The conversions from an older interface (`old`, with `old_host`) to the one after it
+/// (`new`, `new_host`), written once and expanded in each older version's module. A record
+/// that gained fields converts down by naming the old ones (the new are dropped); conversions
+/// up fill the new fields with their documented defaults (`new_market_fields`,
+/// `new_query_fields`), and error cases the older version cannot return are the only new
+/// match arms (`old_error_cases`: the cases the older version shares with the newer beyond the
+/// first interface's).
+macro_rules! step_conversions {
+    (
+        new_market_fields: { $($market_field:ident: $market_default:expr),* $(,)? },
+        new_query_fields: { $($query_field:ident: $query_default:expr),* $(,)? },
+        old_error_cases: { $($case:ident),* $(,)? } $(,)?
+    ) => {
+        pub fn market_up(
+            answer: Result<old::MarketDecision, old::PolicyError>,
+        ) -> Result<new::MarketDecision, new::PolicyError> {
+            answer
+                .map(|d| new::MarketDecision {
+                    market: market_up_value(d.market),
+                    max_price: d.max_price,
+                    fallback_to_on_demand: d.fallback_to_on_demand,
+                    reason: d.reason,
+                    $($market_field: $market_default,)*
+                })
+                .map_err(policy_error)
+        }
+
+        fn policy_error(error: old::PolicyError) -> new::PolicyError {
+            match error {
+                old::PolicyError::InvalidAnnotation(a) => {
+                    new::PolicyError::InvalidAnnotation(new::AnnotationError {
+                        annotation: a.annotation,
+                        value: a.value,
+                        expected: a.expected,
+                    })
+                }
+                old::PolicyError::NoMatch(m) => new::PolicyError::NoMatch(m),
+                old::PolicyError::InvalidSettings(m) => new::PolicyError::InvalidSettings(m),
+                old::PolicyError::Unsupported => new::PolicyError::Unsupported,
+                old::PolicyError::Failed(m) => new::PolicyError::Failed(m),
+                $(old::PolicyError::$case(m) => new::PolicyError::$case(m),)*
+            }
+        }
+
+        pub fn instance_query(q: old_host::InstanceQuery) -> new_host::InstanceQuery {
+            new_host::InstanceQuery {
+                min_vcpus: q.min_vcpus,
+                min_memory_mib: q.min_memory_mib,
+                min_gpus: q.min_gpus,
+                architecture: q.architecture.map(architecture_up),
+                families: q.families,
+                exclude_families: q.exclude_families,
+                names: q.names,
+                limit: q.limit,
+                $($query_field: $query_default,)*
+            }
+        }
+
         pub fn pod(pod: &new::Pod) -> old::Pod {
             old::Pod {
                 namespace: pod.namespace.clone(),
@@ -156,7 +208,7 @@ macro_rules! unchanged_conversions {
         }
     };
 }
-pub(crate) use unchanged_conversions;
+pub(crate) use step_conversions;
 
 pub mod v0_1;
 pub mod v0_2;
