@@ -15,6 +15,9 @@ pub struct InstanceCache {
 #[derive(Default)]
 struct Inner {
     by_uid: HashMap<String, InstanceStatus>,
+    /// The pod UID of each pod's instance, by instance id: interruption notices name
+    /// instances, and a hundred notices at once must not each scan thousands of pods.
+    uid_by_instance: HashMap<String, String>,
     /// Instances tagged for a pod that has another, chosen instance: never the pod's, so
     /// they are collected like orphans.
     extras: Vec<InstanceStatus>,
@@ -35,6 +38,19 @@ impl InstanceCache {
 
     pub fn get(&self, uid: &str) -> Option<InstanceStatus> {
         self.read().by_uid.get(uid).cloned()
+    }
+
+    /// The listed instance with this id: a pod's, or an extra.
+    pub fn by_instance_id(&self, instance_id: &str) -> Option<InstanceStatus> {
+        let inner = self.read();
+        match inner.uid_by_instance.get(instance_id) {
+            Some(uid) => inner.by_uid.get(uid).cloned(),
+            None => inner
+                .extras
+                .iter()
+                .find(|status| status.instance_id == instance_id)
+                .cloned(),
+        }
     }
 
     /// How many instances the last listing held.
@@ -73,6 +89,7 @@ impl InstanceCache {
             ))
         });
         let mut inner = self.write();
+        let inner = &mut *inner;
         let mut changed = Vec::new();
         inner.by_uid.retain(|uid, old| {
             let listed = listing
@@ -80,6 +97,7 @@ impl InstanceCache {
                 .is_ok();
             if !listed {
                 changed.push(old.pod.clone());
+                inner.uid_by_instance.remove(&old.instance_id);
             }
             listed
         });
@@ -100,15 +118,25 @@ impl InstanceCache {
                 Some(old) if *old == status => {}
                 Some(old) => {
                     changed.push(status.pod.clone());
+                    if old.instance_id != status.instance_id {
+                        inner.uid_by_instance.remove(&old.instance_id);
+                        inner
+                            .uid_by_instance
+                            .insert(status.instance_id.clone(), status.pod.uid.clone());
+                    }
                     *old = status;
                 }
                 None => {
                     changed.push(status.pod.clone());
+                    inner
+                        .uid_by_instance
+                        .insert(status.instance_id.clone(), status.pod.uid.clone());
                     inner.by_uid.insert(status.pod.uid.clone(), status);
                 }
             }
         }
         crate::heap::shrink_when_sparse(&mut inner.by_uid);
+        crate::heap::shrink_when_sparse(&mut inner.uid_by_instance);
         inner.extras = extras;
         changed
     }
@@ -192,5 +220,28 @@ mod tests {
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].uid, "a");
         assert!(cache.get("a").is_none());
+    }
+
+    #[test]
+    fn instances_are_found_by_id_as_listings_come_and_go() {
+        let cache = InstanceCache::default();
+        let id = |cache: &InstanceCache, id: &str| cache.by_instance_id(id).map(|s| s.pod.uid);
+        cache.replace(vec![
+            instance("i-a", "a", InstanceState::Running, 1),
+            instance("i-old", "b", InstanceState::Running, 1),
+            instance("i-new", "b", InstanceState::Running, 2),
+        ]);
+        assert_eq!(id(&cache, "i-a").as_deref(), Some("a"));
+        assert_eq!(id(&cache, "i-new").as_deref(), Some("b"));
+        assert_eq!(id(&cache, "i-old").as_deref(), Some("b"), "an extra is found too");
+        assert_eq!(id(&cache, "i-other"), None);
+
+        // Pod a's instance replaced by another; pod b gone.
+        cache.replace(vec![instance("i-a2", "a", InstanceState::Pending, 3)]);
+        assert_eq!(id(&cache, "i-a2").as_deref(), Some("a"));
+        for gone in ["i-a", "i-new", "i-old"] {
+            assert_eq!(id(&cache, gone), None, "{gone}");
+        }
+        assert_eq!(cache.read().uid_by_instance.len(), 1);
     }
 }

@@ -54,10 +54,7 @@ pub struct PodNotices {
 
 impl PodNotices {
     fn instance(&self, instance_id: &str) -> Option<InstanceStatus> {
-        self.instances
-            .all()
-            .into_iter()
-            .find(|instance| instance.instance_id == instance_id)
+        self.instances.by_instance_id(instance_id)
     }
 
     /// The condition and Event a notice gives the pod: (condition type, reason, message).

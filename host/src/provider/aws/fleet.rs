@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 
-use super::api::{ApiError, ApiErrorKind, FleetAnswer, FleetPool, FleetRequest};
+use super::api::{ApiError, ApiErrorKind, FleetAnswer, FleetError, FleetPool, FleetRequest};
 use super::classify::{class_of, provider_error};
 use super::template::is_template_missing;
 use super::token::fleet_token;
@@ -45,6 +45,11 @@ pub(super) const MAX_POOLS: usize = 50;
 /// from a launch that then lost an answer, or from a missing template, so two rounds reach
 /// its last token; a pod that really meets no capacity costs these requests once per restart.
 const MAX_REPLAYED_ROUNDS: u32 = 2;
+
+/// What a pool's error in a fleet's answer means, classified as a call's error would be.
+fn fleet_error_class(error: &FleetError) -> ErrorClass {
+    class_of(&ApiError::service(&error.code, &error.message))
+}
 
 #[cfg(test)]
 mod tests;
@@ -210,23 +215,29 @@ impl AwsProvider {
                     in_doubt: false,
                 });
             }
-            last_error = answer.errors.last().map(|error| ProviderError {
-                class: class_of(&ApiError::service(&error.code, &error.message)),
-                code: error.code.clone(),
-                message: error.message.clone(),
-            });
+            // The pod's error is a capacity error if any pool had one: capacity comes back,
+            // so the pod is retried, even where another pool refused for good.
+            last_error = answer
+                .errors
+                .iter()
+                .rev()
+                .find(|error| fleet_error_class(error) == ErrorClass::Capacity)
+                .or(answer.errors.last())
+                .map(|error| ProviderError {
+                    class: fleet_error_class(error),
+                    code: error.code.clone(),
+                    message: error.message.clone(),
+                })
+                .or(last_error);
         }
         self.fleets.keep(&key.uid, attempt);
-        let error = match last_error {
-            Some(error) if error.class == ErrorClass::Capacity => error,
-            Some(error) => error,
-            None => ProviderError::capacity(
-                "UnfulfillableCapacity",
-                "EC2 Fleet launched no instance and named no pool",
-            ),
-        };
         Err(LaunchFailed {
-            error,
+            error: last_error.unwrap_or_else(|| {
+                ProviderError::capacity(
+                    "UnfulfillableCapacity",
+                    "EC2 Fleet launched no instance and named no pool",
+                )
+            }),
             passed_over,
             in_doubt: false,
         })
@@ -325,7 +336,7 @@ impl AwsProvider {
                     instance_type: error.instance_type.clone().unwrap_or_default(),
                     market: request.market,
                 };
-                let error_class = class_of(&ApiError::service(&error.code, ""));
+                let error_class = fleet_error_class(error);
                 let place = error
                     .zone
                     .as_deref()
