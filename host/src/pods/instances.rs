@@ -233,7 +233,11 @@ mod tests {
         ]);
         assert_eq!(id(&cache, "i-a").as_deref(), Some("a"));
         assert_eq!(id(&cache, "i-new").as_deref(), Some("b"));
-        assert_eq!(id(&cache, "i-old").as_deref(), Some("b"), "an extra is found too");
+        assert_eq!(
+            id(&cache, "i-old").as_deref(),
+            Some("b"),
+            "an extra is found too"
+        );
         assert_eq!(id(&cache, "i-other"), None);
 
         // Pod a's instance replaced by another; pod b gone.

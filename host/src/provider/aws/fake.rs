@@ -6,7 +6,7 @@
 //! termination. Instant fleets use their token up with any answer, as EC2 documents, and
 //! need the launch template to exist.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -53,6 +53,33 @@ struct State {
     fleet_log: Vec<FleetRequest>,
     /// Errors the next `CreateFleet` calls answer, before doing anything.
     fleet_call_errors: VecDeque<ApiError>,
+}
+
+impl State {
+    /// A new pending instance, listed (unless describes are hiding new launches for now).
+    fn launch(
+        &mut self,
+        instance_type: &str,
+        market: Market,
+        tags: &BTreeMap<String, String>,
+    ) -> Ec2Instance {
+        self.serial += 1;
+        let instance = Ec2Instance {
+            instance_id: format!("i-{:017x}", self.serial),
+            instance_type: instance_type.to_owned(),
+            state: InstanceState::Pending,
+            private_ip: Some(std::net::IpAddr::from([10, 0, 0, self.serial as u8])),
+            launch_time: Timestamp::now(),
+            spot: market == Market::Spot,
+            state_reason: None,
+            tags: tags.clone(),
+        };
+        if self.hidden_for > 0 {
+            self.hidden.push(instance.instance_id.clone());
+        }
+        self.instances.push(instance.clone());
+        instance
+    }
 }
 
 impl FakeEc2 {
@@ -199,25 +226,11 @@ impl Ec2Api for FakeEc2 {
         {
             return Err(error);
         }
-        state.serial += 1;
-        let instance = Ec2Instance {
-            instance_id: format!("i-{:017x}", state.serial),
-            instance_type: request.instance_type.clone(),
-            state: InstanceState::Pending,
-            private_ip: Some(std::net::IpAddr::from([10, 0, 0, state.serial as u8])),
-            launch_time: Timestamp::now(),
-            spot: request.market == Market::Spot,
-            state_reason: None,
-            tags: request.tags.clone(),
-        };
+        let instance = state.launch(&request.instance_type, request.market, &request.tags);
         state.tokens.insert(
             request.client_token.clone(),
             (instance.instance_id.clone(), parameters),
         );
-        if state.hidden_for > 0 {
-            state.hidden.push(instance.instance_id.clone());
-        }
-        state.instances.push(instance.clone());
         match state.lose_next_answer.take() {
             Some(error) => Err(error),
             None => Ok(instance),
@@ -289,20 +302,7 @@ impl Ec2Api for FakeEc2 {
                 });
                 continue;
             }
-            state.serial += 1;
-            let instance = Ec2Instance {
-                instance_id: format!("i-{:017x}", state.serial),
-                instance_type: pool.instance_type.clone(),
-                state: InstanceState::Pending,
-                private_ip: Some(std::net::IpAddr::from([10, 0, 0, state.serial as u8])),
-                launch_time: Timestamp::now(),
-                spot: request.market == Market::Spot,
-                state_reason: None,
-                tags: request.tags.clone(),
-            };
-            if state.hidden_for > 0 {
-                state.hidden.push(instance.instance_id.clone());
-            }
+            let instance = state.launch(&pool.instance_type, request.market, &request.tags);
             answer.instances.push(FleetInstance {
                 instance_id: instance.instance_id.clone(),
                 instance_type: pool.instance_type.clone(),
@@ -318,7 +318,6 @@ impl Ec2Api for FakeEc2 {
                     Some(format!("us-west-2{letter}"))
                 }),
             });
-            state.instances.push(instance);
             break;
         }
         state

@@ -41,6 +41,18 @@ impl EnvSource for NoObjects {
 /// The walk: one `RunInstances` per offering (`launchApi: runInstances`); fleets have their
 /// own tests in `fleet/tests.rs`.
 fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
+    provider_with(
+        fake,
+        AwsConfig {
+            launch_api: crate::config::LaunchApi::RunInstances,
+            ..AwsConfig::default()
+        },
+    )
+}
+
+/// The provider of node `orca-aws-node` in cluster `research` over `fake`, with `config`'s
+/// launch settings, a default AMI and a three-minute unavailable cache.
+pub(super) fn provider_with(fake: Arc<FakeEc2>, config: AwsConfig) -> AwsProvider {
     AwsProvider::new(
         fake,
         Identity {
@@ -50,8 +62,7 @@ fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
         AwsConfig {
             default_ami: Some("ami-0123456789abcdef0".to_owned()),
             unavailable_offering_ttl: Seconds::from_secs(180),
-            launch_api: crate::config::LaunchApi::RunInstances,
-            ..AwsConfig::default()
+            ..config
         },
         Arc::new(NoObjects),
     )

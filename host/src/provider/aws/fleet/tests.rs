@@ -7,28 +7,21 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::super::api::ApiError;
 use super::super::fake::FakeEc2;
-use super::super::tests::{NoObjects, plan, pod};
+use super::super::tests::{plan, pod, provider_with};
 use super::super::*;
-use crate::config::{AwsConfig, Seconds};
+use crate::config::AwsConfig;
 use crate::plan::{AllocationStrategy, Market};
 use crate::provider::ErrorClass;
 
 const SUBNETS: [&str; 2] = ["subnet-0a0a0a0a", "subnet-0b0b0b0b"];
 
 fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
-    AwsProvider::new(
+    provider_with(
         fake,
-        Identity {
-            node: "orca-aws-node".to_owned(),
-            cluster: "research".to_owned(),
-        },
         AwsConfig {
-            default_ami: Some("ami-0123456789abcdef0".to_owned()),
             subnet_ids: SUBNETS.map(str::to_owned).to_vec(),
-            unavailable_offering_ttl: Seconds::from_secs(180),
             ..AwsConfig::default()
         },
-        Arc::new(NoObjects),
     )
 }
 
