@@ -42,7 +42,8 @@ impl Ec2Api for ModelEc2 {
             // EC2 compares every parameter of a repeated token; the model compares this
             // string for the ones it has no field of its own for.
             fingerprint: format!(
-                "{}|{:?}|{:?}|{:?}|{:?}|{}",
+                "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{}",
+                request.zone,
                 request.image_id,
                 request.security_group_ids,
                 request.instance_profile,
@@ -207,6 +208,7 @@ fn ec2_instance(instance: &Instance) -> Ec2Instance {
             message: reason.message.clone(),
         }),
         tags: instance.tags.clone(),
+        zone: Some(instance.zone.clone()),
     }
 }
 

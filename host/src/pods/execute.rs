@@ -18,6 +18,7 @@ use super::writes::LastWrite;
 use crate::policy::decision::LaunchRecord;
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
+use crate::provider::zones::ZoneConstraint;
 use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
 
 /// What a performed step left behind.
@@ -222,6 +223,18 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             .as_ref()
             .ok()
             .and_then(|launched| launched.chosen_by.clone()),
+        zone: outcome
+            .as_ref()
+            .ok()
+            .and_then(|launched| launched.zone.clone()),
+        pod_zones: {
+            let zones = ZoneConstraint::of(pod);
+            if zones.is_constrained() {
+                zones.describe()
+            } else {
+                String::new()
+            }
+        },
         passed_over: passed_over
             .iter()
             .map(|skipped| format!("{}: {}", skipped.offering, skipped.error))

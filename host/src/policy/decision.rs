@@ -59,6 +59,12 @@ pub struct LaunchRecord {
     pub instance_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_by: Option<String>,
+    /// The availability zone the instance runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// The zones the pod admits (`us-west-2a`, `not us-west-2b`), when it names any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pod_zones: String,
     /// `m6i.large spot: InsufficientInstanceCapacity: in us-west-2a: …`
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<String>,
@@ -127,6 +133,17 @@ impl DecisionRecord {
         if let Some(launch) = &self.launch {
             if let Some(chosen_by) = &launch.chosen_by {
                 summary.push_str(&format!("; {chosen_by}"));
+            }
+            match (&launch.zone, launch.pod_zones.is_empty()) {
+                (Some(zone), true) => summary.push_str(&format!("; runs in {zone}")),
+                (Some(zone), false) => summary.push_str(&format!(
+                    "; runs in {zone}, the pod admits {}",
+                    launch.pod_zones
+                )),
+                (None, false) => {
+                    summary.push_str(&format!("; the pod admits {}", launch.pod_zones));
+                }
+                (None, true) => {}
             }
             if !launch.passed_over.is_empty() {
                 summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));

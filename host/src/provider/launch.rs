@@ -38,6 +38,8 @@ pub struct Launched {
     /// How the provider chose among the offerings, when it did not simply take the first
     /// that launched (an EC2 Fleet's allocation strategy, the zone it picked).
     pub chosen_by: Option<String>,
+    /// The availability zone the instance runs in, when the provider knows it.
+    pub zone: Option<String>,
 }
 
 /// The pod has no instance that the provider knows of: the last error decides what happens

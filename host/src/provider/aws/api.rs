@@ -23,6 +23,8 @@ pub struct RunRequest {
     pub max_price: Option<f64>,
     pub image_id: String,
     pub subnet_id: Option<String>,
+    /// Without a subnet: the zone whose default subnet EC2 launches into.
+    pub zone: Option<String>,
     pub security_group_ids: Vec<String>,
     /// Name or ARN.
     pub instance_profile: Option<String>,
@@ -128,6 +130,8 @@ pub struct Ec2Instance {
     pub spot: bool,
     pub state_reason: Option<StateReason>,
     pub tags: BTreeMap<String, String>,
+    /// The availability zone it runs in (`Placement.AvailabilityZone`).
+    pub zone: Option<String>,
 }
 
 impl Ec2Instance {

@@ -55,6 +55,12 @@ struct State {
     fleet_call_errors: VecDeque<ApiError>,
 }
 
+/// The fake's subnets: `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
+fn zone_of_subnet(subnet_id: &str) -> Option<String> {
+    let letter = subnet_id.strip_prefix("subnet-0")?.chars().next()?;
+    Some(format!("us-west-2{letter}"))
+}
+
 impl State {
     /// A new pending instance, listed (unless describes are hiding new launches for now).
     fn launch(
@@ -62,6 +68,7 @@ impl State {
         instance_type: &str,
         market: Market,
         tags: &BTreeMap<String, String>,
+        zone: Option<String>,
     ) -> Ec2Instance {
         self.serial += 1;
         let instance = Ec2Instance {
@@ -73,6 +80,7 @@ impl State {
             spot: market == Market::Spot,
             state_reason: None,
             tags: tags.clone(),
+            zone,
         };
         if self.hidden_for > 0 {
             self.hidden.push(instance.instance_id.clone());
@@ -226,7 +234,11 @@ impl Ec2Api for FakeEc2 {
         {
             return Err(error);
         }
-        let instance = state.launch(&request.instance_type, request.market, &request.tags);
+        let zone = request
+            .zone
+            .clone()
+            .or_else(|| zone_of_subnet(request.subnet_id.as_deref()?));
+        let instance = state.launch(&request.instance_type, request.market, &request.tags, zone);
         state.tokens.insert(
             request.client_token.clone(),
             (instance.instance_id.clone(), parameters),
@@ -302,21 +314,22 @@ impl Ec2Api for FakeEc2 {
                 });
                 continue;
             }
-            let instance = state.launch(&pool.instance_type, request.market, &request.tags);
+            let zone = pool
+                .zone
+                .clone()
+                .or_else(|| zone_of_subnet(pool.subnet_id.as_deref()?));
+            let instance = state.launch(
+                &pool.instance_type,
+                request.market,
+                &request.tags,
+                zone.clone(),
+            );
             answer.instances.push(FleetInstance {
                 instance_id: instance.instance_id.clone(),
                 instance_type: pool.instance_type.clone(),
                 market: request.market,
                 subnet_id: pool.subnet_id.clone(),
-                zone: pool.zone.clone().or_else(|| {
-                    let letter = pool
-                        .subnet_id
-                        .as_deref()?
-                        .strip_prefix("subnet-0")?
-                        .chars()
-                        .next()?;
-                    Some(format!("us-west-2{letter}"))
-                }),
+                zone,
             });
             break;
         }
@@ -335,13 +348,9 @@ impl Ec2Api for FakeEc2 {
         subnet_ids: &[String],
     ) -> Result<HashMap<String, String>, ApiError> {
         drop(self.begin("DescribeSubnets")?);
-        // `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
         Ok(subnet_ids
             .iter()
-            .filter_map(|id| {
-                let letter = id.strip_prefix("subnet-0")?.chars().next()?;
-                Some((id.clone(), format!("us-west-2{letter}")))
-            })
+            .filter_map(|id| Some((id.clone(), zone_of_subnet(id)?)))
             .collect())
     }
 

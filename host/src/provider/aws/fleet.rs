@@ -382,6 +382,16 @@ impl AwsProvider {
             },
             adopted: false,
             passed_over: Vec::new(),
+            // EC2 may name only the subnet; a configured subnet's zone is known.
+            zone: match (&first.zone, &first.subnet_id) {
+                (Some(zone), _) => Some(zone.clone()),
+                (None, Some(subnet)) => self
+                    .configured_subnet_zones()
+                    .await
+                    .ok()
+                    .and_then(|zones| zones.get(subnet).cloned()),
+                (None, None) => None,
+            },
             chosen_by: Some(format!(
                 "EC2 Fleet ({}) chose {} {} in {place} among {} pools",
                 request.allocation_strategy,

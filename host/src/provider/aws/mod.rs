@@ -221,11 +221,7 @@ impl AwsProvider {
                 vec!["the default subnet of any zone the pod names by value".into()],
             )
         } else {
-            let zones = self
-                .subnet_zones
-                .get_or_try_init(|| self.api.subnet_zones(subnets))
-                .await
-                .map_err(provider_error)?;
+            let zones = self.configured_subnet_zones().await?;
             let places = subnets
                 .iter()
                 .filter_map(|subnet| {
@@ -256,6 +252,14 @@ impl AwsProvider {
             ));
         }
         Ok(places)
+    }
+
+    /// The configured subnets' zones, read once.
+    async fn configured_subnet_zones(&self) -> Result<&HashMap<String, String>, ProviderError> {
+        self.subnet_zones
+            .get_or_try_init(|| self.api.subnet_zones(&self.config.subnet_ids))
+            .await
+            .map_err(provider_error)
     }
 
     /// One of `places` for the pod: stable per pod, so retries of the walk land in the same
@@ -289,6 +293,11 @@ impl AwsProvider {
             },
             image_id: image_id.to_owned(),
             subnet_id: place.subnet_id.clone(),
+            // A subnet names its zone; without one, the pod's zone picks its default subnet.
+            zone: match place.subnet_id {
+                Some(_) => None,
+                None => place.zone.clone(),
+            },
             security_group_ids: self.config.security_group_ids.clone(),
             instance_profile: self.config.instance_profile.clone(),
             key_name: self.config.key_name.clone(),
@@ -303,16 +312,16 @@ impl AwsProvider {
         }
     }
 
-    /// One `RunInstances` for one offering: the instance id, or why not. A capacity refusal
+    /// One `RunInstances` for one offering: the instance, or why not. A capacity refusal
     /// is remembered, so the next pods skip the offering for a while.
     async fn run_offering(
         &self,
         key: &PodKey,
         offering: &Offering,
         request: &RunRequest,
-    ) -> Result<String, LaunchFailed> {
+    ) -> Result<Ec2Instance, LaunchFailed> {
         let error = match self.api.run_instance(request).await {
-            Ok(instance) => return Ok(instance.instance_id),
+            Ok(instance) => return Ok(instance),
             Err(error) => error,
         };
         // No answer, or a server error: EC2 may have launched it all the same. A token EC2
@@ -448,6 +457,7 @@ impl Provider for AwsProvider {
                     instance_type: existing.instance_type.clone(),
                     market: existing.market(),
                 },
+                zone: existing.zone.clone(),
                 instance_id: existing.instance_id,
                 adopted: true,
                 passed_over: Vec::new(),
@@ -470,12 +480,13 @@ impl Provider for AwsProvider {
         let request_for = |offering: &Offering| {
             self.run_request(&key, plan, offering, &place, &image_id, &user_data)
         };
-        let launched = |offering: &Offering, instance_id, passed_over| Launched {
-            instance_id,
+        let launched = |offering: &Offering, instance: Ec2Instance, passed_over| Launched {
+            instance_id: instance.instance_id,
             offering: offering.clone(),
             adopted: false,
             passed_over,
             chosen_by: None,
+            zone: instance.zone.or_else(|| place.zone.clone()),
         };
 
         let mut passed_over = Vec::new();
@@ -486,7 +497,7 @@ impl Provider for AwsProvider {
                     .run_offering(&key, offering, &request_for(offering))
                     .await
                 {
-                    Ok(instance_id) => return Ok(launched(offering, instance_id, passed_over)),
+                    Ok(instance) => return Ok(launched(offering, instance, passed_over)),
                     Err(failure) if failure.error.class == super::ErrorClass::Capacity => {
                         failure.error
                     }
@@ -507,7 +518,7 @@ impl Provider for AwsProvider {
         // tells that no instance was launched for it before (an answer lost, a restart), so a
         // pod never fails on other pods' answers. It also tells when capacity came back.
         match self.run_offering(&key, last, &request_for(last)).await {
-            Ok(instance_id) => Ok(launched(last, instance_id, passed_over)),
+            Ok(instance) => Ok(launched(last, instance, passed_over)),
             Err(failure) => {
                 if failure.error.class == super::ErrorClass::Capacity {
                     passed_over.push(PassedOver {

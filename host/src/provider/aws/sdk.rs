@@ -14,8 +14,8 @@ use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{
     self as ec2, BlockDeviceMapping, EbsBlockDevice, HttpTokensState,
     IamInstanceProfileSpecification, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
-    InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, MarketType, ResourceType,
-    ShutdownBehavior, SpotInstanceType, SpotMarketOptions, TagSpecification,
+    InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, MarketType, Placement,
+    ResourceType, ShutdownBehavior, SpotInstanceType, SpotMarketOptions, TagSpecification,
 };
 use base64::Engine as _;
 use jiff::Timestamp;
@@ -98,6 +98,12 @@ impl Ec2Api for SdkEc2 {
             .min_count(1)
             .max_count(1)
             .set_subnet_id(request.subnet_id.clone())
+            .set_placement(
+                request
+                    .zone
+                    .as_ref()
+                    .map(|zone| Placement::builder().availability_zone(zone).build()),
+            )
             .set_key_name(request.key_name.clone())
             .user_data(base64::engine::general_purpose::STANDARD.encode(&request.user_data))
             // The bootstrap powers off when the workload ends: that ends the instance.
@@ -378,6 +384,10 @@ fn instance(raw: &ec2::Instance) -> Ec2Instance {
             .and_then(|t| Timestamp::from_second(t.secs()).ok())
             .unwrap_or_else(Timestamp::now),
         spot: raw.instance_lifecycle() == Some(&ec2::InstanceLifecycleType::Spot),
+        zone: raw
+            .placement()
+            .and_then(|placement| placement.availability_zone())
+            .map(str::to_owned),
         state_reason: raw.state_reason().and_then(|reason| {
             Some(StateReason {
                 code: reason.code()?.to_owned(),

@@ -141,6 +141,7 @@ impl Provider for SimulatedProvider {
                 adopted: true,
                 passed_over: Vec::new(),
                 chosen_by: None,
+                zone: None,
             });
         }
         let attempt = {
@@ -175,6 +176,7 @@ impl Provider for SimulatedProvider {
             adopted: false,
             passed_over: Vec::new(),
             chosen_by: None,
+            zone: None,
         })
     }
 

@@ -347,6 +347,7 @@ async fn a_pod_that_names_a_zone_launches_only_in_that_zones_subnets() {
         launched.chosen_by.unwrap().contains("us-west-2b"),
         "the zone is reported"
     );
+    assert_eq!(launched.zone.as_deref(), Some("us-west-2b"));
     // The subnets' zones are read once.
     let other = in_zone("zoned-too", "us-west-2a");
     provider
@@ -354,6 +355,37 @@ async fn a_pod_that_names_a_zone_launches_only_in_that_zones_subnets() {
         .await
         .unwrap();
     assert_eq!(fake.count("DescribeSubnets"), 1);
+}
+
+/// Without subnets, the walk (`runInstances`) launches in the pod's zone's default subnet:
+/// the zone goes into `RunInstances`' placement.
+#[tokio::test]
+async fn without_subnets_the_walk_places_the_instance_in_the_pods_zone() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider_with(
+        fake.clone(),
+        AwsConfig {
+            launch_api: crate::config::LaunchApi::RunInstances,
+            ..AwsConfig::default()
+        },
+    );
+    let pod = in_zone("walked", "us-west-2c");
+    let launched = provider
+        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .await
+        .unwrap();
+    assert_eq!(launched.zone.as_deref(), Some("us-west-2c"));
+    let instance = fake.instances().pop().unwrap();
+    assert_eq!(instance.zone.as_deref(), Some("us-west-2c"));
+    let anywhere = new_pod("anywhere");
+    let launched = provider
+        .create(&anywhere, &plan(&anywhere, Market::OnDemand, false))
+        .await
+        .unwrap();
+    assert_eq!(
+        launched.zone, None,
+        "EC2 picks; the fake does not say where"
+    );
 }
 
 #[tokio::test]
