@@ -23,17 +23,27 @@ use crate::metrics::{InterruptionMetrics, MessageOutcome, QueueOperation};
 /// Where notices for this node's instances go.
 ///
 /// # Guarantees
-/// A message is deleted only after every notice in it was delivered, so a crash (or shutdown)
-/// between the two delivers the same notice again to the next consumer: `deliver` must be
-/// idempotent (a second interruption warning for an instance already being drained changes
-/// nothing).
+/// A message is deleted only after every notice in it was delivered and acted on, so a crash
+/// (or shutdown) between the two, or a notice the sink could not act on yet, delivers the same
+/// notice again after the queue's visibility timeout: `deliver` must be idempotent (a second
+/// interruption warning for an instance already being drained changes nothing).
 #[async_trait]
 pub trait NoticeSink: Send + Sync + 'static {
     /// Whether `instance_id` is one of this node's instances (the sink decides; it may look it
     /// up).
     async fn owns(&self, instance_id: &str) -> bool;
     /// Acts on a notice for one of this node's instances.
-    async fn deliver(&self, notice: Notice);
+    async fn deliver(&self, notice: Notice) -> Delivery;
+}
+
+/// What became of a delivered notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Acted on, or nothing is left to act on (the pod is gone): the message may go.
+    Done,
+    /// Not acted on yet (the pod is not in the cache yet after a restart, a status write
+    /// failed): the message stays on the queue and comes back after its visibility timeout.
+    Again,
 }
 
 /// One long poll's wait: SQS's longest.
@@ -126,20 +136,21 @@ impl Consumer<'_> {
         // The messages of one receive are acted on together: a hundred instances warned at
         // once should not wait for each other's status writes.
         let dispositions = join_all(messages.iter().map(|m| self.disposition(&m.body))).await;
-        join_all(
-            dispositions
-                .iter()
-                .filter_map(|disposition| match disposition {
-                    Disposition::Ours(notices) | Disposition::Shared(notices) => {
-                        Some(self.deliver(notices.clone()))
-                    }
-                    Disposition::Foreign | Disposition::Unparsed(_) => None,
-                }),
-        )
+        let this = &*self;
+        let deliveries = join_all(dispositions.iter().map(|disposition| async move {
+            match disposition {
+                Disposition::Ours(notices) | Disposition::Shared(notices) => {
+                    this.deliver(notices.clone()).await
+                }
+                Disposition::Foreign | Disposition::Unparsed(_) => Delivery::Done,
+            }
+        }))
         .await;
         let mut done = Vec::new();
-        for (message, disposition) in messages.into_iter().zip(dispositions) {
-            if self.settle(&message.body, disposition) {
+        for ((message, disposition), delivery) in
+            messages.into_iter().zip(dispositions).zip(deliveries)
+        {
+            if self.settle(&message.body, disposition, delivery) {
                 done.push(message.receipt_handle);
             }
         }
@@ -156,8 +167,16 @@ impl Consumer<'_> {
     }
 
     /// Counts and logs one message whose notices were delivered; whether it is to be deleted.
-    fn settle(&mut self, body: &str, disposition: Disposition) -> bool {
+    fn settle(&mut self, body: &str, disposition: Disposition, delivery: Delivery) -> bool {
         match disposition {
+            Disposition::Ours(_) | Disposition::Shared(_) if delivery == Delivery::Again => {
+                self.metrics.message(MessageOutcome::Retried);
+                tracing::info!(
+                    "an interruption notice could not be acted on yet; left on the queue to come \
+                     back after its visibility timeout"
+                );
+                false
+            }
             Disposition::Ours(_) => {
                 self.metrics.message(MessageOutcome::Delivered);
                 true
@@ -209,7 +228,9 @@ impl Consumer<'_> {
         }
     }
 
-    async fn deliver(&self, notices: Vec<Notice>) {
+    /// Delivers a message's notices; [`Delivery::Again`] if any is to come back.
+    async fn deliver(&self, notices: Vec<Notice>) -> Delivery {
+        let mut delivery = Delivery::Done;
         for notice in notices {
             tracing::info!(
                 kind = %notice.kind,
@@ -218,8 +239,11 @@ impl Consumer<'_> {
                 notice.description
             );
             self.metrics.delivered(notice.kind);
-            self.sink.deliver(notice).await;
+            if self.sink.deliver(notice).await == Delivery::Again {
+                delivery = Delivery::Again;
+            }
         }
+        delivery
     }
 }
 

@@ -15,7 +15,7 @@ mod samples;
 mod seen;
 mod sqs;
 
-pub use consumer::{NoticeSink, consume};
+pub use consumer::{Delivery, NoticeSink, consume};
 pub use notice::{Notice, NoticeError, NoticeKind};
 pub use queue::{NoticeQueue, QueueError, Received, RefusedDelete};
 pub use sqs::SqsQueue;

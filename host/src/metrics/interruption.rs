@@ -19,19 +19,24 @@ pub enum MessageOutcome {
     Foreign,
     /// Not a notice orca reads; left on the queue.
     Unparsed,
+    /// Ours, but not acted on yet (the pod not yet in the cache, a failed status write): left
+    /// on the queue to come back after its visibility timeout.
+    Retried,
 }
 
 impl MessageOutcome {
-    pub const ALL: [MessageOutcome; 3] = [
+    pub const ALL: [MessageOutcome; 4] = [
         MessageOutcome::Delivered,
         MessageOutcome::Foreign,
         MessageOutcome::Unparsed,
+        MessageOutcome::Retried,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             MessageOutcome::Delivered => "delivered",
             MessageOutcome::Foreign => "foreign",
+            MessageOutcome::Retried => "retried",
             MessageOutcome::Unparsed => "unparsed",
         }
     }

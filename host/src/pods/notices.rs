@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use super::events::PodEvents;
 use super::instances::InstanceCache;
 use super::record::PodRecords;
-use crate::interruption::{Notice, NoticeKind, NoticeSink};
+use crate::interruption::{Delivery, Notice, NoticeKind, NoticeSink};
 use crate::policy::DECISION_ANNOTATION;
 use crate::provider::InstanceStatus;
 
@@ -41,6 +41,8 @@ pub const SPOT_INTERRUPTION_REASON: &str = "SpotInterruption";
 pub const REBALANCE_REASON: &str = "RebalanceRecommendation";
 const REBALANCE_CONDITION: &str = "orca.research/RebalanceRecommended";
 const MAINTENANCE_CONDITION: &str = "orca.research/ScheduledMaintenance";
+/// How long a notice waits for the pod cache's first sync before it is left for later.
+const STORE_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct PodNotices {
     pub client: kube::Client,
@@ -108,9 +110,17 @@ impl PodNotices {
         }
     }
 
-    async fn mark(&self, pod: &Pod, condition: &str, reason: &str, message: &str, at: Timestamp) {
+    /// Gives the pod the condition; false when the write failed (the notice is to come back).
+    async fn mark(
+        &self,
+        pod: &Pod,
+        condition: &str,
+        reason: &str,
+        message: &str,
+        at: Timestamp,
+    ) -> bool {
         let (Some(namespace), Some(name)) = (&pod.metadata.namespace, &pod.metadata.name) else {
-            return;
+            return true;
         };
         let already = pod
             .status
@@ -124,7 +134,7 @@ impl PodNotices {
                 })
             });
         if already {
-            return;
+            return true;
         }
         // Conditions merge by type: orca's own status writes leave this one alone.
         let patch = json!({ "status": { "conditions": [ {
@@ -135,11 +145,34 @@ impl PodNotices {
             "lastTransitionTime": Time(at),
         } ] } });
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        if let Err(error) = api
+        match api
             .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await
         {
-            tracing::warn!(pod = %format!("{namespace}/{name}"), %error, condition, "writing the condition failed; the message comes back after its visibility timeout");
+            Ok(_) => true,
+            // Gone since: nothing left to mark.
+            Err(kube::Error::Api(status)) if status.code == 404 => true,
+            Err(error) => {
+                tracing::warn!(pod = %format!("{namespace}/{name}"), %error, condition, "writing the condition failed; the message comes back after its visibility timeout");
+                false
+            }
+        }
+    }
+
+    /// The pod `instance` runs for, as the cache has it; `Err(Delivery::Again)` when the cache
+    /// may not have it yet (a restart: the instance listing can come before the pod watch has
+    /// synced), `Err(Delivery::Done)` when the pod is gone.
+    async fn pod_of(&self, instance: &InstanceStatus) -> Result<Arc<Pod>, Delivery> {
+        let reference = ObjectRef::new(&instance.pod.name).within(&instance.pod.namespace);
+        let synced = tokio::time::timeout(STORE_SYNC_WAIT, self.store.wait_until_ready())
+            .await
+            .is_ok_and(|ready| ready.is_ok());
+        match self.store.get(&reference) {
+            Some(pod) if pod.metadata.uid.as_deref() == Some(instance.pod.uid.as_str()) => Ok(pod),
+            // Another pod of the same name: the instance's pod is gone.
+            Some(_) => Err(Delivery::Done),
+            None if synced => Err(Delivery::Done),
+            None => Err(Delivery::Again),
         }
     }
 }
@@ -150,39 +183,42 @@ impl NoticeSink for PodNotices {
         self.instance(instance_id).is_some()
     }
 
-    async fn deliver(&self, notice: Notice) {
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        // Owned a moment ago; gone from the listing since: nothing to act on.
         let Some(instance) = self.instance(&notice.instance_id) else {
-            return;
+            return Delivery::Done;
         };
         if notice.kind == NoticeKind::StateChange {
             tracing::debug!(instance = %notice.instance_id, state = ?notice.state, "instance state changed; listing now");
             self.sync_now.notify_one();
-            return;
+            return Delivery::Done;
         }
-        let reference = ObjectRef::new(&instance.pod.name).within(&instance.pod.namespace);
-        let Some(pod) = self.store.get(&reference) else {
-            return;
+        let pod = match self.pod_of(&instance).await {
+            Ok(pod) => pod,
+            Err(delivery) => return delivery,
         };
-        if pod.metadata.uid.as_deref() != Some(instance.pod.uid.as_str()) {
-            return;
-        }
         let (condition, reason, mut message) = Self::wording(&notice, &instance);
         tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, kind = %notice.kind, "{message}");
-        self.mark(&pod, condition, reason, &message, notice.time)
+        let mut marked = self
+            .mark(&pod, condition, reason, &message, notice.time)
             .await;
         if notice.kind == NoticeKind::RebalanceRecommendation && marks_on_rebalance(&pod) {
             message.push_str(
                 "; the pod's market plugin marks it DisruptionTarget on rebalance, so its \
                  controller can replace it before an interruption",
             );
-            self.mark(
-                &pod,
-                DISRUPTION_CONDITION,
-                REBALANCE_REASON,
-                &message,
-                notice.time,
-            )
-            .await;
+            marked &= self
+                .mark(
+                    &pod,
+                    DISRUPTION_CONDITION,
+                    REBALANCE_REASON,
+                    &message,
+                    notice.time,
+                )
+                .await;
+        }
+        if !marked {
+            return Delivery::Again;
         }
         let recorder = self
             .records
@@ -190,6 +226,7 @@ impl NoticeSink for PodNotices {
         self.events
             .publish(&pod, recorder, true, reason, "Interruption", message)
             .await;
+        Delivery::Done
     }
 }
 

@@ -81,6 +81,8 @@ impl NoticeQueue for FakeQueue {
 
 struct FakeSink {
     owned: Vec<&'static str>,
+    /// Owned instances whose notices it cannot act on yet.
+    again: Vec<&'static str>,
     steps: Steps,
 }
 
@@ -90,8 +92,14 @@ impl NoticeSink for FakeSink {
         self.owned.contains(&instance_id)
     }
 
-    async fn deliver(&self, notice: Notice) {
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        let again = self.again.contains(&notice.instance_id.as_str());
         lock(&self.steps).push(Step::Delivered(notice.kind, notice.instance_id));
+        if again {
+            Delivery::Again
+        } else {
+            Delivery::Done
+        }
     }
 }
 
@@ -111,9 +119,19 @@ fn receive_error() -> QueueError {
 
 /// Runs the loop for `duration` of simulated time; what the fakes saw and the metrics' text.
 async fn run(queue: Arc<FakeQueue>, duration: Duration) -> (Vec<Step>, String) {
+    run_with(queue, duration, Vec::new()).await
+}
+
+/// As [`run`], with a sink that cannot act yet on notices for the instances in `again`.
+async fn run_with(
+    queue: Arc<FakeQueue>,
+    duration: Duration,
+    again: Vec<&'static str>,
+) -> (Vec<Step>, String) {
     let steps = queue.steps.clone();
     let sink = Arc::new(FakeSink {
         owned: vec![OURS, OURS_TOO],
+        again,
         steps: steps.clone(),
     });
     let mut registry = Registry::default();
@@ -154,6 +172,33 @@ async fn notices_for_our_instances_are_delivered_then_deleted() {
             "orca_interruptions_total{kind=\"spot-interruption\"} 1",
             "orca_interruptions_total{kind=\"scheduled-change\"} 2",
             "orca_interruption_messages_total{outcome=\"delivered\"} 2",
+        ],
+    );
+}
+
+/// A notice the sink could not act on yet (the pod cache not synced after a restart, a status
+/// write that failed) must come back: its message stays on the queue.
+#[tokio::test(start_paused = true)]
+async fn a_notice_that_could_not_be_acted_on_is_left_to_come_back() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(OURS)),
+        message("h2", samples::spot(OURS_TOO)),
+    ])));
+    let (steps, metrics) = run_with(queue, Duration::from_secs(30), vec![OURS_TOO]).await;
+    assert_eq!(
+        steps,
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS.to_owned()),
+            Step::Delivered(NoticeKind::SpotInterruption, OURS_TOO.to_owned()),
+            Step::Deleted(vec!["h1".to_owned()]),
+        ]
+    );
+    assert_counted(
+        &metrics,
+        &[
+            "orca_interruption_messages_total{outcome=\"delivered\"} 1",
+            "orca_interruption_messages_total{outcome=\"retried\"} 1",
         ],
     );
 }
@@ -284,6 +329,7 @@ fn the_loop_can_be_spawned() {
         Arc::new(FakeQueue::new(&steps, true)),
         Arc::new(FakeSink {
             owned: Vec::new(),
+            again: Vec::new(),
             steps,
         }),
         Arc::new(InterruptionMetrics::register(&mut registry)),
