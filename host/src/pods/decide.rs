@@ -10,7 +10,7 @@
 //! | deleting | gone or going | remove the pod |
 //! | Succeeded/Failed | not yet shutting down | terminate it |
 //! | active | pending/running | mirror it |
-//! | active | stopping/stopped | Failed `InstanceStopped` (then terminated as above) |
+//! | active | stopping/stopped | Failed `InstanceStopped` (then terminated as above); if its workload had tagged its exit code first, as shutting-down below |
 //! | active | shutting-down/terminated | read the exit report, then Succeeded or Failed |
 //! | active | not listed, launched | wait out the visibility grace; then a lookup by id; Failed `InstanceLost` only if that finds nothing either |
 //! | active | none | launch (again after a lost answer: the same ClientToken) |
@@ -26,7 +26,7 @@ use super::record::{ExitReport, Launch, PodRecord};
 use super::status::{self, needs_write};
 use super::terminations::Asked;
 use super::view::{LaunchRef, PodView};
-use crate::provider::{InstanceStatus, Termination};
+use crate::provider::{InstanceState, InstanceStatus, Termination};
 
 /// The durations a decision depends on (from `pods:` in the config).
 #[derive(Debug, Clone, Copy)]
@@ -222,6 +222,14 @@ fn settle(obs: &Observation) -> Step {
 
 /// An active pod with its instance at hand: mirror it.
 fn follow(obs: &Observation, instance: &InstanceStatus) -> Step {
+    let stopped = matches!(
+        instance.state,
+        InstanceState::Stopping | InstanceState::Stopped
+    );
+    if stopped && instance.workload_exit.is_some() {
+        // Stopped after its workload ended and reported: the workload's result decides.
+        return ended(obs, instance);
+    }
     if !instance.state.workload_over() || instance.state.needs_termination() {
         // Pending, running, or stopped (Failed `InstanceStopped`).
         return write(

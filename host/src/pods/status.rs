@@ -63,11 +63,17 @@ pub fn outcome(
             reason: None,
             message: None,
         },
-        InstanceState::Stopping | InstanceState::Stopped => failed(
+        InstanceState::Stopping | InstanceState::Stopped if exit.is_none() => failed(
             FailureReason::InstanceStopped,
             &format!("was stopped{state_reason}; its workload cannot go on, so orca terminates it"),
         ),
-        InstanceState::ShuttingDown | InstanceState::Terminated => {
+        // A stopped instance whose workload had reported its exit was stopped after the
+        // workload ended (between the bootstrap's report and its power-off): the workload's
+        // own result is the pod's, as for an instance that shut down.
+        InstanceState::Stopping
+        | InstanceState::Stopped
+        | InstanceState::ShuttingDown
+        | InstanceState::Terminated => {
             // An interruption explains the exit code too (the bootstrap sees SIGTERM): report
             // the interruption, so a Job retries the work instead of trusting a partial run.
             // A warned pod was interrupted unless its workload had finished before the warning.

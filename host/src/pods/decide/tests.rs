@@ -276,6 +276,27 @@ fn a_stopped_instance_fails_its_pod_with_a_precise_reason() {
 }
 
 #[test]
+fn an_instance_stopped_after_its_workload_reported_is_read_like_one_that_shut_down() {
+    let mut stopped = ended_by("Client.UserInitiatedShutdown", InstanceState::Stopped);
+    stopped.workload_exit = Some(exit(0, &[]));
+    let case = Case::new(pod(Some("Running"), false, None)).listed(stopped.clone());
+    assert!(
+        matches!(case.decide(), Step::ReadExit { .. }),
+        "the exit report (each container's code) is read first"
+    );
+    let read = Case::new(pod(Some("Running"), false, None))
+        .listed(stopped)
+        .record(|r| {
+            r.exit = ExitReport::Read {
+                exit: Some(exit(0, &[("main", 0)])),
+                first: at(30),
+                last: at(30),
+            };
+        });
+    assert_eq!(written(&read.decide()).phase.as_deref(), Some("Succeeded"));
+}
+
+#[test]
 fn a_stopped_instance_is_terminated_for_a_finished_or_deleted_pod() {
     for (phase, deleting) in [("Failed", false), ("Running", true)] {
         let case =

@@ -160,6 +160,23 @@ fn a_stopped_instance_fails_the_pod_as_stopped() {
     );
 }
 
+/// Found by simulation seed 26: the workload completed and tagged exit 0, then someone
+/// stopped the instance before the bootstrap's power-off. The pod succeeded.
+#[test]
+fn an_instance_stopped_after_its_workload_reported_ends_the_pod_by_the_workloads_result() {
+    for (code, phase) in [(0, PodPhase::Succeeded), (3, PodPhase::Failed)] {
+        let mut stopped = instance(InstanceState::Stopped);
+        stopped.workload_exit = Some(WorkloadExit {
+            exit_code: code,
+            finished_at: Timestamp::from_second(1_100).unwrap(),
+            containers: Default::default(),
+        });
+        let outcome = outcome_of(&stopped);
+        assert_eq!(outcome.phase, phase, "exit {code}");
+        assert_ne!(outcome.reason, Some(FailureReason::InstanceStopped));
+    }
+}
+
 #[test]
 fn running_status_carries_ips_ready_and_the_instance_in_the_container_id() {
     let status = status_for_instance(&pod(), &instance(InstanceState::Running), None);
