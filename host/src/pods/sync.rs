@@ -126,6 +126,7 @@ impl StatusSync {
             let synced = listing.is_some();
             last_listing = listing.unwrap_or(last_listing);
             let dropped = self.records.retain(&present);
+            self.provider.retain_pods(&present);
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
             }

@@ -59,6 +59,11 @@ pub trait Provider: Send + Sync + 'static {
     async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError>;
     /// Whether the backend answers; drives the node's Ready condition.
     async fn ping(&self) -> Result<(), ProviderError>;
+    /// Forgets what it keeps per pod (launch attempts) for pods not in `present` (UIDs): they
+    /// are gone, and a long-running node must not keep every pod it ever saw.
+    fn retain_pods(&self, present: &std::collections::HashSet<String>) {
+        let _ = present;
+    }
 }
 
 /// What became of a termination request.

@@ -78,6 +78,14 @@ impl FleetAttempts {
     fn keep(&self, uid: &str, attempt: Attempt) {
         lock(&self.by_pod).insert(uid.to_owned(), attempt);
     }
+
+    /// Drops the attempts of pods not in `present`; answers how many are kept.
+    pub(super) fn retain(&self, present: &std::collections::HashSet<String>) -> usize {
+        let mut by_pod = lock(&self.by_pod);
+        by_pod.retain(|uid, _| present.contains(uid));
+        crate::heap::shrink_when_sparse(&mut by_pod);
+        by_pod.len()
+    }
 }
 
 impl AwsProvider {

@@ -614,6 +614,10 @@ impl Provider for AwsProvider {
     async fn ping(&self) -> Result<(), ProviderError> {
         self.api.ping().await.map_err(provider_error)
     }
+
+    fn retain_pods(&self, present: &std::collections::HashSet<String>) {
+        self.fleets.retain(present);
+    }
 }
 
 /// A launch error in the pod's words. A token EC2 already answered means the pod's instance

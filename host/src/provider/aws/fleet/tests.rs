@@ -179,6 +179,28 @@ async fn the_market_plugins_strategy_is_used_for_its_market_and_the_fallback_tak
     );
 }
 
+/// A pod deleted while its launch was failing leaves no attempt behind once the sync sees it
+/// gone; a present pod's attempt (its next token) is kept.
+#[tokio::test]
+async fn the_attempts_of_gone_pods_are_forgotten() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    for name in ["gone", "kept"] {
+        short(&fake, "m5.large", Market::OnDemand, 2);
+        short(&fake, "m6i.large", Market::OnDemand, 2);
+        launch(&provider, name, Market::OnDemand, false)
+            .await
+            .unwrap_err();
+    }
+    let kept_uid = pod("kept").metadata.uid.unwrap();
+    assert_eq!(provider.fleets.retain(&[kept_uid].into()), 1);
+    launch(&provider, "kept", Market::OnDemand, false)
+        .await
+        .unwrap();
+    let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
+    assert_eq!(places, [0, 0, 1], "the kept pod moved on to its next token");
+}
+
 #[tokio::test]
 async fn a_pod_that_got_nothing_asks_again_with_its_next_token() {
     let fake = Arc::new(FakeEc2::default());
