@@ -23,4 +23,5 @@ pub mod plugin_cli;
 pub mod pods;
 pub mod policy;
 pub mod provider;
+pub mod served_nodes;
 pub mod tls;

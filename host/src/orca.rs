@@ -1,13 +1,14 @@
-//! The whole orca process: provider, policy, node controller and pod controller, wired once.
+//! The whole orca process: the shared parts (EC2 API, catalogue, policy, kubelet API, metrics,
+//! interruption queue) wired once, and a node controller and pod controller per declared node.
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue_refresh;
-use crate::config::{Config, ProviderKind};
+use crate::config::{Config, DeclaredNode, ProviderKind, SimulatedConfig};
 use crate::health::Health;
-use crate::interruption::{NoticeQueue, SqsQueue};
+use crate::interruption::{NodeSinks, NoticeQueue, SqsQueue};
 use crate::metrics::Metrics;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node::{NodeController, RegistrationError};
@@ -25,6 +26,7 @@ use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::simulated::SimulatedProvider;
+use crate::served_nodes::{ServedNode, ServedNodes};
 
 /// Why orca could not start.
 #[derive(Debug, thiserror::Error)]
@@ -52,20 +54,30 @@ pub enum StartError {
     },
 }
 
+/// One declared node, with the parts that differ between nodes: its provider (its identity
+/// tags, subnets and zone) and its planner (the shared pipeline deciding for this node).
+struct NodeRuntime {
+    declared: DeclaredNode,
+    provider: Arc<dyn Provider>,
+    planner: Arc<dyn Planner>,
+    pod_cache: PodCache,
+}
+
 /// A configured orca, ready to run.
 pub struct Orca {
     config: Config,
     client: kube::Client,
-    provider: Arc<dyn Provider>,
+    /// Every declared node (`nodes:`, or `node:` alone), in order.
+    nodes: Vec<NodeRuntime>,
     /// The EC2 API when the aws provider runs: the catalogue refresh uses it too.
     ec2: Option<Arc<dyn Ec2Api>>,
     catalogue: Arc<InstanceCatalogue>,
-    planner: Arc<dyn Planner>,
-    /// The planner as itself, for its readiness.
+    /// The policy pipeline every node's planner shares, for its readiness.
     pipeline: Arc<Pipeline>,
     registry: Arc<PluginRegistry>,
     metrics: Metrics,
-    pod_cache: PodCache,
+    /// The nodes served now, for the kubelet API and the metrics.
+    served: Arc<ServedNodes>,
     health: Arc<Health>,
     /// The interruption queue (`provider.aws.interruptionQueue`), when configured.
     interruption_queue: Option<Arc<dyn NoticeQueue>>,
@@ -106,50 +118,33 @@ impl Orca {
         let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
         let ec2_calls = Arc::new(Ec2Calls::default());
-        let pod_cache = PodCache::new();
-        let metrics = Metrics::new(pod_cache.store.clone(), ec2_calls.clone());
-        let (provider, ec2): (Arc<dyn Provider>, Option<Arc<dyn Ec2Api>>) =
-            match config.provider.kind {
-                ProviderKind::Simulated => (
-                    Arc::new(
-                        SimulatedProvider::new(config.provider.simulated.clone())
-                            .map_err(StartError::SimulatedProviderFailed)?,
-                    ),
-                    None,
-                ),
-                ProviderKind::Aws => {
-                    let aws = &config.provider.aws;
-                    let api: Arc<dyn Ec2Api> = match ec2_override {
-                        Some(ec2) => Arc::new(RateLimited::new(
-                            Measured::new(ec2, metrics.ec2.clone()),
+        let served = Arc::new(ServedNodes::default());
+        let metrics = Metrics::new(served.clone(), ec2_calls.clone());
+        let ec2: Option<Arc<dyn Ec2Api>> = match config.provider.kind {
+            ProviderKind::Simulated => None,
+            ProviderKind::Aws => {
+                let aws = &config.provider.aws;
+                let api: Arc<dyn Ec2Api> = match ec2_override {
+                    Some(ec2) => Arc::new(RateLimited::new(
+                        Measured::new(ec2, metrics.ec2.clone()),
+                        aws.rate_limit,
+                    )),
+                    None => {
+                        let sdk = SdkEc2::connect(
+                            &config.provider.region,
+                            aws.endpoint_url.as_deref(),
+                            ec2_calls.clone(),
+                        )
+                        .await;
+                        Arc::new(RateLimited::new(
+                            Measured::new(sdk, metrics.ec2.clone()),
                             aws.rate_limit,
-                        )),
-                        None => {
-                            let sdk = SdkEc2::connect(
-                                &config.provider.region,
-                                aws.endpoint_url.as_deref(),
-                                ec2_calls.clone(),
-                            )
-                            .await;
-                            Arc::new(RateLimited::new(
-                                Measured::new(sdk, metrics.ec2.clone()),
-                                aws.rate_limit,
-                            ))
-                        }
-                    };
-                    let provider = AwsProvider::new(
-                        api.clone(),
-                        Identity {
-                            node: config.node.name.clone(),
-                            cluster: config.node.cluster_name.clone(),
-                        },
-                        aws.clone(),
-                        Arc::new(KubeEnvSource::new(client.clone())),
-                    )
-                    .with_visibility_grace(config.pods.launch_visibility_grace.get());
-                    (Arc::new(provider), Some(api))
-                }
-            };
+                        ))
+                    }
+                };
+                Some(api)
+            }
+        };
         tracing::info!(
             types = catalogue.len(),
             region = catalogue.region(),
@@ -157,15 +152,55 @@ impl Orca {
             sources = catalogue.sources(),
             "instance-type catalogue loaded"
         );
+        let declared = config.declared_nodes();
         let pipeline = Pipeline::new(
             registry.clone(),
             HookChains::from_config(&config.policy),
-            &config.node.name,
+            &declared[0].node.name,
             &config.node.cluster_name,
         )
         .with_node_architecture(&config.node.architecture)
         .with_observer(metrics.policy.clone());
         let pipeline = Arc::new(pipeline);
+        let env: Arc<KubeEnvSource> = Arc::new(KubeEnvSource::new(client.clone()));
+        let several = declared.len() > 1;
+        let mut nodes = Vec::with_capacity(declared.len());
+        for declared in declared {
+            let provider: Arc<dyn Provider> = match &ec2 {
+                None => Arc::new(
+                    SimulatedProvider::new(simulated_settings(&config, &declared, several))
+                        .map_err(StartError::SimulatedProviderFailed)?,
+                ),
+                Some(api) => {
+                    let mut aws = config.provider.aws.clone();
+                    aws.subnet_ids.clone_from(&declared.subnet_ids);
+                    Arc::new(
+                        AwsProvider::new(
+                            api.clone(),
+                            Identity {
+                                node: declared.node.name.clone(),
+                                cluster: declared.node.cluster_name.clone(),
+                            },
+                            aws,
+                            env.clone(),
+                        )
+                        .with_visibility_grace(config.pods.launch_visibility_grace.get())
+                        .with_node_zone(declared.zone.clone()),
+                    )
+                }
+            };
+            let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
+                &declared.node.name,
+                &declared.node.architecture,
+                declared.zone.as_deref(),
+            )));
+            nodes.push(NodeRuntime {
+                declared,
+                provider,
+                planner,
+                pod_cache: PodCache::new(),
+            });
+        }
         let interruption_queue: Option<Arc<dyn NoticeQueue>> = match (
             config.provider.kind,
             &config.provider.aws.interruption_queue,
@@ -184,33 +219,37 @@ impl Orca {
             interruption_queue,
             config,
             client,
-            provider,
+            nodes,
             ec2,
             catalogue,
-            planner: Arc::new(pipeline.clone()),
             pipeline,
             registry,
             metrics,
-            pod_cache,
+            served,
             health: Arc::new(Health::default()),
         })
     }
 
     /// Runs until `shutdown` is cancelled, then waits up to the shutdown grace period for the
-    /// controllers to finish their current steps. Pods, instances, the Node and its Lease stay:
-    /// the next start adopts them.
+    /// controllers to finish their current steps. Pods, instances, the Nodes and their Leases
+    /// stay: the next start adopts them.
     ///
     /// # Errors
     /// [`StartError::NodeFailed`] for a bad node skeleton.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), StartError> {
-        let node = NodeController::new(
-            self.client.clone(),
-            self.config.node.clone(),
-            self.provider.clone(),
-            self.metrics.lease.clone(),
-            self.health.clone(),
-        )
-        .map_err(StartError::NodeFailed)?;
+        let mut controllers = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            controllers.push(
+                NodeController::new(
+                    self.client.clone(),
+                    node.declared.node.clone(),
+                    node.provider.clone(),
+                    self.metrics.lease.clone(),
+                    self.health.clone(),
+                )
+                .map_err(StartError::NodeFailed)?,
+            );
+        }
         let metrics_address =
             std::net::SocketAddr::new(self.config.metrics.bind_address, self.config.metrics.port);
         let metrics_task = crate::metrics::server::serve(
@@ -225,7 +264,6 @@ impl Orca {
             field: "metrics.port",
             source,
         })?;
-        let node_task = tokio::spawn(node.run(shutdown.clone()));
         let kubelet_api_task = self.spawn_kubelet_api(&shutdown);
         let refresh = self.config.provider.aws.catalogue_refresh.get();
         if let Some(api) = &self.ec2
@@ -239,18 +277,21 @@ impl Orca {
             );
         }
         let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
-        let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(vec![
+        let mut reporters: Vec<Arc<dyn ReloadReporter>> = vec![
             Arc::new(PolicyReadiness {
                 pipeline: self.pipeline.clone(),
                 health: self.health.clone(),
                 ready: policy_ready,
             }),
             self.metrics.policy.clone(),
-            Arc::new(NodePluginEvents::spawn(
+        ];
+        for node in &self.nodes {
+            reporters.push(Arc::new(NodePluginEvents::spawn(
                 self.client.clone(),
-                &self.config.node.name,
-            )),
-        ]));
+                &node.declared.node.name,
+            )));
+        }
+        let reporter: Arc<dyn ReloadReporter> = Arc::new(Reporters(reporters));
         reporter.rescanned(&self.registry.current());
         // Detached: it ends by itself once every embedded plugin has loaded, or at shutdown.
         let _ =
@@ -275,24 +316,46 @@ impl Orca {
             }
             None => None,
         };
-        let pods_task = tokio::spawn(pods::run(
-            PodControllerDeps {
-                client: self.client.clone(),
-                node_name: self.config.node.name.clone(),
-                provider: self.provider.clone(),
-                planner: self.planner.clone(),
-                config: self.config.pods.clone(),
-                metrics: self.metrics.reconcile.clone(),
-                health: self.health.clone(),
-                store: self.pod_cache,
-                policy_ready: policy_ready_rx,
-                interruptions: self.interruption_queue.map(|queue| pods::Interruptions {
-                    queue,
-                    metrics: self.metrics.interruption.clone(),
-                }),
-            },
-            shutdown.clone(),
-        ));
+        // One consumer for the queue: each notice goes to the node whose instance it names.
+        let notice_sinks = self.interruption_queue.map(|queue| {
+            let sinks = Arc::new(NodeSinks::default());
+            tokio::spawn(crate::interruption::consume(
+                queue,
+                sinks.clone(),
+                self.metrics.interruption.clone(),
+                shutdown.clone().cancelled_owned(),
+            ));
+            sinks
+        });
+        let mut tasks = Vec::new();
+        for (node, controller) in self.nodes.into_iter().zip(controllers) {
+            let name = node.declared.node.name.clone();
+            self.health.serve(&name);
+            self.served.serve(
+                &name,
+                ServedNode {
+                    pods: node.pod_cache.store.clone(),
+                    provider: node.provider.clone(),
+                },
+            );
+            tasks.push(tokio::spawn(controller.run(shutdown.clone())));
+            tasks.push(tokio::spawn(pods::run(
+                PodControllerDeps {
+                    client: self.client.clone(),
+                    node_name: name,
+                    node_zone: node.declared.zone.clone(),
+                    provider: node.provider,
+                    planner: node.planner,
+                    config: self.config.pods.clone(),
+                    metrics: self.metrics.reconcile.clone(),
+                    health: self.health.clone(),
+                    store: node.pod_cache,
+                    policy_ready: policy_ready_rx.clone(),
+                    notice_sinks: notice_sinks.clone(),
+                },
+                shutdown.clone(),
+            )));
+        }
         shutdown.cancelled().await;
         let grace = self.config.pods.shutdown_grace_period.get();
         // A kubelet API that could not start ended the run: report why, as a startup error.
@@ -302,8 +365,9 @@ impl Orca {
             return Err(StartError::KubeletApiFailed(error));
         }
         let drained = tokio::time::timeout(grace, async {
-            let _ = node_task.await;
-            let _ = pods_task.await;
+            for task in tasks {
+                let _ = task.await;
+            }
             if let Some(watch_task) = watch_task {
                 let _ = watch_task.await;
             }
@@ -320,6 +384,18 @@ impl Orca {
     }
 }
 
+/// The simulated provider's settings for one node. Several nodes keep separate journals
+/// (`<stateFile>-<node>`), since each node adopts only its own instances.
+fn simulated_settings(config: &Config, node: &DeclaredNode, several: bool) -> SimulatedConfig {
+    let mut settings = config.provider.simulated.clone();
+    if several && let Some(file) = &settings.state_file {
+        let mut name = file.file_name().unwrap_or_default().to_os_string();
+        name.push(format!("-{}", node.node.name));
+        settings.state_file = Some(file.with_file_name(name));
+    }
+    settings
+}
+
 impl Orca {
     /// Starts the kubelet API in its own task: with `csr` as the only TLS source it waits for
     /// the certificate's approval, which must not hold up the node and pods. If it cannot
@@ -331,9 +407,12 @@ impl Orca {
         let deps = crate::kubelet_api::KubeletApiDeps {
             client: self.client.clone(),
             config: self.config.kubelet_api.clone(),
-            node: self.config.node.clone(),
-            pods: self.pod_cache.store.clone(),
-            provider: self.provider.clone(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|node| node.declared.node.clone())
+                .collect(),
+            served: self.served.clone(),
         };
         let health = self.health.clone();
         let shutdown = shutdown.clone();

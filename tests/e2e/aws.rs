@@ -717,3 +717,162 @@ async fn sigkill_at_20_random_points_of_a_burst_leaves_every_instance_accounted_
     );
     scenario.finish().await
 }
+
+/// moto's default VPC has a default subnet in each zone of the region: zone → subnet.
+async fn default_subnets_by_zone(
+    ec2: &aws_sdk_ec2::Client,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let answer = ec2
+        .describe_subnets()
+        .filters(
+            Filter::builder()
+                .name("default-for-az")
+                .values("true")
+                .build(),
+        )
+        .send()
+        .await?;
+    Ok(answer
+        .subnets()
+        .iter()
+        .filter_map(|subnet| {
+            Some((
+                subnet.availability_zone()?.to_owned(),
+                subnet.subnet_id()?.to_owned(),
+            ))
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn three_zone_nodes_spread_a_deployment_and_each_pod_launches_in_its_nodes_zone() -> Result<()>
+{
+    let cluster = TestCluster::shared();
+    let client = cluster.kube_client().await?;
+    let ec2 = cluster.ec2_client().await;
+    let zones: Vec<(String, String)> = default_subnets_by_zone(&ec2)
+        .await?
+        .into_iter()
+        .take(3)
+        .collect();
+    anyhow::ensure!(zones.len() == 3, "moto has three zones: {zones:?}");
+    let base = unique_node_name("aws-zones");
+    let names: Vec<String> = (0..zones.len()).map(|i| format!("{base}-{i}")).collect();
+    let mut entries = String::from("nodes:\n");
+    for ((zone, subnet), name) in zones.iter().zip(&names) {
+        entries.push_str(&format!(
+            "  - name: {name}\n    zone: {zone}\n    subnetIds: [{subnet}]\n"
+        ));
+    }
+    let orca = OrcaProcess::start(&base, |_| {
+        format!("{}{entries}", aws_test_config(&base, ""))
+    })?
+    .declaring(&names);
+    orca.wait_ready(Duration::from_secs(30)).await?;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    for ((zone, _), name) in zones.iter().zip(&names) {
+        let labels = nodes.get(name).await?.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get("topology.kubernetes.io/zone"),
+            Some(zone),
+            "{name}: {labels:?}"
+        );
+    }
+
+    const REPLICAS: usize = 6;
+    let namespace = TestNamespace::create(&client, "e2e-aws-zones").await?;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), &namespace.name);
+    let deployment: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(
+        serde_json::json!({
+            "metadata": { "name": "spread" },
+            "spec": {
+                "replicas": REPLICAS,
+                "selector": { "matchLabels": { "app": "spread" } },
+                "template": {
+                    "metadata": { "labels": { "app": "spread" } },
+                    "spec": {
+                        "tolerations": [{ "key": "orca.research/burst-node", "operator": "Equal",
+                                          "value": "true", "effect": "NoSchedule" }],
+                        // Only this test's nodes: the cluster is shared.
+                        "affinity": { "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{ "matchExpressions": [{
+                                "key": "kubernetes.io/hostname", "operator": "In", "values": names
+                            }] }]
+                        } } },
+                        "topologySpreadConstraints": [{
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": { "matchLabels": { "app": "spread" } }
+                        }],
+                        "containers": [{ "name": "main", "image": "busybox:1.36",
+                                         "command": ["sleep", "3600"] }]
+                    }
+                }
+            }
+        }),
+    )?;
+    deployments
+        .create(&kube::api::PostParams::default(), &deployment)
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    let running = poll_until(
+        "every replica Running",
+        Duration::from_secs(90),
+        TICK,
+        || async {
+            let list = pods.list(&ListParams::default()).await?;
+            Ok(
+                (list.items.len() == REPLICAS && list.items.iter().all(|p| phase(p) == "Running"))
+                    .then_some(list.items),
+            )
+        },
+    )
+    .await
+    .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", orca.log()))?;
+    for ((zone, subnet), name) in zones.iter().zip(&names) {
+        let on_node: Vec<&Pod> = running
+            .iter()
+            .filter(|pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name))
+            .collect();
+        assert_eq!(
+            on_node.len(),
+            REPLICAS / zones.len(),
+            "the scheduler spreads the replicas over the zones"
+        );
+        for pod in on_node {
+            let id = instance_id(pod).context("the pod names its instance")?;
+            let answer = ec2.describe_instances().instance_ids(&id).send().await?;
+            let instance = answer
+                .reservations()
+                .iter()
+                .flat_map(|r| r.instances())
+                .next()
+                .with_context(|| format!("instance {id}"))?;
+            assert_eq!(
+                instance.placement().and_then(|p| p.availability_zone()),
+                Some(zone.as_str()),
+                "{id} of a pod on {name}"
+            );
+            assert_eq!(instance.subnet_id(), Some(subnet.as_str()), "{id}");
+            let tags = tags_of(instance);
+            assert_eq!(
+                tags.get("orca.research/node"),
+                Some(name),
+                "the instance is its node's"
+            );
+            let decision = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("orca.research/decision"))
+                .context("decision annotation")?;
+            assert!(decision.contains(zone.as_str()), "{decision}");
+        }
+    }
+    deployments
+        .delete("spread", &DeleteParams::default())
+        .await?;
+    namespace.delete().await
+}

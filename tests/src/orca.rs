@@ -67,6 +67,8 @@ pub struct OrcaProcess {
     /// Tests log at debug level to explain failures; benchmarks keep the config's level.
     debug_logs: bool,
     child: Option<Child>,
+    /// The Nodes this orca registers (`nodes:`), when not `node_name` alone.
+    declared_nodes: Vec<String>,
 }
 
 impl OrcaProcess {
@@ -114,6 +116,7 @@ impl OrcaProcess {
             kubeconfig: kubeconfig.to_owned(),
             debug_logs,
             child: None,
+            declared_nodes: Vec::new(),
         };
         process.restart()?;
         Ok(process)
@@ -219,21 +222,41 @@ impl OrcaProcess {
         Ok(child.wait()?)
     }
 
-    /// Waits until orca's Node is Ready (as a user would before sending it pods).
+    /// This orca's config declares `names` in `nodes:` (its `node.name` is only their
+    /// template): they are the Nodes waited for and deleted at the end.
+    #[must_use]
+    pub fn declaring(mut self, names: &[String]) -> OrcaProcess {
+        self.declared_nodes = names.to_vec();
+        self
+    }
+
+    /// The Nodes this orca registers.
+    pub fn node_names(&self) -> Vec<String> {
+        if self.declared_nodes.is_empty() {
+            vec![self.node_name.clone()]
+        } else {
+            self.declared_nodes.clone()
+        }
+    }
+
+    /// Waits until orca's Nodes are Ready (as a user would before sending them pods).
     pub async fn wait_ready(&self, timeout: std::time::Duration) -> Result<()> {
         let client = TestCluster::shared().kube_client().await?;
         let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
-        crate::wait::poll_until(
-            &format!("node {} Ready", self.node_name),
-            timeout,
-            std::time::Duration::from_millis(200),
-            || async {
-                let ready = crate::nodes::ready_condition(&nodes, &self.node_name).await?;
-                Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
-            },
-        )
-        .await
-        .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))
+        for name in self.node_names() {
+            crate::wait::poll_until(
+                &format!("node {name} Ready"),
+                timeout,
+                std::time::Duration::from_millis(200),
+                || async {
+                    let ready = crate::nodes::ready_condition(&nodes, &name).await?;
+                    Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
+                },
+            )
+            .await
+            .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", self.log()))?;
+        }
+        Ok(())
     }
 
     /// Waits until this process answers `/readyz` (Node registered, pod cache listed, kubelet
@@ -270,13 +293,8 @@ impl Drop for OrcaProcess {
         let _ = self.kill();
         let _ = TestCluster::shared()
             .kubectl()
-            .args([
-                "delete",
-                "node",
-                &self.node_name,
-                "--ignore-not-found",
-                "--wait=false",
-            ])
+            .args(["delete", "node", "--ignore-not-found", "--wait=false"])
+            .args(self.node_names())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

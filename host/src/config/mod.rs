@@ -9,6 +9,7 @@ mod fleet;
 mod interruption;
 mod kubelet_api;
 mod node;
+mod nodes;
 mod on_error;
 mod pods;
 mod policy;
@@ -26,6 +27,7 @@ pub use fleet::{FleetConfig, LaunchApi};
 pub use interruption::InterruptionQueueConfig;
 pub use kubelet_api::{KubeletApiConfig, MetricsConfig, ServingTlsConfig, TlsSource};
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
+pub use nodes::{DeclaredNode, NodeEntry, REGION_LABEL};
 pub use pods::PodsConfig;
 pub use policy::{
     DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, OnError, OnErrorAction,
@@ -41,6 +43,8 @@ use crate::cli::LogFormat;
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Config {
     pub node: NodeConfig,
+    /// Several nodes served by this process, each starting from `node:`; empty: `node:` alone.
+    pub nodes: Vec<NodeEntry>,
     pub pods: PodsConfig,
     pub policy: PolicyConfig,
     pub provider: ProviderConfig,
@@ -111,8 +115,24 @@ impl Config {
         }
     }
 
+    /// Every node this configuration declares, resolved (`nodes:` over `node:`).
+    pub fn declared_nodes(&self) -> Vec<DeclaredNode> {
+        nodes::declared(
+            &self.node,
+            &self.nodes,
+            &self.provider.aws.subnet_ids,
+            &self.provider.region,
+        )
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         self.node.validate()?;
+        nodes::validate(
+            &self.node,
+            &self.nodes,
+            &self.provider.aws.subnet_ids,
+            &self.provider.region,
+        )?;
         self.pods.validate()?;
         self.policy.validate()?;
         self.provider.validate()?;
@@ -353,8 +373,8 @@ mod tests {
 
     #[test]
     fn unknown_section_is_rejected() {
-        let error = Config::parse("nodes: {}\n").unwrap_err().to_string();
-        assert!(error.contains("unknown field `nodes`"), "{error}");
+        let error = Config::parse("nodez: {}\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `nodez`"), "{error}");
     }
 
     #[test]

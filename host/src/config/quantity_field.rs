@@ -19,3 +19,10 @@ pub(super) fn string_or_number<'de, D: Deserializer<'de>>(
         StringOrNumber::Float(number) => number.to_string(),
     })
 }
+
+/// [`string_or_number`] for a field that may be absent.
+pub(super) fn optional_string_or_number<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    string_or_number(deserializer).map(Some)
+}

@@ -13,9 +13,11 @@ pub mod queue;
 #[cfg(test)]
 mod samples;
 mod seen;
+mod sinks;
 mod sqs;
 
 pub use consumer::{Delivery, NoticeSink, consume};
 pub use notice::{Notice, NoticeError, NoticeKind};
 pub use queue::{NoticeQueue, QueueError, Received, RefusedDelete};
+pub use sinks::NodeSinks;
 pub use sqs::SqsQueue;

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::routes::ApiState;
 use crate::provider::render_logs as render;
 use crate::provider::{LogOptions, PodKey, Provider};
+use crate::served_nodes::FoundPod;
 
 /// The query as sent; numbers stay text so a bad one gets the kubelet's kind of message
 /// rather than a generic deserialization error.
@@ -108,10 +109,13 @@ pub async fn container_logs(
     Path((namespace, name, container)): Path<(String, String, String)>,
     Query(query): Query<LogQuery>,
 ) -> Response {
-    let Some(pod) = state.pod(&namespace, &name) else {
+    let Some(FoundPod { pod, provider, .. }) = state.pod(&namespace, &name) else {
         return refuse(
             StatusCode::NOT_FOUND,
-            format!("pod {namespace}/{name} is not on node {}", state.node_name),
+            format!(
+                "pod {namespace}/{name} is not on a node orca serves here ({})",
+                state.node_names()
+            ),
         );
     };
     let in_spec = pod
@@ -134,7 +138,7 @@ pub async fn container_logs(
             format!("pod {namespace}/{name} has no UID yet"),
         );
     };
-    let lines = match timed_lines(state.provider.as_ref(), &key, &container).await {
+    let lines = match timed_lines(provider.as_ref(), &key, &container).await {
         Ok(lines) => lines,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
     };
@@ -144,6 +148,7 @@ pub async fn container_logs(
     }
     let follower = Follower {
         state: state.clone(),
+        provider,
         key,
         namespace,
         name,
@@ -198,6 +203,8 @@ fn split_timestamp(line: &str) -> (Timestamp, String) {
 /// hangs up drops the stream, which ends the polling.
 struct Follower {
     state: Arc<ApiState>,
+    /// The provider of the pod's node.
+    provider: Arc<dyn Provider>,
     key: PodKey,
     namespace: String,
     name: String,
@@ -233,9 +240,8 @@ impl Follower {
             let finished = !self
                 .state
                 .pod(&self.namespace, &self.name)
-                .is_some_and(|pod| can_still_write(&pod));
-            let lines = match timed_lines(self.state.provider.as_ref(), &self.key, &self.container)
-                .await
+                .is_some_and(|found| can_still_write(&found.pod));
+            let lines = match timed_lines(self.provider.as_ref(), &self.key, &self.container).await
             {
                 Ok(lines) => lines,
                 Err(message) => {

@@ -12,12 +12,10 @@ mod unsupported;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeletApiConfig, NodeConfig};
-use crate::provider::Provider;
+use crate::served_nodes::ServedNodes;
 
 pub use routes::ApiState;
 pub use unsupported::message as unsupported_message;
@@ -39,9 +37,11 @@ pub enum KubeletApiError {
 pub struct KubeletApiDeps {
     pub client: kube::Client,
     pub config: KubeletApiConfig,
-    pub node: NodeConfig,
-    pub pods: Store<Pod>,
-    pub provider: Arc<dyn Provider>,
+    /// Every node declared: the serving certificate names them all, and the first is the node
+    /// requests about no pod are authorized against. They share the address and port.
+    pub nodes: Vec<NodeConfig>,
+    /// The nodes served now, whose pods the API answers for.
+    pub served: Arc<ServedNodes>,
 }
 
 /// Prepares TLS, binds the port, and serves until `shutdown` in a spawned task.
@@ -52,11 +52,12 @@ pub async fn start(
     deps: KubeletApiDeps,
     shutdown: CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, KubeletApiError> {
-    let address = crate::node::node_address(&deps.node);
+    let first = deps.nodes.first().cloned().unwrap_or_default();
+    let address = crate::node::node_address(&first);
     let identity = tls::ServingIdentity {
-        node_name: deps.node.name.clone(),
+        node_name: first.name.clone(),
         addresses: vec![address],
-        hostnames: vec![deps.node.name.clone()],
+        hostnames: deps.nodes.iter().map(|node| node.name.clone()).collect(),
     };
     let tls_config = tls::server_config(
         &deps.config,
@@ -66,7 +67,7 @@ pub async fn start(
     )
     .await
     .map_err(KubeletApiError::TlsFailed)?;
-    let bind = SocketAddr::new(deps.config.bind_address, deps.node.daemon_port);
+    let bind = SocketAddr::new(deps.config.bind_address, first.daemon_port);
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|source| KubeletApiError::ListenFailed {
@@ -75,14 +76,9 @@ pub async fn start(
         })?;
     tracing::info!(address = %bind, "kubelet API listening");
     let state = Arc::new(ApiState {
-        gate: auth::Gate::new(
-            Arc::new(auth::KubeReviews::new(deps.client)),
-            &deps.node.name,
-            &deps.config,
-        ),
-        pods: deps.pods,
-        provider: deps.provider,
-        node_name: deps.node.name,
+        gate: auth::Gate::new(Arc::new(auth::KubeReviews::new(deps.client)), &deps.config),
+        served: deps.served,
+        first_node: first.name,
         follow_poll_interval: deps.config.follow_poll_interval.get(),
     });
     let router = routes::router(state);

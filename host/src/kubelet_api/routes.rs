@@ -10,26 +10,54 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::auth::{Gate, User};
 use super::logs::{container_logs, refuse};
 use super::unsupported::unsupported;
-use crate::provider::Provider;
+use crate::served_nodes::{FoundPod, ServedNodes};
 
 /// What every handler reads.
 pub struct ApiState {
     pub gate: Gate,
-    pub pods: Store<Pod>,
-    pub provider: Arc<dyn Provider>,
-    pub node_name: String,
+    /// The nodes this process serves: one listener answers for all of them.
+    pub served: Arc<ServedNodes>,
+    /// The node a request about no pod (`/pods`, `/healthz`, an unknown path) is authorized
+    /// against: the first declared.
+    pub first_node: String,
     pub follow_poll_interval: Duration,
 }
 
 impl ApiState {
-    /// A pod bound to this node, from the pod controller's cache.
-    pub fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        self.pods.get(&ObjectRef::new(name).within(namespace))
+    /// A pod bound to a served node, from that node's pod cache.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<FoundPod> {
+        self.served.pod(namespace, name)
+    }
+
+    /// The served nodes' names, for messages.
+    pub fn node_names(&self) -> String {
+        let names = self.served.names();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+
+    /// The node a request is about, as the kubelet it stands in for would be: the pod's node
+    /// for a pod's path, else the first declared node.
+    fn node_of(&self, path: &str) -> String {
+        let mut parts = path.trim_start_matches('/').split('/');
+        let pod_path = matches!(
+            parts.next(),
+            Some("containerLogs" | "exec" | "attach" | "portForward" | "run")
+        );
+        if pod_path
+            && let (Some(namespace), Some(name)) = (parts.next(), parts.next())
+            && let Some(found) = self.pod(namespace, name.split('?').next().unwrap_or(name))
+        {
+            return found.node;
+        }
+        self.first_node.clone()
     }
 }
 
@@ -65,9 +93,11 @@ async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next)
         || request.uri().path().to_owned(),
         |p| p.as_str().to_owned(),
     );
+    let node = state.node_of(&path);
     let admitted = state
         .gate
         .admit(
+            &node,
             peer,
             request.headers().get(header::AUTHORIZATION),
             request.method(),
@@ -86,11 +116,11 @@ async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next)
     }
 }
 
-/// `GET /pods`: the pods bound to this node, as the kubelet lists the pods it runs.
+/// `GET /pods`: the pods bound to the served nodes, as the kubelet lists the pods it runs.
 async fn pods(State(state): State<Arc<ApiState>>) -> Response {
     let items: Vec<Pod> = state
-        .pods
-        .state()
+        .served
+        .pods()
         .iter()
         .map(|pod| (**pod).clone())
         .collect();

@@ -11,8 +11,6 @@ pub mod server;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::reflector::Store;
 use prometheus_client::registry::Registry;
 
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
@@ -22,6 +20,7 @@ pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
 
 use crate::provider::aws::Ec2Calls;
+use crate::served_nodes::ServedNodes;
 
 /// Every family orca records, registered once at startup.
 pub struct Metrics {
@@ -34,16 +33,17 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Registers all families. `pods` is the pod controller's cache (pods by phase are counted
-    /// from it at scrape time); `requests` the SDK interceptor's per-operation HTTP counts.
-    pub fn new(pods: Store<Pod>, requests: Arc<Ec2Calls>) -> Metrics {
+    /// Registers all families. `served` holds the served nodes' pod caches (pods by phase are
+    /// counted from them at scrape time); `requests` the SDK interceptor's per-operation HTTP
+    /// counts.
+    pub fn new(served: Arc<ServedNodes>, requests: Arc<Ec2Calls>) -> Metrics {
         let mut registry = Registry::default();
         let policy = Arc::new(PolicyMetrics::register(&mut registry));
         let reconcile = Arc::new(ReconcileMetrics::register(&mut registry));
         let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
-        registry.register_collector(Box::new(pods::PodPhases(pods)));
+        registry.register_collector(Box::new(pods::PodPhases(served)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
         Metrics {
             policy,

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::reflector::Store;
+use std::sync::Arc;
+
+use crate::served_nodes::ServedNodes;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -17,10 +18,16 @@ use super::scraped::encode_by_label;
 
 const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
-/// Counts the pod cache by phase on each scrape, so the figure is never stale and costs
-/// nothing between scrapes. A pod without a phase yet is Pending, as the kubelet reports it.
-#[derive(Debug)]
-pub(super) struct PodPhases(pub Store<Pod>);
+/// Counts the served nodes' pod caches by phase on each scrape, so the figure is never stale
+/// and costs nothing between scrapes. A pod without a phase yet is Pending, as the kubelet
+/// reports it.
+pub(super) struct PodPhases(pub Arc<ServedNodes>);
+
+impl std::fmt::Debug for PodPhases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PodPhases").field(&self.0.names()).finish()
+    }
+}
 
 impl Collector for PodPhases {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -28,7 +35,7 @@ impl Collector for PodPhases {
             .iter()
             .map(|phase| ((*phase).to_owned(), 0))
             .collect();
-        for pod in self.0.state() {
+        for pod in self.0.pods() {
             let phase = pod
                 .status
                 .as_ref()
@@ -39,7 +46,7 @@ impl Collector for PodPhases {
         encode_by_label(
             &mut encoder,
             "orca_pods",
-            "Pods bound to this node, by phase",
+            "Pods bound to the nodes this process serves, by phase",
             MetricType::Gauge,
             "phase",
             counts,

@@ -104,6 +104,7 @@ mod tests {
         let lease = crate::metrics::LeaseMetrics::register(&mut registry);
         lease.record(true);
         let health = Arc::new(Health::default());
+        health.serve("orca");
         let shutdown = CancellationToken::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
@@ -126,8 +127,8 @@ mod tests {
         let (status, body) = get_text(address, "/readyz").await;
         assert_eq!(status, 503);
         assert!(body.contains("node registration"), "{body}");
-        health.node_registered();
-        health.pods_listed();
+        health.node_registered("orca");
+        health.pods_listed("orca");
         health.kubelet_api_serving();
         assert_eq!(get_text(address, "/readyz").await, (200, "ok".to_owned()));
         shutdown.cancel();

@@ -75,7 +75,7 @@ impl NodeController {
             return;
         };
         tracing::info!(node = self.registrar.name(), "node registered");
-        self.health.node_registered();
+        self.health.node_registered(self.registrar.name());
 
         let mut deletions = std::pin::pin!(self.node_deletions());
         let mut lease_tick = interval(self.config.lease_renew_interval.get());

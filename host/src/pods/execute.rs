@@ -228,7 +228,7 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             .ok()
             .and_then(|launched| launched.zone.clone()),
         pod_zones: {
-            let zones = ZoneConstraint::of(pod);
+            let zones = ZoneConstraint::of(pod).on_node(ctx.node_zone.as_deref());
             if zones.is_constrained() {
                 zones.describe()
             } else {

@@ -50,6 +50,8 @@ const EVENTS_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct PodControllerDeps {
     pub client: kube::Client,
     pub node_name: String,
+    /// The node's zone, when it is bound to one.
+    pub node_zone: Option<String>,
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
     pub config: PodsConfig,
@@ -60,14 +62,10 @@ pub struct PodControllerDeps {
     /// Whether the policy can decide (`policy::readiness`): when it turns true, pods waiting
     /// for a plugin are planned again at once.
     pub policy_ready: tokio::sync::watch::Receiver<bool>,
-    /// EC2's advance warnings about this node's instances, when a queue is configured.
-    pub interruptions: Option<Interruptions>,
-}
-
-/// The interruption queue and its metrics.
-pub struct Interruptions {
-    pub queue: Arc<dyn crate::interruption::NoticeQueue>,
-    pub metrics: Arc<crate::metrics::InterruptionMetrics>,
+    /// Where the interruption queue's consumer looks for the node that owns an instance,
+    /// when a queue is configured: this node's notices are handled from the moment it
+    /// serves until it stops.
+    pub notice_sinks: Option<Arc<crate::interruption::NodeSinks>>,
 }
 
 /// The cache of pods bound to this node, and its writer. Made before the controller runs so
@@ -132,6 +130,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         events: events.clone(),
         config: deps.config.clone(),
         metrics: deps.metrics,
+        node_zone: deps.node_zone.clone(),
     });
     let pods: Api<Pod> = Api::all(deps.client.clone());
     let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));
@@ -141,6 +140,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let PodCache { store, writer } = deps.store;
     let (listed_tx, listed_rx) = tokio::sync::watch::channel(false);
     let health = deps.health.clone();
+    let node_name = deps.node_name.clone();
     let pod_events = watcher(pods, selector)
         .default_backoff()
         // The store holds every pod of the node: what orca never reads is cut first.
@@ -148,7 +148,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .reflect(writer)
         .inspect(move |event| {
             if matches!(event, Ok(watcher::Event::InitDone)) {
-                health.pods_listed();
+                health.pods_listed(&node_name);
                 let _ = listed_tx.send(true);
             }
         })
@@ -169,7 +169,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
-    if let Some(interruptions) = deps.interruptions {
+    if let Some(sinks) = &deps.notice_sinks {
         let sink = notices::PodNotices {
             client: deps.client.clone(),
             store: store.clone(),
@@ -178,13 +178,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             events: events.clone(),
             sync_now,
         };
-        let shutdown = shutdown.clone();
-        tokio::spawn(crate::interruption::consume(
-            interruptions.queue,
-            Arc::new(sink),
-            interruptions.metrics,
-            shutdown.cancelled_owned(),
-        ));
+        sinks.add(&deps.node_name, Arc::new(sink));
     }
     let sync_task = tokio::spawn(sync.run(store, listed_rx, changed_tx, shutdown.clone()));
     // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
@@ -211,6 +205,9 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         })
         .await;
     let _ = sync_task.await;
+    if let Some(sinks) = &deps.notice_sinks {
+        sinks.remove(&deps.node_name);
+    }
     events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
 }

@@ -37,6 +37,8 @@ pub struct Context {
     pub events: Arc<PodEvents>,
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
+    /// The node's zone, when it is bound to one (its pods run there).
+    pub node_zone: Option<String>,
 }
 
 impl Context {

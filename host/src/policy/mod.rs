@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 pub use decision::{DECISION_ANNOTATION, Decision, DecisionRecord};
 pub use pipeline::Pipeline;
-pub use pod_view::{PodViewError, pod_view};
+pub use pod_view::{PodViewError, pod_view, pod_view_on};
 
 /// Why no plan could be made for a pod. Both fields end up in the pod's status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,7 +17,7 @@ use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, Hook, PolicyError, TagContext};
-use super::{PlanError, PlanRetry, convert, pod_view};
+use super::{PlanError, PlanRetry, convert, pod_view_on};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
@@ -94,11 +94,14 @@ pub struct Pipeline {
     cluster_name: String,
     /// The Node's `kubernetes.io/arch`, for pods that do not select one.
     node_architecture: Option<String>,
+    /// The Node's zone, when it is bound to one: plugins see the pod as naming it.
+    node_zone: Option<String>,
     observer: Option<Arc<dyn EvaluationObserver>>,
     /// Decisions running at once (`policy.limits.concurrentCalls`): they are CPU-bound, so more
     /// than the cores only adds threads and warm sandbox memory without deciding any faster,
     /// and the bound is what keeps plugins' memory within `SandboxLimits::total_memory_bytes`.
-    pub(super) deciding: tokio::sync::Semaphore,
+    /// Shared by every node's pipeline ([`Pipeline::for_node`]): the bound is the process's.
+    pub(super) deciding: Arc<tokio::sync::Semaphore>,
 }
 
 /// Why one plugin's answer was not used.
@@ -163,8 +166,25 @@ impl Pipeline {
             node_name: node_name.to_owned(),
             cluster_name: cluster_name.to_owned(),
             node_architecture: None,
+            node_zone: None,
             observer: None,
-            deciding: tokio::sync::Semaphore::new(concurrent_calls),
+            deciding: Arc::new(tokio::sync::Semaphore::new(concurrent_calls)),
+        }
+    }
+
+    /// The same plugins, chains, observer and bound on concurrent decisions, deciding for
+    /// another node: its name (tagged on instances), architecture and zone.
+    #[must_use]
+    pub fn for_node(&self, name: &str, architecture: &str, zone: Option<&str>) -> Pipeline {
+        Pipeline {
+            registry: self.registry.clone(),
+            chains: self.chains.clone(),
+            node_name: name.to_owned(),
+            cluster_name: self.cluster_name.clone(),
+            node_architecture: Some(architecture.to_owned()),
+            node_zone: zone.map(str::to_owned),
+            observer: self.observer.clone(),
+            deciding: self.deciding.clone(),
         }
     }
 
@@ -210,7 +230,7 @@ impl Pipeline {
             message: "pod has no name or uid".to_owned(),
             retry: PlanRetry::No,
         })?;
-        let mut view = pod_view(pod).map_err(|error| PlanError {
+        let mut view = pod_view_on(pod, self.node_zone.as_deref()).map_err(|error| PlanError {
             reason: REASON_POLICY_ERROR,
             message: error.to_string(),
             retry: PlanRetry::No,

@@ -35,6 +35,17 @@ const GPU: &str = "nvidia.com/gpu";
 /// [`PodViewError`] for a pod without identity or with an unparsable quantity (the apiserver
 /// validates quantities, so this is a guard, not an expected path).
 pub fn pod_view(pod: &Pod) -> Result<orca_plugin_sdk::Pod, PodViewError> {
+    pod_view_on(pod, None)
+}
+
+/// [`pod_view`] of a pod bound to a node in `node_zone`: its zones are that zone's.
+///
+/// # Errors
+/// As [`pod_view`].
+pub fn pod_view_on(
+    pod: &Pod,
+    node_zone: Option<&str>,
+) -> Result<orca_plugin_sdk::Pod, PodViewError> {
     let metadata = &pod.metadata;
     let (Some(name), Some(uid)) = (metadata.name.clone(), metadata.uid.clone()) else {
         return Err(PodViewError::Unidentified);
@@ -71,7 +82,7 @@ pub fn pod_view(pod: &Pod) -> Result<orca_plugin_sdk::Pod, PodViewError> {
             .collect(),
         priority: spec.priority,
         json: serde_json::to_string(pod).unwrap_or_else(|_| "{}".to_owned()),
-        zones: ZoneConstraint::of(pod).named_zones(),
+        zones: ZoneConstraint::of(pod).on_node(node_zone).named_zones(),
     })
 }
 

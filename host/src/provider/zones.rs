@@ -18,6 +18,9 @@ pub struct ZoneConstraint {
     /// The required affinity's terms (any may match), each the zone requirements that must
     /// all hold; empty: no affinity on zones.
     terms: Vec<Vec<NodeSelectorRequirement>>,
+    /// The zone of the node the pod is bound to, when that node is bound to one (a `nodes:`
+    /// entry with a `zone`): the scheduler placed the pod there, so it runs there.
+    node: Option<String>,
 }
 
 impl ZoneConstraint {
@@ -59,16 +62,30 @@ impl ZoneConstraint {
         } else {
             terms
         };
-        ZoneConstraint { selected, terms }
+        ZoneConstraint {
+            selected,
+            terms,
+            node: None,
+        }
+    }
+
+    /// The constraint of a pod bound to a node in `zone` (`None`: a node of no one zone).
+    #[must_use]
+    pub fn on_node(mut self, zone: Option<&str>) -> ZoneConstraint {
+        self.node = zone.map(str::to_owned);
+        self
     }
 
     /// Whether the pod names zones at all.
     pub fn is_constrained(&self) -> bool {
-        self.selected.is_some() || !self.terms.is_empty()
+        self.selected.is_some() || !self.terms.is_empty() || self.node.is_some()
     }
 
     /// Whether an instance in `zone` may run the pod.
     pub fn admits(&self, zone: &str) -> bool {
+        if self.node.as_deref().is_some_and(|node| node != zone) {
+            return false;
+        }
         if self
             .selected
             .as_deref()
@@ -85,6 +102,15 @@ impl ZoneConstraint {
 
     /// The zones the pod names by value (its selector, its `In` lists), in order.
     pub fn named_zones(&self) -> Vec<String> {
+        if let Some(node) = &self.node {
+            // The node's zone is the only one the pod can run in; if the pod's own terms
+            // refuse it, it names none.
+            return if self.admits(node) {
+                vec![node.clone()]
+            } else {
+                Vec::new()
+            };
+        }
         let mut zones: BTreeSet<String> = self.selected.iter().cloned().collect();
         for requirement in self.terms.iter().flatten() {
             if requirement.operator == "In" {
@@ -97,6 +123,9 @@ impl ZoneConstraint {
     /// The zones the pod names, for messages: `us-west-2a`, `not us-west-2b`.
     pub fn describe(&self) -> String {
         let mut parts: BTreeSet<String> = BTreeSet::new();
+        if let Some(zone) = &self.node {
+            parts.insert(format!("{zone} (its node's zone)"));
+        }
         if let Some(zone) = &self.selected {
             parts.insert(zone.clone());
         }
@@ -214,5 +243,26 @@ mod tests {
         })));
         assert!(constraint.is_constrained());
         assert!(!constraint.admits("us-west-2a"));
+    }
+
+    #[test]
+    fn a_pod_on_a_zone_node_runs_in_that_zone_only() {
+        let free = ZoneConstraint::of(&pod(json!({ "containers": containers() })))
+            .on_node(Some("us-west-2b"));
+        assert!(free.is_constrained());
+        assert!(free.admits("us-west-2b"));
+        assert!(!free.admits("us-west-2a"));
+        assert_eq!(free.named_zones(), ["us-west-2b"]);
+        assert_eq!(free.describe(), "us-west-2b (its node's zone)");
+        let refusing = ZoneConstraint::of(&pod(json!({
+            "containers": containers(),
+            "nodeSelector": { ZONE_LABEL: "us-west-2a" }
+        })))
+        .on_node(Some("us-west-2b"));
+        assert!(!refusing.admits("us-west-2a") && !refusing.admits("us-west-2b"));
+        assert!(refusing.named_zones().is_empty());
+        let anywhere =
+            ZoneConstraint::of(&pod(json!({ "containers": containers() }))).on_node(None);
+        assert!(!anywhere.is_constrained());
     }
 }

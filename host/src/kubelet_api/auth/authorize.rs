@@ -21,6 +21,8 @@ struct Question {
     extra: BTreeMap<String, Vec<String>>,
     verb: String,
     subresource: &'static str,
+    /// The node asked about: one process serves several.
+    node: String,
 }
 
 #[derive(Debug, Clone)]
@@ -35,44 +37,39 @@ pub struct AnswerTtls {
     pub denied: Duration,
 }
 
-/// Decides whether a user may make a request to this node's kubelet API.
+/// Decides whether a user may make a request to the kubelet API of a node orca serves.
 pub struct AccessAuthorizer {
     api: Arc<dyn ReviewApi>,
-    /// The node every question is about; constant, so not part of the cache key.
-    node: String,
     cache: TtlCache<Question, Answer>,
     ttls: AnswerTtls,
 }
 
 impl AccessAuthorizer {
-    pub fn new(
-        api: Arc<dyn ReviewApi>,
-        node: &str,
-        ttls: AnswerTtls,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
+    pub fn new(api: Arc<dyn ReviewApi>, ttls: AnswerTtls, clock: Arc<dyn Clock>) -> Self {
         AccessAuthorizer {
             api,
-            node: node.to_string(),
             cache: TtlCache::new(CAPACITY, clock),
             ttls,
         }
     }
 
-    /// Allows the request when any of its subresources is allowed, trying them in order as
-    /// the kubelet does.
+    /// Allows the request to `node`'s kubelet API when any of its subresources is allowed,
+    /// trying them in order as the kubelet does.
     ///
     /// # Errors
     /// [`Refusal::Forbidden`] naming user, verb and subresources when none is allowed;
     /// [`Refusal::Unavailable`] when the apiserver cannot be asked.
     pub async fn authorize(
         &self,
+        node: &str,
         user: &User,
         attributes: &RequestAttributes,
     ) -> Result<(), Refusal> {
         let mut reasons = Vec::new();
         for subresource in &attributes.subresources {
-            let answer = self.answer(user, &attributes.verb, subresource).await?;
+            let answer = self
+                .answer(node, user, &attributes.verb, subresource)
+                .await?;
             if answer.allowed {
                 return Ok(());
             }
@@ -97,6 +94,7 @@ impl AccessAuthorizer {
 
     async fn answer(
         &self,
+        node: &str,
         user: &User,
         verb: &str,
         subresource: &'static str,
@@ -108,11 +106,12 @@ impl AccessAuthorizer {
             extra: user.extra.clone(),
             verb: verb.to_string(),
             subresource,
+            node: node.to_owned(),
         };
         if let Some(answer) = self.cache.get(&question) {
             return Ok(answer);
         }
-        let spec = access_review_spec(user, verb, subresource, &self.node);
+        let spec = access_review_spec(user, verb, subresource, node);
         let status = self.api.review_access(spec).await.map_err(|error| {
             let cause = error_chain(&error);
             tracing::warn!(error = %cause, "SubjectAccessReview failed; answering 503");

@@ -22,13 +22,12 @@ pub struct Gate {
 }
 
 impl Gate {
-    pub fn new(api: Arc<dyn ReviewApi>, node_name: &str, config: &KubeletApiConfig) -> Gate {
-        Gate::with_clock(api, node_name, config, Arc::new(SystemClock))
+    pub fn new(api: Arc<dyn ReviewApi>, config: &KubeletApiConfig) -> Gate {
+        Gate::with_clock(api, config, Arc::new(SystemClock))
     }
 
     pub(super) fn with_clock(
         api: Arc<dyn ReviewApi>,
-        node_name: &str,
         config: &KubeletApiConfig,
         clock: Arc<dyn Clock>,
     ) -> Gate {
@@ -42,13 +41,13 @@ impl Gate {
                 config.authentication_cache_ttl.get(),
                 clock.clone(),
             ),
-            access: AccessAuthorizer::new(api, node_name, ttls, clock),
+            access: AccessAuthorizer::new(api, ttls, clock),
         }
     }
 
     /// Authenticates (client certificate first, else `Authorization: Bearer <token>` via
-    /// TokenReview, cached), then authorizes via SubjectAccessReview (cached), as the kubelet
-    /// does.
+    /// TokenReview, cached), then authorizes via SubjectAccessReview (cached) on `node`, as
+    /// the kubelet does.
     ///
     /// `certificate_user` is the user of a client certificate the TLS layer already verified
     /// against the client CA; a bearer token alongside it is ignored, as in the kubelet's
@@ -60,6 +59,7 @@ impl Gate {
     /// [`Refusal::Unavailable`] when the apiserver cannot be asked.
     pub async fn admit(
         &self,
+        node: &str,
         certificate_user: Option<User>,
         authorization: Option<&HeaderValue>,
         method: &Method,
@@ -71,7 +71,7 @@ impl Gate {
             (None, None) => return Err(Refusal::Unauthenticated(UNAUTHORIZED.to_string())),
         };
         let attributes = RequestAttributes::of(method, path_and_query);
-        self.access.authorize(&user, &attributes).await?;
+        self.access.authorize(node, &user, &attributes).await?;
         Ok(user)
     }
 }

@@ -152,7 +152,7 @@ fn harness() -> Harness {
         authorization_denied_ttl: Seconds::from_secs(30),
         ..KubeletApiConfig::default()
     };
-    let gate = Gate::with_clock(api.clone(), NODE, &config, clock.clone());
+    let gate = Gate::with_clock(api.clone(), &config, clock.clone());
     Harness { api, clock, gate }
 }
 
@@ -164,7 +164,7 @@ impl Harness {
     async fn get(&self, token: &str, path: &str) -> Result<User, Refusal> {
         let header = bearer(token);
         self.gate
-            .admit(None, Some(&header), &Method::GET, path)
+            .admit(NODE, None, Some(&header), &Method::GET, path)
             .await
     }
 }
@@ -172,7 +172,7 @@ impl Harness {
 #[tokio::test]
 async fn no_credentials_are_refused_with_401_without_asking_the_apiserver() {
     let h = harness();
-    let refusal = h.gate.admit(None, None, &Method::GET, "/pods").await;
+    let refusal = h.gate.admit(NODE, None, None, &Method::GET, "/pods").await;
     assert_eq!(
         refusal,
         Err(Refusal::Unauthenticated("Unauthorized".into()))
@@ -180,7 +180,7 @@ async fn no_credentials_are_refused_with_401_without_asking_the_apiserver() {
     let basic = HeaderValue::from_static("Basic dXNlcjpwYXNz");
     let refusal = h
         .gate
-        .admit(None, Some(&basic), &Method::GET, "/pods")
+        .admit(NODE, None, Some(&basic), &Method::GET, "/pods")
         .await;
     assert_eq!(
         refusal,
@@ -282,6 +282,7 @@ async fn post_is_authorized_as_create() {
     let refusal = h
         .gate
         .admit(
+            NODE,
             None,
             Some(&header),
             &Method::POST,
@@ -323,6 +324,7 @@ async fn certificate_user_skips_token_review() {
     let admitted = h
         .gate
         .admit(
+            NODE,
             Some(user.clone()),
             Some(&header),
             &Method::GET,

@@ -113,6 +113,8 @@ pub struct AwsProvider {
     visibility_grace: Duration,
     /// Pods created before this may have used fleet tokens this process does not remember.
     started: Timestamp,
+    /// The zone of the node this provider launches for, when the node is bound to one.
+    node_zone: Option<String>,
 }
 
 impl AwsProvider {
@@ -146,6 +148,7 @@ impl AwsProvider {
             subnet_zones: tokio::sync::OnceCell::new(),
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
             started: Timestamp::now(),
+            node_zone: None,
             api,
             identity,
             config,
@@ -159,6 +162,13 @@ impl AwsProvider {
     /// forgotten request is given this long before the next token is taken.
     pub fn with_visibility_grace(mut self, grace: Duration) -> AwsProvider {
         self.visibility_grace = grace;
+        self
+    }
+
+    /// Launches every pod in `zone`, the zone of the node this provider serves.
+    #[must_use]
+    pub fn with_node_zone(mut self, zone: Option<String>) -> AwsProvider {
+        self.node_zone = zone;
         self
     }
 
@@ -190,7 +200,7 @@ impl AwsProvider {
     /// Where the pod may launch: the configured subnets (or the default subnet) in the zones
     /// it admits. A pod that admits none of them fails before anything is launched.
     async fn places(&self, pod: &Pod) -> Result<Vec<Place>, ProviderError> {
-        let constraint = ZoneConstraint::of(pod);
+        let constraint = ZoneConstraint::of(pod).on_node(self.node_zone.as_deref());
         let subnets = &self.config.subnet_ids;
         if !constraint.is_constrained() {
             return Ok(if subnets.is_empty() {

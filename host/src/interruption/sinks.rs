@@ -1,0 +1,127 @@
+//! One queue, several nodes: the consumer hands each notice to the node whose instance it
+//! names. Each node's pod controller adds its sink when it starts serving and removes it when
+//! it stops, so a notice for a node no longer served here is left on the queue for the
+//! replica that serves it now.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+
+use super::consumer::{Delivery, NoticeSink};
+use super::notice::Notice;
+
+/// The sinks of the nodes served, by node name.
+#[derive(Default)]
+pub struct NodeSinks {
+    sinks: RwLock<BTreeMap<String, Arc<dyn NoticeSink>>>,
+}
+
+impl NodeSinks {
+    pub fn add(&self, node: &str, sink: Arc<dyn NoticeSink>) {
+        self.sinks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(node.to_owned(), sink);
+    }
+
+    pub fn remove(&self, node: &str) {
+        self.sinks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(node);
+    }
+
+    fn all(&self) -> Vec<Arc<dyn NoticeSink>> {
+        self.sinks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    async fn owner(&self, instance_id: &str) -> Option<Arc<dyn NoticeSink>> {
+        for sink in self.all() {
+            if sink.owns(instance_id).await {
+                return Some(sink);
+            }
+        }
+        None
+    }
+}
+
+#[async_trait]
+impl NoticeSink for NodeSinks {
+    async fn owns(&self, instance_id: &str) -> bool {
+        self.owner(instance_id).await.is_some()
+    }
+
+    /// To the node that owns the instance; if it stopped being served since `owns` said yes,
+    /// the notice is left for whoever serves it now.
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        match self.owner(&notice.instance_id).await {
+            Some(sink) => sink.deliver(notice).await,
+            None => Delivery::Again,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::interruption::NoticeKind;
+
+    struct Node {
+        instances: Vec<&'static str>,
+        delivered: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl NoticeSink for Node {
+        async fn owns(&self, instance_id: &str) -> bool {
+            self.instances.contains(&instance_id)
+        }
+        async fn deliver(&self, notice: Notice) -> Delivery {
+            self.delivered.lock().unwrap().push(notice.instance_id);
+            Delivery::Done
+        }
+    }
+
+    fn notice(instance_id: &str) -> Notice {
+        Notice {
+            kind: NoticeKind::SpotInterruption,
+            instance_id: instance_id.to_owned(),
+            time: jiff::Timestamp::UNIX_EPOCH,
+            deadline: None,
+            state: None,
+            action: None,
+            description: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_notice_goes_to_the_node_whose_instance_it_names() {
+        let a = Arc::new(Node {
+            instances: vec!["i-a"],
+            delivered: Mutex::default(),
+        });
+        let b = Arc::new(Node {
+            instances: vec!["i-b"],
+            delivered: Mutex::default(),
+        });
+        let sinks = NodeSinks::default();
+        sinks.add("a", a.clone());
+        sinks.add("b", b.clone());
+        assert!(sinks.owns("i-b").await);
+        assert!(!sinks.owns("i-c").await);
+        assert_eq!(sinks.deliver(notice("i-b")).await, Delivery::Done);
+        assert_eq!(*b.delivered.lock().unwrap(), ["i-b"]);
+        assert!(a.delivered.lock().unwrap().is_empty());
+        sinks.remove("b");
+        assert!(!sinks.owns("i-b").await);
+        assert_eq!(sinks.deliver(notice("i-b")).await, Delivery::Again);
+    }
+}
