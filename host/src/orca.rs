@@ -10,9 +10,9 @@ use crate::config::{Config, DeclaredNode, ProviderKind, SimulatedConfig};
 use crate::health::Health;
 use crate::interruption::{NodeSinks, NoticeQueue, SqsQueue};
 use crate::metrics::Metrics;
+use crate::node::RegistrationError;
 use crate::node::plugin_events::NodePluginEvents;
-use crate::node::{NodeController, RegistrationError};
-use crate::pods::{self, PodCache, PodControllerDeps};
+use crate::node_runtime::{NodeRuntime, SharedParts};
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
 use crate::policy::readiness::PolicyReadiness;
@@ -26,7 +26,8 @@ use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::simulated::SimulatedProvider;
-use crate::served_nodes::{ServedNode, ServedNodes};
+use crate::replicas::NodeSharing;
+use crate::served_nodes::ServedNodes;
 
 /// Why orca could not start.
 #[derive(Debug, thiserror::Error)]
@@ -54,21 +55,12 @@ pub enum StartError {
     },
 }
 
-/// One declared node, with the parts that differ between nodes: its provider (its identity
-/// tags, subnets and zone) and its planner (the shared pipeline deciding for this node).
-struct NodeRuntime {
-    declared: DeclaredNode,
-    provider: Arc<dyn Provider>,
-    planner: Arc<dyn Planner>,
-    pod_cache: PodCache,
-}
-
 /// A configured orca, ready to run.
 pub struct Orca {
     config: Config,
     client: kube::Client,
     /// Every declared node (`nodes:`, or `node:` alone), in order.
-    nodes: Vec<NodeRuntime>,
+    nodes: Vec<Arc<NodeRuntime>>,
     /// The EC2 API when the aws provider runs: the catalogue refresh uses it too.
     ec2: Option<Arc<dyn Ec2Api>>,
     catalogue: Arc<InstanceCatalogue>,
@@ -194,12 +186,11 @@ impl Orca {
                 &declared.node.architecture,
                 declared.zone.as_deref(),
             )));
-            nodes.push(NodeRuntime {
+            nodes.push(Arc::new(NodeRuntime {
                 declared,
                 provider,
                 planner,
-                pod_cache: PodCache::new(),
-            });
+            }));
         }
         let interruption_queue: Option<Arc<dyn NoticeQueue>> = match (
             config.provider.kind,
@@ -237,17 +228,28 @@ impl Orca {
     /// # Errors
     /// [`StartError::NodeFailed`] for a bad node skeleton.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), StartError> {
+        let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
+        // One consumer for the queue: each notice goes to the node whose instance it names.
+        let notice_sinks = self
+            .interruption_queue
+            .as_ref()
+            .map(|_| Arc::new(NodeSinks::default()));
+        let shared = SharedParts {
+            client: self.client.clone(),
+            pods: self.config.pods.clone(),
+            reconcile_metrics: self.metrics.reconcile.clone(),
+            lease_metrics: self.metrics.lease.clone(),
+            health: self.health.clone(),
+            served: self.served.clone(),
+            notice_sinks: notice_sinks.clone(),
+            policy_ready: policy_ready_rx,
+        };
+        // Every node's skeleton is checked before anything runs.
         let mut controllers = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
             controllers.push(
-                NodeController::new(
-                    self.client.clone(),
-                    node.declared.node.clone(),
-                    node.provider.clone(),
-                    self.metrics.lease.clone(),
-                    self.health.clone(),
-                )
-                .map_err(StartError::NodeFailed)?,
+                node.node_controller(&shared)
+                    .map_err(StartError::NodeFailed)?,
             );
         }
         let metrics_address =
@@ -276,7 +278,6 @@ impl Orca {
                 shutdown.clone(),
             );
         }
-        let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
         let mut reporters: Vec<Arc<dyn ReloadReporter>> = vec![
             Arc::new(PolicyReadiness {
                 pipeline: self.pipeline.clone(),
@@ -316,45 +317,35 @@ impl Orca {
             }
             None => None,
         };
-        // One consumer for the queue: each notice goes to the node whose instance it names.
-        let notice_sinks = self.interruption_queue.map(|queue| {
-            let sinks = Arc::new(NodeSinks::default());
+        if let (Some(queue), Some(sinks)) = (&self.interruption_queue, &notice_sinks) {
             tokio::spawn(crate::interruption::consume(
-                queue,
+                queue.clone(),
                 sinks.clone(),
                 self.metrics.interruption.clone(),
                 shutdown.clone().cancelled_owned(),
             ));
-            sinks
-        });
+        }
         let mut tasks = Vec::new();
-        for (node, controller) in self.nodes.into_iter().zip(controllers) {
-            let name = node.declared.node.name.clone();
-            self.health.serve(&name);
-            self.served.serve(
-                &name,
-                ServedNode {
-                    pods: node.pod_cache.store.clone(),
-                    provider: node.provider.clone(),
-                },
-            );
-            tasks.push(tokio::spawn(controller.run(shutdown.clone())));
-            tasks.push(tokio::spawn(pods::run(
-                PodControllerDeps {
-                    client: self.client.clone(),
-                    node_name: name,
-                    node_zone: node.declared.zone.clone(),
-                    provider: node.provider,
-                    planner: node.planner,
-                    config: self.config.pods.clone(),
-                    metrics: self.metrics.reconcile.clone(),
-                    health: self.health.clone(),
-                    store: node.pod_cache,
-                    policy_ready: policy_ready_rx.clone(),
-                    notice_sinks: notice_sinks.clone(),
-                },
+        if self.config.replicas.share_nodes {
+            let sharing = Arc::new(NodeSharing::start(
+                self.client.clone(),
+                &self.config.replicas,
                 shutdown.clone(),
-            )));
+            ));
+            for node in &self.nodes {
+                tasks.push(tokio::spawn(sharing.clone().share(
+                    node.clone(),
+                    shared.clone(),
+                    shutdown.clone(),
+                )));
+            }
+        } else {
+            for (node, controller) in self.nodes.iter().zip(controllers) {
+                let (node, shared, stop) = (node.clone(), shared.clone(), shutdown.clone());
+                tasks.push(tokio::spawn(async move {
+                    node.serve(controller, &shared, stop).await;
+                }));
+            }
         }
         shutdown.cancelled().await;
         let grace = self.config.pods.shutdown_grace_period.get();

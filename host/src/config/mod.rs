@@ -15,6 +15,7 @@ mod pods;
 mod policy;
 mod provider;
 mod quantity_field;
+mod replicas;
 
 use std::path::Path;
 
@@ -34,6 +35,7 @@ pub use policy::{
     PluginStep, PolicyConfig, SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
+pub use replicas::ReplicasConfig;
 
 use crate::cli::LogFormat;
 
@@ -45,6 +47,8 @@ pub struct Config {
     pub node: NodeConfig,
     /// Several nodes served by this process, each starting from `node:`; empty: `node:` alone.
     pub nodes: Vec<NodeEntry>,
+    /// Several orca processes sharing the nodes through Leases.
+    pub replicas: ReplicasConfig,
     pub pods: PodsConfig,
     pub policy: PolicyConfig,
     pub provider: ProviderConfig,
@@ -133,6 +137,9 @@ impl Config {
             &self.provider.aws.subnet_ids,
             &self.provider.region,
         )?;
+        let declared = self.declared_nodes();
+        let names: Vec<&str> = declared.iter().map(|d| d.node.name.as_str()).collect();
+        self.replicas.validate(&names)?;
         self.pods.validate()?;
         self.policy.validate()?;
         self.provider.validate()?;

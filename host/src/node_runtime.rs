@@ -1,0 +1,105 @@
+//! One declared node as this process serves it: its Node (registration, heartbeat, status)
+//! and its pod controller, started together and stopped together. Serving may start and stop
+//! more than once in a process's life when replicas share the nodes; everything costly (the
+//! plugins, the catalogue, the EC2 client) lives outside and stays warm.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{DeclaredNode, PodsConfig};
+use crate::health::Health;
+use crate::interruption::NodeSinks;
+use crate::metrics::{LeaseMetrics, ReconcileMetrics};
+use crate::node::{NodeController, RegistrationError};
+use crate::pods::{self, PodCache, PodControllerDeps};
+use crate::policy::Planner;
+use crate::provider::Provider;
+use crate::served_nodes::{ServedNode, ServedNodes};
+
+/// What differs between nodes: its configuration, its provider (identity tags, subnets,
+/// zone) and its planner (the shared pipeline deciding for this node).
+pub struct NodeRuntime {
+    pub declared: DeclaredNode,
+    pub provider: Arc<dyn Provider>,
+    pub planner: Arc<dyn Planner>,
+}
+
+/// What every node's serving shares.
+#[derive(Clone)]
+pub struct SharedParts {
+    pub client: kube::Client,
+    pub pods: PodsConfig,
+    pub reconcile_metrics: Arc<ReconcileMetrics>,
+    pub lease_metrics: Arc<LeaseMetrics>,
+    pub health: Arc<Health>,
+    pub served: Arc<ServedNodes>,
+    pub notice_sinks: Option<Arc<NodeSinks>>,
+    pub policy_ready: tokio::sync::watch::Receiver<bool>,
+}
+
+impl NodeRuntime {
+    pub fn name(&self) -> &str {
+        &self.declared.node.name
+    }
+
+    /// The node controller, built to check the node's skeleton before anything runs.
+    ///
+    /// # Errors
+    /// [`RegistrationError`] for a skeleton that cannot be read or used.
+    pub fn node_controller(
+        &self,
+        shared: &SharedParts,
+    ) -> Result<NodeController, RegistrationError> {
+        NodeController::new(
+            shared.client.clone(),
+            self.declared.node.clone(),
+            self.provider.clone(),
+            shared.lease_metrics.clone(),
+            shared.health.clone(),
+        )
+    }
+
+    /// Serves the node until `stop`: registers it (or adopts it, writing this process's
+    /// address), keeps its heartbeat, and runs its pod controller, which adopts the node's
+    /// instances before its first reconcile. Returns once both have stopped; the Node, its
+    /// pods and instances stay for whoever serves it next.
+    pub async fn serve(
+        &self,
+        controller: NodeController,
+        shared: &SharedParts,
+        stop: CancellationToken,
+    ) {
+        let name = self.name().to_owned();
+        let pod_cache = PodCache::new();
+        shared.health.serve(&name);
+        shared.served.serve(
+            &name,
+            ServedNode {
+                pods: pod_cache.store.clone(),
+                provider: self.provider.clone(),
+            },
+        );
+        let node_task = tokio::spawn(controller.run(stop.clone()));
+        let pods_task = tokio::spawn(pods::run(
+            PodControllerDeps {
+                client: shared.client.clone(),
+                node_name: name.clone(),
+                node_zone: self.declared.zone.clone(),
+                provider: self.provider.clone(),
+                planner: self.planner.clone(),
+                config: shared.pods.clone(),
+                metrics: shared.reconcile_metrics.clone(),
+                health: shared.health.clone(),
+                store: pod_cache,
+                policy_ready: shared.policy_ready.clone(),
+                notice_sinks: shared.notice_sinks.clone(),
+            },
+            stop,
+        ));
+        let _ = node_task.await;
+        let _ = pods_task.await;
+        shared.served.stop_serving(&name);
+        shared.health.stop_serving(&name);
+    }
+}
