@@ -19,6 +19,9 @@ struct NodeSteps {
 pub struct Health {
     /// The nodes served, by name, with their steps.
     nodes: Mutex<BTreeMap<String, NodeSteps>>,
+    /// With replicas sharing the nodes: the nodes whose Lease this replica has not yet seen
+    /// taken (by it, or by a live other replica).
+    leases_unsettled: Mutex<std::collections::BTreeSet<String>>,
     kubelet_api_serving: AtomicBool,
     /// Why the policy cannot decide for any pod, as of the last plugin rescan.
     policy_not_ready: Mutex<Option<String>>,
@@ -44,6 +47,16 @@ impl Health {
         if let Some(steps) = lock(&self.nodes).get_mut(node) {
             steps.listed = true;
         }
+    }
+
+    /// Readiness waits until `node`'s Lease is settled ([`Health::lease_settled`]).
+    pub fn awaiting_lease(&self, node: &str) {
+        lock(&self.leases_unsettled).insert(node.to_owned());
+    }
+
+    /// `node`'s Lease is held: by this replica (which now serves it) or by a live other one.
+    pub fn lease_settled(&self, node: &str) {
+        lock(&self.leases_unsettled).remove(node);
     }
 
     pub fn kubelet_api_serving(&self) {
@@ -78,6 +91,9 @@ impl Health {
                     waiting.push(format!("the first pod list{}", of(node)));
                 }
             }
+        }
+        for node in lock(&self.leases_unsettled).iter() {
+            waiting.push(format!("the Lease of {node} to be held"));
         }
         if !self.kubelet_api_serving.load(Ordering::Acquire) {
             waiting.push("the kubelet API listener".to_owned());
@@ -122,6 +138,17 @@ mod tests {
             health.waiting_for().is_empty(),
             "a node not served is not waited for"
         );
+    }
+
+    #[test]
+    fn a_shared_node_is_waited_for_until_its_lease_is_held() {
+        let health = Health::default();
+        health.kubelet_api_serving();
+        health.awaiting_lease("orca-a");
+        assert_eq!(health.waiting_for(), ["the Lease of orca-a to be held"]);
+        health.serve("orca-a");
+        health.lease_settled("orca-a");
+        assert_eq!(health.waiting_for().len(), 2, "now its own steps");
     }
 
     #[test]

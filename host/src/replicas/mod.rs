@@ -36,6 +36,16 @@ const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// Pause after a failed Lease call before the next.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// Who holds a node's Lease, as far as this replica can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    Us,
+    /// Another replica, renewing in time.
+    Another,
+    /// Nobody, or a replica that stopped renewing: the Lease is there to take.
+    Nobody,
+}
+
 /// This replica's part in sharing: its identity, the Lease settings, and its view of the
 /// Leases (one watch for all nodes).
 pub struct NodeSharing {
@@ -83,16 +93,47 @@ impl NodeSharing {
         }
     }
 
-    /// Whether this replica holds `lease` now, as the watch last showed it.
-    fn holds(&self, lease: &str) -> bool {
-        self.leases
+    /// Who holds `lease` now, as the watch last showed it.
+    fn holder(&self, lease: &str) -> Holder {
+        let Some(lease) = self
+            .leases
             .get(&ObjectRef::new(lease).within(&self.namespace))
-            .is_some_and(|lease| holds(&lease, &self.identity, jiff::Timestamp::now()))
+        else {
+            return Holder::Nobody;
+        };
+        let now = jiff::Timestamp::now();
+        if holds(&lease, &self.identity, now) {
+            return Holder::Us;
+        }
+        let other = lease
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.holder_identity.clone())
+            .filter(|holder| holder != &self.identity);
+        match other {
+            Some(other) if holds(&lease, &other, now) => Holder::Another,
+            _ => Holder::Nobody,
+        }
     }
 
-    /// Waits until `held` is what [`Self::holds`] answers for `lease`, or `shutdown`.
-    async fn until(&self, lease: &str, held: bool, shutdown: &CancellationToken) {
-        while self.holds(lease) != held {
+    /// Waits until this replica holds `lease` (or no longer does, for `held` false), or
+    /// `shutdown`. While waiting to hold it, `settled` is called once another live replica is
+    /// seen holding it: this replica's readiness need not wait for that node.
+    async fn until(
+        &self,
+        lease: &str,
+        held: bool,
+        shutdown: &CancellationToken,
+        settled: &(dyn Fn() + Sync),
+    ) {
+        loop {
+            let holder = self.holder(lease);
+            if (holder == Holder::Us) == held {
+                return;
+            }
+            if holder == Holder::Another {
+                settled();
+            }
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(LOOK_EVERY) => {}
@@ -109,6 +150,9 @@ impl NodeSharing {
         shutdown: CancellationToken,
     ) {
         let lease = ReplicasConfig::lease_name(node.name());
+        let name = node.name().to_owned();
+        let settled = || shared.health.lease_settled(&name);
+        shared.health.awaiting_lease(&name);
         let Some(manager) = self.manager(&lease, &shutdown).await else {
             return;
         };
@@ -126,7 +170,7 @@ impl NodeSharing {
             }
         });
         loop {
-            self.until(&lease, true, &shutdown).await;
+            self.until(&lease, true, &shutdown, &settled).await;
             if shutdown.is_cancelled() {
                 break;
             }
@@ -138,12 +182,15 @@ impl NodeSharing {
                 }
             };
             tracing::info!(node = node.name(), identity = %self.identity, "holding the node's Lease; serving it");
+            // Readiness now waits for the node's own steps (registered, pods listed).
+            shared.health.serve(&name);
+            settled();
             let stop = shutdown.child_token();
             let serving = tokio::spawn({
                 let (node, shared, stop) = (node.clone(), shared.clone(), stop.clone());
                 async move { node.serve(controller, &shared, stop).await }
             });
-            self.until(&lease, false, &shutdown).await;
+            self.until(&lease, false, &shutdown, &|| {}).await;
             stop.cancel();
             let _ = serving.await;
             if shutdown.is_cancelled() {
