@@ -17,12 +17,20 @@ use crate::policy::Planner;
 use crate::provider::Provider;
 use crate::served_nodes::{ServedNode, ServedNodes};
 
-/// What differs between nodes: its configuration, its provider (identity tags, subnets,
-/// zone) and its planner (the shared pipeline deciding for this node).
+/// Builds a node's provider (identity tags, subnets, zone).
+pub type ProviderFactory =
+    Box<dyn Fn() -> Result<Arc<dyn Provider>, crate::orca::StartError> + Send + Sync>;
+
+/// What differs between nodes: its configuration, its provider and its planner (the shared
+/// pipeline deciding for this node).
 pub struct NodeRuntime {
     pub declared: DeclaredNode,
-    pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
+    /// Each time the node starts being served it gets a fresh provider: what a provider
+    /// remembers (the fleet tokens it used, that pods created after it started are its own)
+    /// holds only while it alone serves the node, so a replica taking the node over must not
+    /// reuse what it remembered from an earlier turn.
+    pub new_provider: ProviderFactory,
 }
 
 /// What every node's serving shares.
@@ -49,12 +57,13 @@ impl NodeRuntime {
     /// [`RegistrationError`] for a skeleton that cannot be read or used.
     pub fn node_controller(
         &self,
+        provider: &Arc<dyn Provider>,
         shared: &SharedParts,
     ) -> Result<NodeController, RegistrationError> {
         NodeController::new(
             shared.client.clone(),
             self.declared.node.clone(),
-            self.provider.clone(),
+            provider.clone(),
             shared.lease_metrics.clone(),
             shared.health.clone(),
         )
@@ -66,6 +75,7 @@ impl NodeRuntime {
     /// pods and instances stay for whoever serves it next.
     pub async fn serve(
         &self,
+        provider: Arc<dyn Provider>,
         controller: NodeController,
         shared: &SharedParts,
         stop: CancellationToken,
@@ -77,7 +87,7 @@ impl NodeRuntime {
             &name,
             ServedNode {
                 pods: pod_cache.store.clone(),
-                provider: self.provider.clone(),
+                provider: provider.clone(),
             },
         );
         let node_task = tokio::spawn(controller.run(stop.clone()));
@@ -86,7 +96,7 @@ impl NodeRuntime {
                 client: shared.client.clone(),
                 node_name: name.clone(),
                 node_zone: self.declared.zone.clone(),
-                provider: self.provider.clone(),
+                provider,
                 planner: self.planner.clone(),
                 config: shared.pods.clone(),
                 metrics: shared.reconcile_metrics.clone(),

@@ -12,7 +12,7 @@ use crate::interruption::{NodeSinks, NoticeQueue, SqsQueue};
 use crate::metrics::Metrics;
 use crate::node::RegistrationError;
 use crate::node::plugin_events::NodePluginEvents;
-use crate::node_runtime::{NodeRuntime, SharedParts};
+use crate::node_runtime::{NodeRuntime, ProviderFactory, SharedParts};
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
 use crate::policy::readiness::PolicyReadiness;
@@ -158,27 +158,38 @@ impl Orca {
         let several = declared.len() > 1;
         let mut nodes = Vec::with_capacity(declared.len());
         for declared in declared {
-            let provider: Arc<dyn Provider> = match &ec2 {
-                None => Arc::new(
-                    SimulatedProvider::new(simulated_settings(&config, &declared, several))
-                        .map_err(StartError::SimulatedProviderFailed)?,
-                ),
+            let new_provider: ProviderFactory = match &ec2 {
+                None => {
+                    let settings = simulated_settings(&config, &declared, several);
+                    Box::new(move || {
+                        Ok(Arc::new(
+                            SimulatedProvider::new(settings.clone())
+                                .map_err(StartError::SimulatedProviderFailed)?,
+                        ) as Arc<dyn Provider>)
+                    })
+                }
                 Some(api) => {
                     let mut aws = config.provider.aws.clone();
                     aws.subnet_ids.clone_from(&declared.subnet_ids);
-                    Arc::new(
-                        AwsProvider::new(
-                            api.clone(),
-                            Identity {
-                                node: declared.node.name.clone(),
-                                cluster: declared.node.cluster_name.clone(),
-                            },
-                            aws,
-                            env.clone(),
-                        )
-                        .with_visibility_grace(config.pods.launch_visibility_grace.get())
-                        .with_node_zone(declared.zone.clone()),
-                    )
+                    let (api, env) = (api.clone(), env.clone());
+                    let identity = Identity {
+                        node: declared.node.name.clone(),
+                        cluster: declared.node.cluster_name.clone(),
+                    };
+                    let grace = config.pods.launch_visibility_grace.get();
+                    let zone = declared.zone.clone();
+                    Box::new(move || {
+                        Ok(Arc::new(
+                            AwsProvider::new(
+                                api.clone(),
+                                identity.clone(),
+                                aws.clone(),
+                                env.clone(),
+                            )
+                            .with_visibility_grace(grace)
+                            .with_node_zone(zone.clone()),
+                        ) as Arc<dyn Provider>)
+                    })
                 }
             };
             let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
@@ -188,8 +199,8 @@ impl Orca {
             )));
             nodes.push(Arc::new(NodeRuntime {
                 declared,
-                provider,
                 planner,
+                new_provider,
             }));
         }
         let interruption_queue: Option<Arc<dyn NoticeQueue>> = match (
@@ -244,13 +255,14 @@ impl Orca {
             notice_sinks: notice_sinks.clone(),
             policy_ready: policy_ready_rx,
         };
-        // Every node's skeleton is checked before anything runs.
-        let mut controllers = Vec::with_capacity(self.nodes.len());
+        // Every node's provider and skeleton are checked before anything runs.
+        let mut first_parts = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
-            controllers.push(
-                node.node_controller(&shared)
-                    .map_err(StartError::NodeFailed)?,
-            );
+            let provider = (node.new_provider)()?;
+            let controller = node
+                .node_controller(&provider, &shared)
+                .map_err(StartError::NodeFailed)?;
+            first_parts.push((provider, controller));
         }
         let metrics_address =
             std::net::SocketAddr::new(self.config.metrics.bind_address, self.config.metrics.port);
@@ -340,10 +352,10 @@ impl Orca {
                 )));
             }
         } else {
-            for (node, controller) in self.nodes.iter().zip(controllers) {
+            for (node, (provider, controller)) in self.nodes.iter().zip(first_parts) {
                 let (node, shared, stop) = (node.clone(), shared.clone(), shutdown.clone());
                 tasks.push(tokio::spawn(async move {
-                    node.serve(controller, &shared, stop).await;
+                    node.serve(provider, controller, &shared, stop).await;
                 }));
             }
         }

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use orca_e2e::ec2::{state_of, tags_of};
+use orca_e2e::http::curl_status;
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
@@ -23,6 +24,10 @@ use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_
 const TICK: Duration = Duration::from_millis(250);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
 const TAKEOVER_WITHIN: Duration = Duration::from_secs(15);
+
+/// The two scenarios run one after the other: four orca processes at once would measure the
+/// machine (and moto's one Python process), not the takeover.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Replicas {
     base: String,
@@ -56,9 +61,12 @@ impl Replicas {
             ));
             text
         };
-        let a = OrcaProcess::start(&base, |_| config("replica-a"))?.declaring(&nodes);
+        // Each process has its own name for its log; the nodes are the config's.
+        let a =
+            OrcaProcess::start(&format!("{base}-a"), |_| config("replica-a"))?.declaring(&nodes);
         a.wait_ready(Duration::from_secs(30)).await?;
-        let b = OrcaProcess::start(&base, |_| config("replica-b"))?.declaring(&nodes);
+        let b =
+            OrcaProcess::start(&format!("{base}-b"), |_| config("replica-b"))?.declaring(&nodes);
         b.wait_serving(Duration::from_secs(30)).await?;
         Ok(Replicas {
             base,
@@ -89,9 +97,16 @@ impl Replicas {
         Ok(holders)
     }
 
-    /// Waits until `identity` holds every node's Lease and every Node advertises `port` (the
-    /// holder's kubelet API): the takeover is complete.
-    async fn wait_held_by(&self, identity: &str, port: u16, timeout: Duration) -> Result<()> {
+    /// Waits until `identity` holds every node's Lease, every Node advertises `holder`'s
+    /// kubelet API, and `holder` is ready (every node registered, its pods listed): the
+    /// takeover is complete.
+    async fn wait_held_by(
+        &self,
+        identity: &str,
+        holder: &OrcaProcess,
+        timeout: Duration,
+    ) -> Result<()> {
+        let port = holder.kubelet_port;
         poll_until(
             &format!("{identity} holds and serves every node"),
             timeout,
@@ -118,7 +133,7 @@ impl Replicas {
                         return Ok(None);
                     }
                 }
-                Ok(Some(()))
+                Ok(matches!(holder.readyz(), Ok((200, _))).then_some(()))
             },
         )
         .await
@@ -225,6 +240,7 @@ fn uid(pod: &Pod) -> String {
 #[tokio::test]
 async fn the_other_replica_takes_over_every_node_within_15_s_of_a_sigkill_and_no_pod_loses_or_doubles_its_instance()
 -> Result<()> {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut replicas = Replicas::start("replicas-kill").await?;
     const PODS: usize = 10;
     for i in 0..PODS {
@@ -246,11 +262,33 @@ async fn the_other_replica_takes_over_every_node_within_15_s_of_a_sigkill_and_no
     let (watching, not_ready) = replicas.watch_ready();
     let killed = Instant::now();
     replicas.a.kill()?;
-    let b_port = replicas.b.kubelet_port;
     replicas
-        .wait_held_by("replica-b", b_port, TAKEOVER_WITHIN)
+        .wait_held_by("replica-b", &replicas.b, TAKEOVER_WITHIN)
         .await?;
     let takeover = killed.elapsed();
+
+    // The kubelet API and the metrics of the new holder answer for both nodes: `kubectl logs`
+    // reaches it through the Node's advertised port.
+    let (status, metrics) = curl_status(
+        &format!("http://127.0.0.1:{}/metrics", replicas.b.metrics_port),
+        &[],
+    )?;
+    assert_eq!(status, 200);
+    for node in &replicas.nodes {
+        assert!(
+            metrics.contains(&format!("orca_node_served{{node=\"{node}\"}} 1")),
+            "{metrics}"
+        );
+    }
+    let logs = TestCluster::shared()
+        .kubectl()
+        .args(["logs", "-n", &replicas.namespace.name, "steady-1"])
+        .output()?;
+    assert!(
+        logs.status.success(),
+        "kubectl logs through the new holder: {}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
 
     // New pods launch through the new holder.
     for i in PODS..PODS + 2 {
@@ -285,6 +323,7 @@ async fn the_other_replica_takes_over_every_node_within_15_s_of_a_sigkill_and_no
 #[tokio::test]
 async fn a_sigkill_of_the_holder_during_a_burst_of_50_creates_and_deletes_launches_nothing_twice_and_leaks_nothing()
 -> Result<()> {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut replicas = Replicas::start("replicas-burst").await?;
     const PODS: usize = 50;
     const DELETED: usize = 20;
@@ -309,9 +348,8 @@ async fn a_sigkill_of_the_holder_during_a_burst_of_50_creates_and_deletes_launch
     for name in &names[DELETED / 2..DELETED] {
         replicas.pods.delete(name, &DeleteParams::default()).await?;
     }
-    let b_port = replicas.b.kubelet_port;
     replicas
-        .wait_held_by("replica-b", b_port, TAKEOVER_WITHIN)
+        .wait_held_by("replica-b", &replicas.b, TAKEOVER_WITHIN)
         .await?;
     let takeover = killed.elapsed();
     let running = replicas

@@ -43,7 +43,8 @@ impl Metrics {
         let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
-        registry.register_collector(Box::new(pods::PodPhases(served)));
+        registry.register_collector(Box::new(pods::PodPhases(served.clone())));
+        registry.register_collector(Box::new(pods::NodesServed(served)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
         Metrics {
             policy,

@@ -54,6 +54,31 @@ impl Collector for PodPhases {
     }
 }
 
+/// The nodes this process serves now, one series per node (value 1): with replicas sharing
+/// the nodes, which replica serves which.
+pub(super) struct NodesServed(pub Arc<ServedNodes>);
+
+impl std::fmt::Debug for NodesServed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NodesServed").finish()
+    }
+}
+
+impl Collector for NodesServed {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let served: BTreeMap<String, u64> =
+            self.0.names().into_iter().map(|node| (node, 1)).collect();
+        encode_by_label(
+            &mut encoder,
+            "orca_node_served",
+            "1 for each node this process serves now",
+            MetricType::Gauge,
+            "node",
+            served,
+        )
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     /// `ok`, or the failed step (`StatusWriteFailed`, `TerminateFailed`, …).

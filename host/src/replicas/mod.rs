@@ -174,11 +174,21 @@ impl NodeSharing {
             if shutdown.is_cancelled() {
                 break;
             }
-            let controller = match node.node_controller(&shared) {
-                Ok(controller) => controller,
+            // A fresh provider: what an earlier turn's remembered may be stale now.
+            let parts = (node.new_provider)().and_then(|provider| {
+                let controller = node
+                    .node_controller(&provider, &shared)
+                    .map_err(crate::orca::StartError::NodeFailed)?;
+                Ok((provider, controller))
+            });
+            let (provider, controller) = match parts {
+                Ok(parts) => parts,
                 Err(error) => {
-                    tracing::error!(node = node.name(), error = %error_chain(&error), "cannot serve the node; its skeleton is unusable");
-                    break;
+                    tracing::error!(node = node.name(), error = %error_chain(&error), "cannot serve the node; retrying");
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(RETRY_AFTER) => continue,
+                    }
                 }
             };
             tracing::info!(node = node.name(), identity = %self.identity, "holding the node's Lease; serving it");
@@ -188,7 +198,7 @@ impl NodeSharing {
             let stop = shutdown.child_token();
             let serving = tokio::spawn({
                 let (node, shared, stop) = (node.clone(), shared.clone(), stop.clone());
-                async move { node.serve(controller, &shared, stop).await }
+                async move { node.serve(provider, controller, &shared, stop).await }
             });
             self.until(&lease, false, &shutdown, &|| {}).await;
             stop.cancel();
