@@ -6,9 +6,10 @@
 //! (`orca-ec2-model`: late visibility, late tags, stale reads, throttling bursts, lost answers,
 //! capacity errors, per-id refusals, termination protection). A seeded driver creates pods,
 //! deletes them gracefully or by force, lets workloads complete, interrupts spot instances,
-//! stops on-demand ones, protects some from termination, and crashes and restarts orca
-//! (everything in memory lost; the apiserver and EC2 keep theirs). Then it lets everything
-//! settle, deletes what is left, and checks:
+//! stops on-demand ones, protects some from termination, crashes and restarts orca
+//! (everything in memory lost; the apiserver and EC2 keep theirs), and crashes the replica
+//! serving the node so that a standby replica takes it over through the node's Lease. Then it
+//! lets everything settle, deletes what is left, and checks:
 //!
 //! 1. every pod that ever existed had at most one instance launched for it (over the model's
 //!    whole history, by the pod-UID tag);
@@ -114,10 +115,20 @@ struct Run {
     node: String,
     namespace: TestNamespace,
     pods: Api<Pod>,
-    config: String,
+    /// The namespace of the run's pods and of the node's Lease.
+    lease_namespace: String,
     kubeconfig: PathBuf,
+    /// The replica serving the node (holding its Lease), as far as the driver made it so.
     orca: Option<InProcessOrca>,
-    /// When orca was not running: (from, to).
+    /// Its identity in the node's Lease: a restart keeps it, as a restarted container keeps
+    /// its pod's name.
+    orca_identity: String,
+    /// A second replica, waiting for the node's Lease.
+    standby: Option<(InProcessOrca, String)>,
+    replicas_started: u32,
+    /// Takeovers by the standby, and how long each took from the crash to serving.
+    takeovers: Vec<Duration>,
+    /// When no replica served the node: (from, to).
     downtime: Vec<(Timestamp, Option<Timestamp>)>,
     /// Instances protected from termination: (id, from, until).
     protected: Vec<(String, Timestamp, Timestamp)>,
@@ -141,7 +152,7 @@ impl Run {
         let namespace = TestNamespace::create(&client, &format!("sim-{seed}")).await?;
         let node = unique_node_name(&format!("sim{seed}"));
         let model = Arc::new(Ec2Model::new(seed, Behaviour::hostile()));
-        let config = config(&node)?;
+        let lease_namespace = namespace.name.clone();
         let kubeconfig = PathBuf::from(cluster.var("ORCA_KUBECONFIG"));
         let pods = Api::namespaced(client, &namespace.name);
         let mut run = Run {
@@ -150,9 +161,13 @@ impl Run {
             node,
             namespace,
             pods,
-            config,
+            lease_namespace,
             kubeconfig,
             orca: None,
+            orca_identity: "replica-1".into(),
+            standby: None,
+            replicas_started: 1,
+            takeovers: Vec::new(),
             downtime: Vec::new(),
             protected: Vec::new(),
             tracked: BTreeMap::new(),
@@ -162,23 +177,73 @@ impl Run {
             log: Vec::new(),
             next_pod: 0,
         };
-        run.start_orca()?;
+        run.start_orca().await?;
+        run.start_standby()?;
         Ok(run)
     }
 
-    fn start_orca(&mut self) -> Result<()> {
+    /// A replica of orca named `identity` in the node's Lease.
+    fn replica(&self, identity: &str) -> Result<InProcessOrca> {
         let ec2 = Arc::new(ModelEc2::new(self.model.clone()));
         let queue: Arc<dyn NoticeQueue> = self.queue.clone();
-        self.orca = Some(InProcessOrca::start(
-            &self.config,
+        InProcessOrca::start(
+            &config(&self.node, &self.lease_namespace, identity)?,
             &self.kubeconfig,
             ec2,
             Some(queue),
-        )?);
+        )
+    }
+
+    /// (Re)starts the serving replica and waits until some replica serves the node.
+    async fn start_orca(&mut self) -> Result<()> {
+        self.orca = Some(self.replica(&self.orca_identity)?);
+        self.end_downtime().await
+    }
+
+    fn start_standby(&mut self) -> Result<()> {
+        self.replicas_started += 1;
+        let identity = format!("replica-{}", self.replicas_started);
+        self.standby = Some((self.replica(&identity)?, identity));
+        Ok(())
+    }
+
+    fn serves(&self, orca: &InProcessOrca) -> bool {
+        orca.metric(&format!("orca_node_served{{node=\"{}\"}}", self.node))
+            .is_ok_and(|served| served == 1.0)
+    }
+
+    /// Ends the downtime in progress once a replica serves the node (a Lease held and the
+    /// node's controllers started).
+    async fn end_downtime(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let serving = self.orca.as_ref().is_some_and(|orca| self.serves(orca))
+                || self
+                    .standby
+                    .as_ref()
+                    .is_some_and(|(orca, _)| self.serves(orca));
+            if serving {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "no replica serves the node 20 s after a start"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         if let Some((_, to @ None)) = self.downtime.last_mut() {
             *to = Some(Timestamp::now());
         }
         Ok(())
+    }
+
+    /// The replica serving the node now.
+    fn holder(&self) -> Option<&InProcessOrca> {
+        let standby = self.standby.as_ref().map(|(orca, _)| orca);
+        [self.orca.as_ref(), standby]
+            .into_iter()
+            .flatten()
+            .find(|orca| self.serves(orca))
     }
 
     fn note(&mut self, what: String) {
@@ -189,6 +254,9 @@ impl Run {
         let result = self.drive_and_check().await;
         if let Some(orca) = self.orca.take() {
             orca.crash();
+        }
+        if let Some((standby, _)) = self.standby.take() {
+            standby.crash();
         }
         let summary = match result {
             Ok(summary) => summary,
@@ -212,7 +280,7 @@ impl Run {
             tokio::time::sleep(TICK).await;
         }
         if self.orca.is_none() {
-            self.start_orca()?;
+            self.start_orca().await?;
         }
         // Every invariant is checked, and every one broken is reported.
         let mut broken: Vec<String> = Vec::new();
@@ -243,10 +311,12 @@ impl Run {
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes, {} spot warnings, {} other clusters' messages",
+            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages",
             self.tracked.len(),
             history.len(),
-            self.downtime.len(),
+            self.downtime.len() - self.takeovers.len(),
+            self.takeovers.len(),
+            self.takeovers,
             self.warned.len(),
             self.foreign.len()
         ))
@@ -312,8 +382,30 @@ impl Run {
                     self.note("orca crashed".into());
                     let down = Duration::from_millis(self.rng.u64(0..1_500));
                     tokio::time::sleep(down).await;
-                    self.start_orca()?;
+                    self.start_orca().await?;
                     self.note("orca restarted".into());
+                }
+            }
+            77..80 => {
+                // The serving replica dies for good: the standby takes the node over once
+                // the Lease expires, and a new standby starts.
+                if let (Some(orca), Some((standby, identity))) =
+                    (self.orca.take(), self.standby.take())
+                {
+                    let crashed = Instant::now();
+                    orca.crash();
+                    self.downtime.push((Timestamp::now(), None));
+                    self.note(format!("{} crashed for good", self.orca_identity));
+                    self.orca = Some(standby);
+                    self.orca_identity = identity;
+                    self.end_downtime().await?;
+                    self.takeovers.push(crashed.elapsed());
+                    self.note(format!(
+                        "{} took the node over after {:?}",
+                        self.orca_identity,
+                        crashed.elapsed()
+                    ));
+                    self.start_standby()?;
                 }
             }
             _ => {}
@@ -915,7 +1007,7 @@ impl Run {
 
     /// Invariant 5: the controller holds no per-pod or per-instance state any more.
     async fn check_state_is_empty(&self) -> Result<()> {
-        let orca = self.orca.as_ref().context("orca runs")?;
+        let orca = self.holder().context("a replica serves the node")?;
         // The last request is done once a listing shows its instance going: stale reads and
         // throttled listings can delay that, as for every other bound here.
         let deadline = Instant::now() + GRACE + 4 * SYNC + SLACK;
@@ -993,9 +1085,18 @@ fn phase(pod: &Pod) -> String {
         .unwrap_or_default()
 }
 
-fn config(node: &str) -> Result<String> {
+/// A replica's config: the node, the model's subnets, short periods, and sharing the node
+/// through a Lease in the run's `namespace` as `identity`, with the shortest Lease orca
+/// accepts.
+fn config(node: &str, namespace: &str, identity: &str) -> Result<String> {
     Ok(format!(
-        "node:
+        "replicas:
+  shareNodes: true
+  namespace: {namespace}
+  identity: {identity}
+  leaseDuration: 4s
+  renewBefore: 3s
+node:
   name: {node}
   clusterName: {node}
   daemonPort: {kubelet}

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::node::is_dns_subdomain;
 use super::{ConfigError, Seconds};
+use crate::replicas::STOP_BEFORE_EXPIRY;
 
 /// The Lease of a node in `replicas.namespace` is named `orca-node-<node name>`.
 pub const LEASE_PREFIX: &str = "orca-node-";
@@ -80,22 +81,28 @@ impl ReplicasConfig {
 
     pub(super) fn validate(&self, node_names: &[&str]) -> Result<(), ConfigError> {
         let whole = |value: Seconds| value.get().subsec_nanos() == 0;
-        if !whole(self.lease_duration) || self.lease_duration.get().as_secs() < 2 {
+        if !whole(self.lease_duration) || self.lease_duration.get().as_secs() < 4 {
             return Err(ConfigError::invalid(
                 "replicas.leaseDuration",
                 self.lease_duration,
-                "whole seconds, at least 2s",
+                "whole seconds, at least 4s",
             ));
         }
+        // The holder stops serving STOP_BEFORE_EXPIRY before expiry; its renewal must come
+        // before that, with a second to spare for the call itself.
+        let least = STOP_BEFORE_EXPIRY.as_secs() + 1;
         if !whole(self.renew_before)
-            || self.renew_before.get().is_zero()
+            || self.renew_before.get().as_secs() < least
             || self.renew_before >= self.lease_duration
         {
             return Err(ConfigError::invalid(
                 "replicas.renewBefore",
                 self.renew_before,
                 &format!(
-                    "whole seconds above zero and shorter than replicas.leaseDuration ({})",
+                    "whole seconds, at least {least}s (a holder stops serving {}s before its \
+                     Lease expires, and must have renewed by then) and shorter than \
+                     replicas.leaseDuration ({})",
+                    STOP_BEFORE_EXPIRY.as_secs(),
                     self.lease_duration
                 ),
             ));
@@ -164,6 +171,8 @@ mod tests {
             ),
             ("replicas:\n  renewBefore: 10s\n", "replicas.renewBefore"),
             ("replicas:\n  renewBefore: 0s\n", "replicas.renewBefore"),
+            ("replicas:\n  renewBefore: 2s\n", "replicas.renewBefore"),
+            ("replicas:\n  leaseDuration: 3s\n", "replicas.leaseDuration"),
             ("replicas:\n  namespace: Orca\n", "replicas.namespace"),
             ("replicas:\n  identity: \"\"\n", "replicas.identity"),
         ] {
