@@ -31,6 +31,8 @@ fn phase_limit(pods: usize) -> Duration {
 #[derive(Debug, Clone)]
 pub struct Measurement {
     pub peer: PeerKind,
+    /// Nodes the one peer process serves; the pods are spread evenly over them.
+    pub nodes: usize,
     pub pods: usize,
     pub all_running: Duration,
     pub delete_all: Duration,
@@ -64,11 +66,21 @@ impl Measurement {
     }
 }
 
-pub async fn measure(kind: PeerKind, count: usize, binaries: &PeerBinaries) -> Result<Measurement> {
+pub async fn measure(
+    kind: PeerKind,
+    count: usize,
+    nodes: usize,
+    binaries: &PeerBinaries,
+) -> Result<Measurement> {
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
-    let node_name = format!("bench-{kind}-{:08x}", fastrand::u32(..));
-    let peer = Peer::start(kind, &node_name, count * 2, binaries).await?;
+    let base = format!("bench-{kind}-{:08x}", fastrand::u32(..));
+    let node_names: Vec<String> = if nodes == 1 {
+        vec![base]
+    } else {
+        (0..nodes).map(|i| format!("{base}-{i}")).collect()
+    };
+    let peer = Peer::start(kind, &node_names, count * 2, binaries).await?;
     let namespace = TestNamespace::create(&client, "bench-peers").await?;
     let result = run(&peer, &client, &namespace.name, count).await;
     let stopped = peer.stop().await;
@@ -89,10 +101,14 @@ async fn run(
     let apiserver = apiserver_pid()?;
     let mut census = Census::start(api.clone());
     // The namespace's service account must exist before pods are admitted, and every code
-    // path of the peer is warm: one pod first, Running, before the clock starts.
-    pods::create(&api, &bench_pod("warmup", &peer.node_name)).await?;
-    within("the warm-up pod Running", count, &mut census, |c| {
-        c.running >= 1
+    // path of the peer is warm: one pod per node first, Running, before the clock starts.
+    let nodes = peer.node_names.len();
+    let warmups: Vec<String> = (0..nodes).map(|i| format!("warmup-{i}")).collect();
+    for (warmup, node) in warmups.iter().zip(&peer.node_names) {
+        pods::create(&api, &bench_pod(warmup, node)).await?;
+    }
+    within("the warm-up pods Running", count, &mut census, |c| {
+        c.running >= nodes
     })
     .await?;
 
@@ -104,12 +120,12 @@ async fn run(
     let started = Instant::now();
     for_each_concurrently(0..count, |i| {
         let api = api.clone();
-        let pod = bench_pod(&format!("p{i:05}"), &peer.node_name);
+        let pod = bench_pod(&format!("p{i:05}"), &peer.node_names[i % nodes]);
         async move { pods::create(&api, &pod).await.map(|_| ()) }
     })
     .await?;
     within("every pod Running", count, &mut census, |c| {
-        c.running > count
+        c.running >= count + nodes
     })
     .await?;
     let all_running = started.elapsed();
@@ -119,7 +135,8 @@ async fn run(
         procfs::cpu_seconds(apiserver).unwrap_or_default() - apiserver_start;
 
     let deleting = Instant::now();
-    let names: Vec<String> = std::iter::once("warmup".to_owned())
+    let names: Vec<String> = warmups
+        .into_iter()
         .chain((0..count).map(|i| format!("p{i:05}")))
         .collect();
     for_each_concurrently(names, |name| {
@@ -154,6 +171,7 @@ async fn run(
     let to_running: Vec<&AuditedRequest> = requests.iter().filter(|r| r.at <= running_at).collect();
     Ok(Measurement {
         peer: peer.kind,
+        nodes,
         pods: count,
         all_running,
         delete_all,
@@ -167,7 +185,7 @@ async fn run(
     })
 }
 
-/// The same pod for every peer: placed by the scheduler on the peer's node, tolerating the
+/// The same pod for every peer: placed by the scheduler on one of the peer's nodes, tolerating the
 /// bench's taint and virtual-kubelet's own.
 fn bench_pod(name: &str, node: &str) -> Pod {
     let mut pod = burst_pod(name, node, &[]);

@@ -15,6 +15,8 @@ use orca_e2e::{OrcaProcess, TestCluster};
 
 /// The taint every bench node carries; the bench's pods tolerate it (and virtual-kubelet's own).
 pub const BURST_TAINT: &str = "orca.research/burst-node";
+/// The label of the nodes one KWOK process manages when it manages several.
+const BENCH_RUN_LABEL: &str = "orca.research/bench-run";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PeerKind {
@@ -88,10 +90,10 @@ impl PeerBinaries {
     }
 }
 
-/// One running node process.
+/// One running node process and the nodes it serves.
 pub struct Peer {
     pub kind: PeerKind,
-    pub node_name: String,
+    pub node_names: Vec<String>,
     process: Process,
 }
 
@@ -105,27 +107,31 @@ enum Process {
 }
 
 impl Peer {
-    /// Starts `kind` for a node named `node_name` with room for `capacity` pods, and waits for
-    /// the node to be Ready.
+    /// Starts one `kind` process for the nodes `node_names`, each with room for `capacity`
+    /// pods, and waits for every node to be Ready.
     pub async fn start(
         kind: PeerKind,
-        node_name: &str,
+        node_names: &[String],
         capacity: usize,
         binaries: &PeerBinaries,
     ) -> Result<Peer> {
-        let process = match kind {
-            PeerKind::Orca => Process::Orca(Box::new(start_orca(node_name, capacity)?)),
-            PeerKind::Kwok => start_kwok(node_name, capacity, binaries).await?,
-            PeerKind::VirtualKubelet => {
+        let process = match (kind, node_names) {
+            (PeerKind::Orca, _) => Process::Orca(Box::new(start_orca(node_names, capacity)?)),
+            (PeerKind::Kwok, _) => start_kwok(node_names, capacity, binaries).await?,
+            (PeerKind::VirtualKubelet, [node_name]) => {
                 start_virtual_kubelet(node_name, capacity, &binaries.virtual_kubelet)?
             }
+            (PeerKind::VirtualKubelet, _) => bail!("virtual-kubelet serves one node per process"),
         };
         let peer = Peer {
             kind,
-            node_name: node_name.to_owned(),
+            node_names: node_names.to_vec(),
             process,
         };
-        peer.wait_node_ready(Duration::from_secs(60)).await?;
+        for node_name in node_names {
+            peer.wait_node_ready(node_name, Duration::from_secs(60))
+                .await?;
+        }
         Ok(peer)
     }
 
@@ -136,22 +142,22 @@ impl Peer {
         }
     }
 
-    async fn wait_node_ready(&self, timeout: Duration) -> Result<()> {
+    async fn wait_node_ready(&self, node_name: &str, timeout: Duration) -> Result<()> {
         let client = TestCluster::shared().kube_client().await?;
         let nodes: Api<Node> = Api::all(client);
         orca_e2e::wait::poll_until(
-            &format!("{} node {} Ready", self.kind, self.node_name),
+            &format!("{} node {node_name} Ready", self.kind),
             timeout,
             Duration::from_millis(200),
             || async {
-                let ready = orca_e2e::nodes::ready_condition(&nodes, &self.node_name).await?;
+                let ready = orca_e2e::nodes::ready_condition(&nodes, node_name).await?;
                 Ok(ready.filter(|(status, _)| status == "True").map(|_| ()))
             },
         )
         .await
     }
 
-    /// SIGTERM, wait for exit, then delete the node so runs leave none behind.
+    /// SIGTERM, wait for exit, then delete the nodes so runs leave none behind.
     pub async fn stop(self) -> Result<()> {
         match self.process {
             Process::Orca(mut orca) => {
@@ -172,74 +178,102 @@ impl Peer {
             }
         }
         let nodes: Api<Node> = Api::all(TestCluster::shared().kube_client().await?);
-        match nodes
-            .delete(&self.node_name, &DeleteParams::default())
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(error) => Err(error.into()),
+        for node_name in &self.node_names {
+            match nodes.delete(node_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error.into()),
+            }
         }
+        Ok(())
     }
 }
 
 /// orca on the simulated provider, instances running at once (as the peers' pods are), the
-/// instance listing every second, logging at the config's level as in production.
-fn start_orca(node_name: &str, capacity: usize) -> Result<OrcaProcess> {
-    OrcaProcess::start_as_configured(node_name, |_| {
+/// instance listing every second, logging at the config's level as in production. Several
+/// nodes are `nodes:` entries of the one process.
+fn start_orca(node_names: &[String], capacity: usize) -> Result<OrcaProcess> {
+    let first = node_names.first().context("a node to serve")?;
+    let entries: String = if node_names.len() > 1 {
+        std::iter::once("nodes:\n".to_owned())
+            .chain(node_names.iter().map(|name| format!("  - name: {name}\n")))
+            .collect()
+    } else {
+        String::new()
+    };
+    let orca = OrcaProcess::start_as_configured(first, |_| {
         format!(
-            "node:\n  name: {node_name}\n  pods: \"{capacity}\"\npods:\n  syncInterval: 1s\nprovider:\n  simulated:\n    bootDelay: 0s\nlogging:\n  level: info\n"
+            "node:\n  name: {first}\n  pods: \"{capacity}\"\n{entries}pods:\n  syncInterval: 1s\nprovider:\n  simulated:\n    bootDelay: 0s\nlogging:\n  level: info\n"
         )
+    })?;
+    Ok(if node_names.len() > 1 {
+        orca.declaring(node_names)
+    } else {
+        orca
     })
 }
 
-/// KWOK with its fast stages (as kwokctl runs it), managing the one node the bench creates for it, as
-/// KWOK's docs do: KWOK simulates nodes, it does not register them.
-async fn start_kwok(node_name: &str, capacity: usize, binaries: &PeerBinaries) -> Result<Process> {
+/// KWOK with its fast stages (as kwokctl runs it), managing the nodes the bench creates for it,
+/// as KWOK's docs do: KWOK simulates nodes, it does not register them. One node is managed by
+/// name; several by a label of this run.
+async fn start_kwok(
+    node_names: &[String],
+    capacity: usize,
+    binaries: &PeerBinaries,
+) -> Result<Process> {
     let cluster = TestCluster::shared();
     let nodes: Api<Node> = Api::all(cluster.kube_client().await?);
+    let first = node_names.first().context("a node to serve")?;
     let quantity = |value: String| Quantity(value);
     let resources = [
         ("cpu".to_owned(), quantity("1000".into())),
         ("memory".to_owned(), quantity("4Ti".into())),
         ("pods".to_owned(), quantity(capacity.to_string())),
     ];
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some(node_name.to_owned()),
-            annotations: Some([("kwok.x-k8s.io/node".to_owned(), "fake".to_owned())].into()),
-            labels: Some(
-                [
-                    ("kubernetes.io/hostname".to_owned(), node_name.to_owned()),
-                    ("type".to_owned(), "kwok".to_owned()),
-                ]
-                .into(),
-            ),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NodeSpec {
-            taints: Some(vec![Taint {
-                key: BURST_TAINT.to_owned(),
-                value: Some("true".to_owned()),
-                effect: "NoSchedule".to_owned(),
-                ..Taint::default()
-            }]),
-            ..NodeSpec::default()
-        }),
-        status: Some(NodeStatus {
-            allocatable: Some(resources.clone().into()),
-            capacity: Some(resources.into()),
-            ..NodeStatus::default()
-        }),
+    for node_name in node_names {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some(node_name.to_owned()),
+                annotations: Some([("kwok.x-k8s.io/node".to_owned(), "fake".to_owned())].into()),
+                labels: Some(
+                    [
+                        ("kubernetes.io/hostname".to_owned(), node_name.to_owned()),
+                        ("type".to_owned(), "kwok".to_owned()),
+                        (BENCH_RUN_LABEL.to_owned(), first.to_owned()),
+                    ]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                taints: Some(vec![Taint {
+                    key: BURST_TAINT.to_owned(),
+                    value: Some("true".to_owned()),
+                    effect: "NoSchedule".to_owned(),
+                    ..Taint::default()
+                }]),
+                ..NodeSpec::default()
+            }),
+            status: Some(NodeStatus {
+                allocatable: Some(resources.clone().into()),
+                capacity: Some(resources.clone().into()),
+                ..NodeStatus::default()
+            }),
+        };
+        nodes.create(&PostParams::default(), &node).await?;
+    }
+    let managed = if node_names.len() == 1 {
+        format!("--manage-single-node={first}")
+    } else {
+        format!("--manage-nodes-with-label-selector={BENCH_RUN_LABEL}={first}")
     };
-    nodes.create(&PostParams::default(), &node).await?;
-    let log = log_file(PeerKind::Kwok, node_name)?;
+    let log = log_file(PeerKind::Kwok, first)?;
     let port = orca_e2e::orca::free_port()?;
     let child = Command::new(&binaries.kwok)
         .arg(format!("--kubeconfig={}", cluster.var("KWOK_KUBECONFIG")))
         .arg(format!("--config={}", binaries.kwok_stages.display()))
         .arg("--manage-all-nodes=false")
-        .arg(format!("--manage-single-node={node_name}"))
+        .arg(managed)
         // Room for every pod's IP (the default /24 holds 254).
         .arg("--cidr=10.0.0.1/16")
         .arg(format!("--server-address=127.0.0.1:{port}"))

@@ -7,12 +7,13 @@ use std::fmt::Write;
 use crate::measure::Measurement;
 use crate::peer::PeerKind;
 
-pub const ROUND_HEADER: &str = "round | peer | pods | all Running | delete all | CPU s to Running | CPU s total | peak RSS MiB | apiserver CPU s to Running | writes/pod to Running | 409s";
+pub const ROUND_HEADER: &str = "round | peer | nodes | pods | all Running | delete all | CPU s to Running | CPU s total | peak RSS MiB | apiserver CPU s to Running | writes/pod to Running | 409s";
 
 pub fn round_row(round: usize, m: &Measurement) -> String {
     format!(
-        "{round} | {} | {} | {:.1} s | {:.1} s | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} | {}",
+        "{round} | {} | {} | {} | {:.1} s | {:.1} s | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} | {}",
         m.peer,
+        m.nodes,
         m.pods,
         m.all_running.as_secs_f64(),
         m.delete_all.as_secs_f64(),
@@ -28,20 +29,20 @@ pub fn round_row(round: usize, m: &Measurement) -> String {
 /// Markdown: per pod count and peer, median (min–max) of each column, then each peer's requests
 /// per pod by verb and resource (medians).
 pub fn summary(measured: &[Measurement]) -> String {
-    let mut groups: BTreeMap<(usize, PeerKind), Vec<&Measurement>> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, usize, PeerKind), Vec<&Measurement>> = BTreeMap::new();
     for m in measured {
-        groups.entry((m.pods, m.peer)).or_default().push(m);
+        groups.entry((m.nodes, m.pods, m.peer)).or_default().push(m);
     }
     let mut out = String::new();
-    out.push_str("| pods | node | rounds | all Running | delete all | CPU s to Running | CPU s total | peak RSS | apiserver CPU s to Running | writes per pod to Running | 409s |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for ((pods, peer), rounds) in &groups {
+    out.push_str("| nodes | pods | node process | rounds | all Running | delete all | CPU s to Running | CPU s total | peak RSS | apiserver CPU s to Running | writes per pod to Running | 409s |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for ((nodes, pods, peer), rounds) in &groups {
         let column = |f: &dyn Fn(&Measurement) -> f64, unit: &str, decimals: usize| {
             spread(rounds.iter().map(|m| f(m)).collect(), unit, decimals)
         };
         let _ = writeln!(
             out,
-            "| {pods} | {peer} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {nodes} | {pods} | {peer} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             rounds.len(),
             column(&|m| m.all_running.as_secs_f64(), " s", 1),
             column(&|m| m.delete_all.as_secs_f64(), " s", 1),
@@ -54,9 +55,9 @@ pub fn summary(measured: &[Measurement]) -> String {
         );
     }
     out.push('\n');
-    out.push_str("| pods | node | requests per pod to Running (median) | requests per pod, create to all gone (median) |\n");
-    out.push_str("|---|---|---|---|\n");
-    for ((pods, peer), rounds) in &groups {
+    out.push_str("| nodes | pods | node process | requests per pod to Running (median) | requests per pod, create to all gone (median) |\n");
+    out.push_str("|---|---|---|---|---|\n");
+    for ((nodes, pods, peer), rounds) in &groups {
         let per_pod = |pick: &dyn Fn(&Measurement) -> &BTreeMap<String, u64>| {
             let keys: std::collections::BTreeSet<&String> =
                 rounds.iter().flat_map(|m| pick(m).keys()).collect();
@@ -73,7 +74,7 @@ pub fn summary(measured: &[Measurement]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {pods} | {peer} | {} | {} |",
+            "| {nodes} | {pods} | {peer} | {} | {} |",
             per_pod(&|m| &m.requests_to_running),
             per_pod(&|m| &m.requests_total)
         );
