@@ -8,8 +8,8 @@
 //!
 //!     cargo run --release -p orca-e2e --bin failover-bench -- [--rounds R] [--nodes K] [P]
 //!
-//! Defaults: 3 rounds, 3 nodes, 30 pods. The Lease settings are orca's defaults (10 s, renewed
-//! 6 s before expiry, every 4 s).
+//! Defaults: 3 rounds, 3 nodes, 30 pods. The Lease settings are orca's defaults (8 s, renewed
+//! 5 s before expiry, every 3 s).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -35,8 +35,8 @@ impl Default for ReplicasConfig {
             share_nodes: false,
             namespace: None,
             identity: None,
-            lease_duration: Seconds::from_secs(10),
-            renew_before: Seconds::from_secs(6),
+            lease_duration: Seconds::from_secs(8),
+            renew_before: Seconds::from_secs(5),
         }
     }
 }
@@ -152,10 +152,10 @@ mod tests {
     use crate::config::Config;
 
     #[test]
-    fn sharing_is_off_by_default_with_a_ten_second_lease() {
+    fn sharing_is_off_by_default_with_an_eight_second_lease() {
         let config = Config::parse("").unwrap();
         assert!(!config.replicas.share_nodes);
-        assert_eq!(config.replicas.lease_duration.get().as_secs(), 10);
+        assert_eq!(config.replicas.lease_duration.get().as_secs(), 8);
         assert_eq!(
             super::ReplicasConfig::lease_name("orca-a"),
             "orca-node-orca-a"
