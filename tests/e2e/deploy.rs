@@ -474,7 +474,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         ("update", "certificatesigningrequests/approval", None),
         ("delete", "leases", Some("kube-node-lease")),
         ("delete", "leases", Some(deploy::NAMESPACE)),
-        ("update", "leases", Some(deploy::NAMESPACE)),
+        ("patch", "leases", Some(deploy::NAMESPACE)),
         ("get", "leases", Some("default")),
     ] {
         assert!(

@@ -190,3 +190,103 @@ async fn a_sigkill_of_the_holder_during_a_burst_of_50_creates_and_deletes_launch
     eprintln!("takeover after SIGKILL mid-burst: {takeover:?}");
     replicas.finish().await
 }
+
+/// Two replicas' Lease locks on one Lease in the real apiserver, looking in lockstep on
+/// what a watch would show: never do both hold it; a holder that stalls is replaced only
+/// once the Lease has not changed for its duration; its renewal, when it wakes, is refused
+/// (guarded by the resourceVersion it wrote) rather than landing on the new holder's Lease;
+/// and a released Lease is taken at once. `kube-lease-manager`, used before, livelocked on
+/// the stalled holder's late renewal: no replica could ever take the Lease again.
+#[tokio::test]
+async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_the_next()
+-> Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use orca::replicas::{LeaseLock, Step};
+
+    const DURATION: Duration = Duration::from_secs(4);
+    const LOOK: Duration = Duration::from_millis(200);
+    let client = TestCluster::shared().kube_client().await?;
+    let namespace = orca_e2e::TestNamespace::create(&client, "lease-lock").await?;
+    let api: kube::Api<Lease> = kube::Api::namespaced(client, &namespace.name);
+    let name = "orca-node-lock".to_owned();
+    let lock = |identity: &str| {
+        LeaseLock::new(
+            api.clone(),
+            name.clone(),
+            identity.to_owned(),
+            DURATION,
+            Duration::from_secs(3),
+        )
+    };
+    let (mut a, mut b) = (lock("replica-a"), lock("replica-b"));
+    let holder = || async {
+        let lease = api.get(&name).await?;
+        anyhow::Ok(lease.spec.and_then(|spec| spec.holder_identity))
+    };
+
+    ensure!(a.look(None).await? == Step::Create, "a creates the Lease");
+    // Both look at the same (sometimes stale) record for a while: one holder only.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let seen = api.get_opt(&name).await?;
+        a.look(seen.as_ref()).await?;
+        b.look(seen.as_ref()).await?;
+        let now = jiff::Timestamp::now();
+        ensure!(
+            !(a.hold().held(now) && b.hold().held(now)),
+            "both replicas hold the Lease"
+        );
+        ensure!(a.hold().held(now), "the renewing holder keeps the Lease");
+        tokio::time::sleep(LOOK).await;
+    }
+    let stale = api.get_opt(&name).await?;
+
+    // a stalls: b takes the Lease once it has not changed for a whole duration.
+    let stalled = Instant::now();
+    let taken = loop {
+        let seen = api.get_opt(&name).await?;
+        if b.look(seen.as_ref()).await? == Step::Take {
+            break stalled.elapsed();
+        }
+        ensure!(
+            stalled.elapsed() < DURATION * 3,
+            "b never took the stalled Lease"
+        );
+        tokio::time::sleep(LOOK).await;
+    };
+    ensure!(
+        b.hold().held(jiff::Timestamp::now()),
+        "b holds it after taking it"
+    );
+    ensure!(
+        taken >= DURATION - Duration::from_secs(1),
+        "taken {taken:?} after the last renewal: before the holder could have stopped"
+    );
+    ensure!(holder().await?.as_deref() == Some("replica-b"));
+
+    // a wakes up believing it holds the Lease, renews on what it saw before: refused.
+    a.look(stale.as_ref()).await?;
+    ensure!(
+        !a.hold().held(jiff::Timestamp::now()),
+        "the stalled replica still believes it holds the Lease"
+    );
+    ensure!(
+        holder().await?.as_deref() == Some("replica-b"),
+        "the stalled replica's renewal landed on the new holder's Lease"
+    );
+    // No livelock: b keeps renewing, then gives the Lease back and a takes it at once.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let seen = api.get_opt(&name).await?;
+    ensure!(b.look(seen.as_ref()).await? == Step::Renew, "b renews");
+    ensure!(b.hold().held(jiff::Timestamp::now()));
+    b.release().await?;
+    ensure!(holder().await?.is_none(), "released");
+    let seen = api.get_opt(&name).await?;
+    ensure!(
+        a.look(seen.as_ref()).await? == Step::Take,
+        "a released Lease is taken at once"
+    );
+    ensure!(a.hold().held(jiff::Timestamp::now()));
+    ensure!(holder().await?.as_deref() == Some("replica-a"));
+    namespace.delete().await
+}

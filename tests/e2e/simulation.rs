@@ -31,10 +31,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use orca::interruption::NoticeQueue;
+use orca_e2e::captured_log::CapturedLog;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
 use orca_e2e::model_queue::ModelQueue;
@@ -65,6 +67,8 @@ const RETRY_MAX: Duration = Duration::from_secs(1);
 /// Allowance for the model's throttling bursts and stale reads, on top of the bounds.
 const SLACK: Duration = Duration::from_secs(4);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
+/// How much of orca's log a failing seed shows.
+const ORCA_LOG_LINES: usize = 150;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs() -> Result<()> {
@@ -76,11 +80,20 @@ async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs()
             .context("ORCA_SIM_SEEDS is a comma-separated list of integers")?,
         Err(_) => CI_SEEDS.to_vec(),
     };
+    // orca's log, shown for a seed that fails: `ORCA_SIM_LOG=orca=debug,info` for more.
+    let filter = std::env::var("ORCA_SIM_LOG").unwrap_or_else(|_| "info".into());
+    let orca_log = CapturedLog::install(&filter)?;
     let mut failed = Vec::new();
     for seed in &seeds {
         let started = Instant::now();
+        orca_log.clear();
         let run = Run::start(*seed).await?;
-        match run.play().await {
+        match run.play().await.map_err(|error| {
+            error.context(format!(
+                "orca's last {ORCA_LOG_LINES} log lines:\n  {}",
+                orca_log.last(ORCA_LOG_LINES).join("\n  ")
+            ))
+        }) {
             Ok(summary) => eprintln!(
                 "seed {seed}: ok in {:.0} s: {summary}",
                 started.elapsed().as_secs_f64()
@@ -244,6 +257,37 @@ impl Run {
             .into_iter()
             .flatten()
             .find(|orca| self.serves(orca))
+    }
+
+    /// Which replicas say they serve the node, and what the node's Lease says: for a
+    /// failure's message.
+    async fn who_serves(&self) -> String {
+        let serving = |orca: Option<&InProcessOrca>| match orca {
+            None => "not running".to_owned(),
+            Some(orca) => match orca.metric(&format!("orca_node_served{{node=\"{}\"}}", self.node))
+            {
+                Ok(served) => format!("orca_node_served {served}"),
+                Err(error) => format!("{error:#}"),
+            },
+        };
+        let standby = self.standby.as_ref();
+        let leases: Api<Lease> =
+            Api::namespaced(self.pods.clone().into_client(), &self.lease_namespace);
+        let lease = match leases
+            .get_opt(&::orca::config::ReplicasConfig::lease_name(&self.node))
+            .await
+        {
+            Ok(Some(lease)) => format!("{:?}", lease.spec),
+            Ok(None) => "no Lease".to_owned(),
+            Err(error) => format!("reading the Lease: {error}"),
+        };
+        format!(
+            "{}: {}; standby {}: {}; the node's Lease: {lease}",
+            self.orca_identity,
+            serving(self.orca.as_ref()),
+            standby.map_or("none", |(_, identity)| identity.as_str()),
+            serving(standby.map(|(orca, _)| orca)),
+        )
     }
 
     fn note(&mut self, what: String) {
@@ -580,7 +624,11 @@ impl Run {
                         )
                     })
                     .collect();
-                bail!("pods never settled: {}", states.join("; "));
+                bail!(
+                    "pods never settled: {}; {}",
+                    states.join("; "),
+                    self.who_serves().await
+                );
             }
             tokio::time::sleep(SYNC).await;
         }

@@ -3,6 +3,7 @@
 //! helpers for waiting on real cluster state.
 
 pub mod audit;
+pub mod captured_log;
 pub mod cluster;
 pub mod deploy;
 pub mod ec2;

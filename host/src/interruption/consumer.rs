@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::backoff::Backoff;
@@ -34,6 +35,15 @@ pub trait NoticeSink: Send + Sync + 'static {
     async fn owns(&self, instance_id: &str) -> bool;
     /// Acts on a notice for one of this node's instances.
     async fn deliver(&self, notice: Notice) -> Delivery;
+
+    /// For a sink whose instances come and go with the nodes this replica serves: true while
+    /// it serves at least one, when it may own an instance at all. The consumer reads the
+    /// queue only then: a message received is hidden from every other consumer for the
+    /// visibility timeout, so a standby replica reading it would keep a spot warning from the
+    /// replica that acts on it. `None` (the default): always serving.
+    fn serving(&self) -> Option<watch::Receiver<bool>> {
+        None
+    }
 }
 
 /// What became of a delivered notice.
@@ -78,9 +88,25 @@ pub async fn consume(
         backoff: Backoff::new(),
         warned: SeenBodies::default(),
     };
+    let serving = sink.serving();
     loop {
+        if let Some(serving) = &serving
+            && !*serving.borrow()
+        {
+            tracing::info!(
+                "serving no node here: not reading the interruption queue until this replica does"
+            );
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = until(serving, true) => {}
+            }
+            tracing::info!("serving a node again: reading the interruption queue");
+        }
         let pause = tokio::select! {
             () = &mut shutdown => return,
+            // The last node went mid-round: what was received and not deleted comes back
+            // after its visibility timeout, as after a shutdown.
+            () = until_some(serving.as_ref(), false) => None,
             pause = consumer.round() => pause,
         };
         if let Some(pause) = pause {
@@ -89,6 +115,21 @@ pub async fn consume(
                 () = tokio::time::sleep(pause) => {}
             }
         }
+    }
+}
+
+/// Until `serving` says `value`; forever once its sender is gone (nothing changes any more).
+async fn until(serving: &watch::Receiver<bool>, value: bool) {
+    if serving.clone().wait_for(|now| *now == value).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// [`until`], or forever for a sink that is always serving.
+async fn until_some(serving: Option<&watch::Receiver<bool>>, value: bool) {
+    match serving {
+        Some(serving) => until(serving, value).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -1,35 +1,50 @@
 //! One queue, several nodes: the consumer hands each notice to the node whose instance it
 //! names. Each node's pod controller adds its sink when it starts serving and removes it when
 //! it stops, so a notice for a node no longer served here is left on the queue for the
-//! replica that serves it now.
+//! replica that serves it now. A replica serving no node does not read the queue at all.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use tokio::sync::watch;
 
 use super::consumer::{Delivery, NoticeSink};
 use super::notice::Notice;
 
 /// The sinks of the nodes served, by node name.
-#[derive(Default)]
 pub struct NodeSinks {
     sinks: RwLock<BTreeMap<String, Arc<dyn NoticeSink>>>,
+    /// Whether any node is served here: the consumer reads the queue only then.
+    serving: watch::Sender<bool>,
+}
+
+impl Default for NodeSinks {
+    fn default() -> Self {
+        NodeSinks {
+            sinks: RwLock::default(),
+            serving: watch::Sender::new(false),
+        }
+    }
 }
 
 impl NodeSinks {
     pub fn add(&self, node: &str, sink: Arc<dyn NoticeSink>) {
-        self.sinks
+        let mut sinks = self
+            .sinks
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(node.to_owned(), sink);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sinks.insert(node.to_owned(), sink);
+        self.serving.send_replace(true);
     }
 
     pub fn remove(&self, node: &str) {
-        self.sinks
+        let mut sinks = self
+            .sinks
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(node);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sinks.remove(node);
+        self.serving.send_replace(!sinks.is_empty());
     }
 
     fn all(&self) -> Vec<Arc<dyn NoticeSink>> {
@@ -64,6 +79,10 @@ impl NoticeSink for NodeSinks {
             Some(sink) => sink.deliver(notice).await,
             None => Delivery::Again,
         }
+    }
+
+    fn serving(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.serving.subscribe())
     }
 }
 

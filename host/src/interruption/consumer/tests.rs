@@ -320,6 +320,44 @@ async fn a_long_poll_that_waited_is_followed_at_once() {
     assert_eq!(queue.receive_times(start), [0, 20, 40]);
 }
 
+/// A standby replica (serving no node) must not read the queue: a message it received would
+/// be hidden for the visibility timeout from the replica that acts on it.
+#[tokio::test(start_paused = true)]
+async fn the_queue_is_read_only_while_a_node_is_served_here() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true));
+    let sinks = Arc::new(crate::interruption::NodeSinks::default());
+    let mut registry = Registry::default();
+    let metrics = Arc::new(InterruptionMetrics::register(&mut registry));
+    let start = Instant::now();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let consumer = tokio::spawn(consume(
+        queue.clone(),
+        sinks.clone(),
+        metrics,
+        shutdown.clone().cancelled_owned(),
+    ));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(
+        queue.receive_times(start).is_empty(),
+        "a standby read the queue"
+    );
+    let node = Arc::new(FakeSink {
+        owned: vec![OURS],
+        again: Vec::new(),
+        steps: steps.clone(),
+    });
+    sinks.add("node-a", node);
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    assert_eq!(queue.receive_times(start), [30, 50, 70]);
+    sinks.remove("node-a");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    // The poll in flight when the node went is given up at once; none follows.
+    assert_eq!(queue.receive_times(start), [30, 50, 70]);
+    shutdown.cancel();
+    consumer.await.unwrap();
+}
+
 #[test]
 fn the_loop_can_be_spawned() {
     fn assert_send<T: Send + 'static>(_: &T) {}

@@ -1,0 +1,148 @@
+//! The decisions of [`Hold`], on made-up clocks: which write a look calls for, and when this
+//! replica may serve.
+
+use jiff::SignedDuration;
+
+use super::*;
+
+const DURATION: Duration = Duration::from_secs(8);
+const RENEW_BEFORE: Duration = Duration::from_secs(5);
+
+fn hold(identity: &str) -> Hold {
+    Hold::new(identity.to_owned(), DURATION, RENEW_BEFORE)
+}
+
+fn lease(holder: Option<&str>, renewed: Timestamp, version: &str) -> Lease {
+    Lease {
+        metadata: ObjectMeta {
+            name: Some("orca-node-a".to_owned()),
+            resource_version: Some(version.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: holder.map(str::to_owned),
+            renew_time: Some(MicroTime(renewed)),
+            lease_duration_seconds: Some(8),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+fn wall() -> Timestamp {
+    "2026-11-25T10:00:00Z".parse().unwrap()
+}
+
+fn secs(seconds: i64) -> SignedDuration {
+    SignedDuration::from_secs(seconds)
+}
+
+/// One look at `seen` after `elapsed` on both clocks.
+fn look(hold: &mut Hold, seen: Option<&Lease>, start: Instant, elapsed: u64) -> Step {
+    let now = start + Duration::from_secs(elapsed);
+    let current = hold.current(seen);
+    if let Some(lease) = &current {
+        hold.observe(lease, now);
+    }
+    let elapsed = i64::try_from(elapsed).unwrap();
+    hold.decide(current.as_ref(), now, wall() + secs(elapsed))
+}
+
+#[test]
+fn a_missing_lease_is_created() {
+    let mut hold = hold("orca-0");
+    assert_eq!(look(&mut hold, None, Instant::now(), 0), Step::Create);
+}
+
+#[test]
+fn a_free_lease_is_taken_at_once() {
+    let mut hold = hold("orca-0");
+    let start = Instant::now();
+    let released = lease(None, wall(), "7");
+    assert_eq!(look(&mut hold, Some(&released), start, 0), Step::Take);
+    let emptied = lease(Some(""), wall(), "8");
+    assert_eq!(look(&mut hold, Some(&emptied), start, 0), Step::Take);
+}
+
+/// Taken only once the record has not changed for a whole duration on this replica's own
+/// clock: what the holder's clock wrote in `renewTime` does not count, so a holder whose
+/// clock runs behind is not robbed.
+#[test]
+fn another_replicas_lease_is_taken_once_unchanged_for_a_duration_on_our_clock() {
+    let mut hold = hold("orca-1");
+    let start = Instant::now();
+    let long_ago = wall() - secs(3_600);
+    let theirs = lease(Some("orca-0"), long_ago, "7");
+    assert_eq!(look(&mut hold, Some(&theirs), start, 0), Step::Wait);
+    assert!(hold.held_by_another(start));
+    assert_eq!(look(&mut hold, Some(&theirs), start, 7), Step::Wait);
+    assert_eq!(look(&mut hold, Some(&theirs), start, 8), Step::Take);
+    assert!(!hold.held_by_another(start + DURATION));
+}
+
+#[test]
+fn a_lease_renewed_in_time_is_never_taken() {
+    let mut hold = hold("orca-1");
+    let start = Instant::now();
+    for second in 0..60 {
+        let renewed = wall() + secs(second / 3 * 3);
+        let theirs = lease(Some("orca-0"), renewed, &format!("{}", second / 3));
+        let elapsed = u64::try_from(second).unwrap();
+        assert_eq!(look(&mut hold, Some(&theirs), start, elapsed), Step::Wait);
+    }
+}
+
+#[test]
+fn our_lease_is_renewed_when_due_and_served_until_shortly_before_expiry() {
+    let mut hold = hold("orca-0");
+    let start = Instant::now();
+    let ours = lease(Some("orca-0"), wall(), "7");
+    hold.written = Some(ours.clone());
+    assert!(hold.held(wall()));
+    assert_eq!(look(&mut hold, Some(&ours), start, 2), Step::Wait);
+    assert_eq!(
+        look(&mut hold, Some(&ours), start, 3),
+        Step::Renew,
+        "due 3 s after"
+    );
+    assert!(hold.held(wall() + secs(5)));
+    assert!(!hold.held(wall() + secs(6)), "stops 2 s before expiry");
+}
+
+/// A restart keeps the replica's identity: the Lease names it, but this life wrote nothing
+/// yet, so it renews at once to make the Lease its own before serving.
+#[test]
+fn a_lease_naming_us_from_an_earlier_life_is_renewed_at_once() {
+    let mut hold = hold("orca-0");
+    let earlier = lease(Some("orca-0"), wall(), "7");
+    assert_eq!(
+        look(&mut hold, Some(&earlier), Instant::now(), 0),
+        Step::Renew
+    );
+    assert!(!hold.held(wall()), "not served before this life's write");
+}
+
+/// The watch may still show the Lease before this replica's renewal: the renewal counts.
+#[test]
+fn our_own_newer_write_counts_over_a_stale_watch() {
+    let mut hold = hold("orca-0");
+    let start = Instant::now();
+    let before = lease(Some("orca-0"), wall(), "7");
+    let renewed = lease(Some("orca-0"), wall() + secs(3), "8");
+    hold.written = Some(renewed.clone());
+    assert_eq!(hold.current(Some(&before)), Some(renewed));
+    assert_eq!(look(&mut hold, Some(&before), start, 4), Step::Wait);
+    assert!(hold.held(wall() + secs(8)));
+}
+
+/// Taken by another replica (this one stalled past expiry): its write is newer, this one's
+/// own record no longer counts and it stops serving at once.
+#[test]
+fn a_lease_taken_by_another_ends_our_hold() {
+    let mut hold = hold("orca-0");
+    let start = Instant::now();
+    hold.written = Some(lease(Some("orca-0"), wall(), "7"));
+    let taken = lease(Some("orca-1"), wall() + secs(9), "9");
+    assert_eq!(look(&mut hold, Some(&taken), start, 9), Step::Wait);
+    assert!(!hold.held(wall() + secs(1)));
+    assert!(hold.held_by_another(start + Duration::from_secs(9)));
+}
