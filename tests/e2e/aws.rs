@@ -843,32 +843,21 @@ async fn three_zone_nodes_spread_a_deployment_and_each_pod_launches_in_its_nodes
         );
         for pod in on_node {
             let id = instance_id(pod).context("the pod names its instance")?;
-            let answer = ec2.describe_instances().instance_ids(&id).send().await?;
-            let instance = answer
-                .reservations()
-                .iter()
-                .flat_map(|r| r.instances())
-                .next()
-                .with_context(|| format!("instance {id}"))?;
+            let instance = orca_e2e::ec2::instance(&ec2, &id).await?;
             assert_eq!(
                 instance.placement().and_then(|p| p.availability_zone()),
                 Some(zone.as_str()),
                 "{id} of a pod on {name}"
             );
             assert_eq!(instance.subnet_id(), Some(subnet.as_str()), "{id}");
-            let tags = tags_of(instance);
+            let tags = tags_of(&instance);
             assert_eq!(
                 tags.get("orca.research/node"),
                 Some(name),
                 "the instance is its node's"
             );
-            let decision = pod
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("orca.research/decision"))
-                .context("decision annotation")?;
-            assert!(decision.contains(zone.as_str()), "{decision}");
+            let decision = orca_e2e::pods::decision(pod).context("decision annotation")?;
+            assert!(decision.to_string().contains(zone.as_str()), "{decision}");
         }
     }
     deployments

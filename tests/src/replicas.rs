@@ -132,13 +132,7 @@ impl Replicas {
             },
         )
         .await
-        .map_err(|error| {
-            anyhow::anyhow!(
-                "{error:#}\nreplica a log:\n{}\nreplica b log:\n{}",
-                tail(&self.a.log()),
-                tail(&self.b.log())
-            )
-        })
+        .map_err(|error| self.with_logs(&error))
     }
 
     /// Records any moment a node's Ready condition is not True, until the flag is dropped.
@@ -208,13 +202,16 @@ impl Replicas {
             )
         })
         .await
-        .map_err(|error| {
-            anyhow::anyhow!(
-                "{error:#}\nreplica a log:\n{}\nreplica b log:\n{}",
-                tail(&self.a.log()),
-                tail(&self.b.log())
-            )
-        })
+        .map_err(|error| self.with_logs(&error))
+    }
+
+    /// `error` with the end of each replica's log.
+    fn with_logs(&self, error: &anyhow::Error) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{error:#}\nreplica a log:\n{}\nreplica b log:\n{}",
+            tail(&self.a.log()),
+            tail(&self.b.log())
+        )
     }
 
     pub async fn finish(self) -> Result<()> {

@@ -51,9 +51,27 @@ pub struct Hold {
     duration: Duration,
     /// How long after a renewal the next is due: the duration less `renewBefore`.
     renew_after: Duration,
-    /// The Lease as this replica last wrote it, while that write is the newest it knows of.
-    written: Option<Lease>,
+    /// This replica's last write of the Lease, while it is the newest it knows of.
+    written: Option<Written>,
     observed: Option<Observed>,
+}
+
+/// The Lease as this replica wrote it, and the resourceVersions a lagging watch may still
+/// show in its place: the record its first write replaced and its own earlier writes. Each
+/// write is guarded by the version it replaced, so it is that version's immediate successor:
+/// a version the watch shows that is neither of these was written by someone else, after.
+#[derive(Debug, Clone)]
+struct Written {
+    lease: Lease,
+    stale: Vec<String>,
+}
+
+/// How many superseded versions are remembered: a watch lags by milliseconds, renewals come
+/// seconds apart.
+const STALE_KEPT: usize = 8;
+
+fn version(lease: &Lease) -> String {
+    lease.metadata.resource_version.clone().unwrap_or_default()
 }
 
 /// The Lease writes, and the hold they keep.
@@ -96,14 +114,20 @@ impl LeaseLock {
             self.hold.observe(lease, now);
         }
         let step = self.hold.decide(current.as_ref(), now, wall);
-        let written = match (&step, current) {
-            (Step::Create, _) => self.create(wall).await?,
-            (Step::Renew, Some(lease)) => self.replace(lease, wall, false).await?,
-            (Step::Take, Some(lease)) => self.replace(lease, wall, true).await?,
+        let (written, replaced) = match (&step, current) {
+            (Step::Create, _) => (self.create(wall).await?, None),
+            (Step::Renew, Some(lease)) => {
+                let replaced = version(&lease);
+                (self.replace(lease, wall, false).await?, Some(replaced))
+            }
+            (Step::Take, Some(lease)) => {
+                let replaced = version(&lease);
+                (self.replace(lease, wall, true).await?, Some(replaced))
+            }
             _ => return Ok(step),
         };
         // None: someone wrote first, so what this replica wrote before is no longer the Lease.
-        self.hold.written = written;
+        self.hold.wrote(written, replaced);
         Ok(step)
     }
 
@@ -143,8 +167,8 @@ impl LeaseLock {
             .await
         {
             Ok(replaced) => Ok(Some(replaced)),
-            // Written by someone else since it was read: the next look sees what.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
+            // Written by someone else since it was read (or deleted): the next look sees what.
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => Ok(None),
             Err(error) => Err(error),
         }
     }
@@ -155,7 +179,7 @@ impl LeaseLock {
     /// # Errors
     /// The write failed; the Lease then expires by itself.
     pub async fn release(&mut self) -> Result<(), kube::Error> {
-        let Some(mut lease) = self.hold.written.take() else {
+        let Some(Written { mut lease, .. }) = self.hold.written.take() else {
             return Ok(());
         };
         if let Some(spec) = lease.spec.as_mut() {
@@ -192,7 +216,7 @@ impl Hold {
     pub fn held(&self, now: Timestamp) -> bool {
         self.written
             .as_ref()
-            .is_some_and(|lease| holds(lease, &self.identity, now))
+            .is_some_and(|written| holds(&written.lease, &self.identity, now))
     }
 
     /// Whether another replica holds the Lease and renews it in time, as last seen.
@@ -206,33 +230,54 @@ impl Hold {
         })
     }
 
-    /// The Lease to decide on: `seen`, unless this replica's own last write is newer (the
-    /// watch may not show it yet).
+    /// Records a write's outcome: the Lease as written, having replaced version `replaced`
+    /// (`None` for a create), or `None` when someone else wrote first.
+    fn wrote(&mut self, lease: Option<Lease>, replaced: Option<String>) {
+        self.written = lease.map(|lease| {
+            let mut stale = self
+                .written
+                .take()
+                .map(|earlier| {
+                    let mut stale = earlier.stale;
+                    stale.push(version(&earlier.lease));
+                    stale
+                })
+                .unwrap_or_default();
+            stale.extend(replaced);
+            let excess = stale.len().saturating_sub(STALE_KEPT);
+            stale.drain(..excess);
+            Written { lease, stale }
+        });
+    }
+
+    /// The Lease to decide on: `seen`, unless the watch has not shown this replica's own last
+    /// write yet.
     fn current(&mut self, seen: Option<&Lease>) -> Option<Lease> {
-        match (&self.written, seen) {
-            (Some(written), Some(seen)) if !self.is_newer(seen, written) => Some(written.clone()),
-            (Some(_), Some(seen)) => {
+        let Some(written) = &mut self.written else {
+            return seen.cloned();
+        };
+        match seen {
+            // Created, and not shown yet.
+            None if written.stale.is_empty() => Some(written.lease.clone()),
+            // Deleted since.
+            None => {
+                self.written = None;
+                None
+            }
+            Some(seen) if version(seen) == version(&written.lease) => {
+                written.stale.clear();
+                Some(written.lease.clone())
+            }
+            Some(seen) if written.stale.contains(&version(seen)) => Some(written.lease.clone()),
+            // Written by someone else after this replica's last write.
+            Some(seen) => {
                 if holder_of(seen) == Some(self.identity.as_str()) {
                     tracing::error!(identity = %self.identity, "another process renews this node's Lease under this replica's identity: each replica needs an identity of its own (replicas.identity unset, POD_NAME set)");
                 }
                 self.written = None;
                 Some(seen.clone())
             }
-            (_, seen) => seen.cloned(),
         }
-    }
-
-    /// `seen` is a later record than `written`: another writer's, or the watch caught up.
-    fn is_newer(&self, seen: &Lease, written: &Lease) -> bool {
-        let renewed = |lease: &Lease| {
-            lease
-                .spec
-                .as_ref()
-                .and_then(|s| s.renew_time.as_ref())
-                .map(|t| t.0)
-        };
-        seen.metadata.resource_version != written.metadata.resource_version
-            && (holder_of(seen) != holder_of(written) || renewed(seen) > renewed(written))
     }
 
     fn observe(&mut self, lease: &Lease, now: Instant) {
@@ -275,9 +320,10 @@ impl Hold {
                     .is_none_or(|due| wall >= due);
                 // A record naming this replica that it did not write in this life (a
                 // restart keeps the identity) is renewed at once, so it is this life's.
-                let own = self.written.as_ref().is_some_and(|written| {
-                    written.metadata.resource_version == lease.metadata.resource_version
-                });
+                let own = self
+                    .written
+                    .as_ref()
+                    .is_some_and(|written| version(&written.lease) == version(lease));
                 if due || !own { Step::Renew } else { Step::Wait }
             }
             Some(_) if now >= observed.since + self.duration => Step::Take,

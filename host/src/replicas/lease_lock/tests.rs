@@ -96,7 +96,7 @@ fn our_lease_is_renewed_when_due_and_served_until_shortly_before_expiry() {
     let mut hold = hold("orca-0");
     let start = Instant::now();
     let ours = lease(Some("orca-0"), wall(), "7");
-    hold.written = Some(ours.clone());
+    hold.wrote(Some(ours.clone()), Some("6".to_owned()));
     assert!(hold.held(wall()));
     assert_eq!(look(&mut hold, Some(&ours), start, 2), Step::Wait);
     assert_eq!(
@@ -127,11 +127,51 @@ fn our_own_newer_write_counts_over_a_stale_watch() {
     let mut hold = hold("orca-0");
     let start = Instant::now();
     let before = lease(Some("orca-0"), wall(), "7");
+    hold.wrote(Some(before.clone()), Some("6".to_owned()));
     let renewed = lease(Some("orca-0"), wall() + secs(3), "8");
-    hold.written = Some(renewed.clone());
-    assert_eq!(hold.current(Some(&before)), Some(renewed));
+    hold.wrote(Some(renewed.clone()), Some("7".to_owned()));
+    assert_eq!(hold.current(Some(&before)), Some(renewed.clone()));
     assert_eq!(look(&mut hold, Some(&before), start, 4), Step::Wait);
     assert!(hold.held(wall() + secs(8)));
+    // Two writes behind, still this replica's.
+    let older = lease(Some("orca-0"), wall() - secs(3), "6");
+    assert_eq!(hold.current(Some(&older)), Some(renewed));
+}
+
+/// Right after taking a Lease, the watch still shows the previous holder's record (older
+/// renewal, other holder): the take counts, the replica keeps serving.
+#[test]
+fn a_take_counts_over_the_previous_holders_record_still_on_the_watch() {
+    let mut hold = hold("orca-1");
+    let start = Instant::now();
+    let theirs = lease(Some("orca-0"), wall() - secs(10), "7");
+    hold.wrote(
+        Some(lease(Some("orca-1"), wall(), "8")),
+        Some("7".to_owned()),
+    );
+    assert_eq!(look(&mut hold, Some(&theirs), start, 0), Step::Wait);
+    assert!(hold.held(wall()));
+}
+
+/// Created, and the watch has not shown the Lease yet: still this replica's.
+#[test]
+fn a_created_lease_not_on_the_watch_yet_is_held() {
+    let mut hold = hold("orca-0");
+    hold.wrote(Some(lease(Some("orca-0"), wall(), "3")), None);
+    assert_eq!(look(&mut hold, None, Instant::now(), 0), Step::Wait);
+    assert!(hold.held(wall()));
+}
+
+/// A write refused (someone wrote first) ends the hold at once.
+#[test]
+fn a_refused_write_ends_the_hold() {
+    let mut hold = hold("orca-0");
+    hold.wrote(
+        Some(lease(Some("orca-0"), wall(), "7")),
+        Some("6".to_owned()),
+    );
+    hold.wrote(None, Some("7".to_owned()));
+    assert!(!hold.held(wall()));
 }
 
 /// Taken by another replica (this one stalled past expiry): its write is newer, this one's
@@ -140,7 +180,10 @@ fn our_own_newer_write_counts_over_a_stale_watch() {
 fn a_lease_taken_by_another_ends_our_hold() {
     let mut hold = hold("orca-0");
     let start = Instant::now();
-    hold.written = Some(lease(Some("orca-0"), wall(), "7"));
+    hold.wrote(
+        Some(lease(Some("orca-0"), wall(), "7")),
+        Some("6".to_owned()),
+    );
     let taken = lease(Some("orca-1"), wall() + secs(9), "9");
     assert_eq!(look(&mut hold, Some(&taken), start, 9), Step::Wait);
     assert!(!hold.held(wall() + secs(1)));
