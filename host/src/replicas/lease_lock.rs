@@ -42,6 +42,10 @@ struct Observed {
     holder: Option<String>,
     renewed: Option<Timestamp>,
     since: Instant,
+    /// How long the record promises the holder: its `leaseDurationSeconds`, or this
+    /// replica's own duration if longer. Replicas mid-way through a rolling update that
+    /// changes `replicas.leaseDuration` disagree; the holder stops serving by its own.
+    lasts: Duration,
 }
 
 /// This replica's hold on one node's Lease: what it decides on, apart from the writes.
@@ -226,7 +230,7 @@ impl Hold {
                 .holder
                 .as_deref()
                 .is_some_and(|holder| holder != self.identity)
-                && now < observed.since + self.duration
+                && now < observed.since + observed.lasts
         })
     }
 
@@ -287,6 +291,12 @@ impl Hold {
             .as_ref()
             .and_then(|s| s.renew_time.as_ref())
             .map(|t| t.0);
+        let promised = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.lease_duration_seconds)
+            .and_then(|seconds| u64::try_from(seconds).ok())
+            .map_or(Duration::ZERO, Duration::from_secs);
         let unchanged = self
             .observed
             .as_ref()
@@ -296,6 +306,7 @@ impl Hold {
                 holder,
                 renewed,
                 since: now,
+                lasts: promised.max(self.duration),
             });
         }
     }
@@ -326,7 +337,7 @@ impl Hold {
                     .is_some_and(|written| version(&written.lease) == version(lease));
                 if due || !own { Step::Renew } else { Step::Wait }
             }
-            Some(_) if now >= observed.since + self.duration => Step::Take,
+            Some(_) if now >= observed.since + observed.lasts => Step::Take,
             Some(_) => Step::Wait,
         }
     }

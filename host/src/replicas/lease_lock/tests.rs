@@ -189,3 +189,19 @@ fn a_lease_taken_by_another_ends_our_hold() {
     assert!(!hold.held(wall() + secs(1)));
     assert!(hold.held_by_another(start + Duration::from_secs(9)));
 }
+
+/// Mid-way through a rolling update that lengthens the Lease, the holder (new settings)
+/// promises 20 s: a replica with the old 8 s waits the holder's 20 s, not its own.
+#[test]
+fn the_holders_longer_promise_is_waited_out() {
+    let mut hold = hold("orca-1");
+    let start = Instant::now();
+    let mut theirs = lease(Some("orca-0"), wall(), "7");
+    if let Some(spec) = theirs.spec.as_mut() {
+        spec.lease_duration_seconds = Some(20);
+    }
+    assert_eq!(look(&mut hold, Some(&theirs), start, 0), Step::Wait);
+    assert_eq!(look(&mut hold, Some(&theirs), start, 19), Step::Wait);
+    assert!(hold.held_by_another(start + Duration::from_secs(19)));
+    assert_eq!(look(&mut hold, Some(&theirs), start, 20), Step::Take);
+}
