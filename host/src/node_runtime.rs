@@ -12,7 +12,7 @@ use crate::health::Health;
 use crate::interruption::NodeSinks;
 use crate::metrics::{LeaseMetrics, ReconcileMetrics};
 use crate::node::{NodeController, RegistrationError};
-use crate::pods::{self, PodCache, PodControllerDeps};
+use crate::pods::{self, NodePods, PodControllerDeps};
 use crate::policy::Planner;
 use crate::provider::Provider;
 use crate::served_nodes::{ServedNode, ServedNodes};
@@ -70,23 +70,24 @@ impl NodeRuntime {
     }
 
     /// Serves the node until `stop`: registers it (or adopts it, writing this process's
-    /// address), keeps its heartbeat, and runs its pod controller, which adopts the node's
-    /// instances before its first reconcile. Returns once both have stopped; the Node, its
-    /// pods and instances stay for whoever serves it next.
+    /// address), keeps its heartbeat, and runs its pod controller on `pods` (the node's pod
+    /// watch, which outlives the turn), which adopts the node's instances before its first
+    /// reconcile. Returns once both have stopped; the Node, its pods and instances stay for
+    /// whoever serves it next.
     pub async fn serve(
         &self,
         provider: Arc<dyn Provider>,
         controller: NodeController,
+        pods: Arc<NodePods>,
         shared: &SharedParts,
         stop: CancellationToken,
     ) {
         let name = self.name().to_owned();
-        let pod_cache = PodCache::new();
         shared.health.serve(&name);
         shared.served.serve(
             &name,
             ServedNode {
-                pods: pod_cache.store.clone(),
+                pods: pods.store(),
                 provider: provider.clone(),
             },
         );
@@ -101,7 +102,7 @@ impl NodeRuntime {
                 config: shared.pods.clone(),
                 metrics: shared.reconcile_metrics.clone(),
                 health: shared.health.clone(),
-                store: pod_cache,
+                pods,
                 policy_ready: shared.policy_ready.clone(),
                 notice_sinks: shared.notice_sinks.clone(),
             },

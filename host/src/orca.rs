@@ -13,6 +13,7 @@ use crate::metrics::Metrics;
 use crate::node::RegistrationError;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node_runtime::{NodeRuntime, ProviderFactory, SharedParts};
+use crate::pods::NodePods;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::HookChains;
 use crate::policy::readiness::PolicyReadiness;
@@ -337,6 +338,17 @@ impl Orca {
                 shutdown.clone().cancelled_owned(),
             ));
         }
+        // Every declared node's pods are watched from the start, served here or not, so a
+        // takeover finds them listed.
+        let node_pods: Vec<Arc<NodePods>> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let pods = NodePods::start(self.client.clone(), node.name(), shutdown.clone());
+                self.served.watching(node.name(), pods.store());
+                pods
+            })
+            .collect();
         let mut tasks = Vec::new();
         if self.config.replicas.share_nodes {
             let sharing = Arc::new(NodeSharing::start(
@@ -344,18 +356,21 @@ impl Orca {
                 &self.config.replicas,
                 shutdown.clone(),
             ));
-            for node in &self.nodes {
+            for (node, pods) in self.nodes.iter().zip(node_pods) {
                 tasks.push(tokio::spawn(sharing.clone().share(
                     node.clone(),
+                    pods,
                     shared.clone(),
                     shutdown.clone(),
                 )));
             }
         } else {
-            for (node, (provider, controller)) in self.nodes.iter().zip(first_parts) {
+            for ((node, (provider, controller)), pods) in
+                self.nodes.iter().zip(first_parts).zip(node_pods)
+            {
                 let (node, shared, stop) = (node.clone(), shared.clone(), shutdown.clone());
                 tasks.push(tokio::spawn(async move {
-                    node.serve(provider, controller, &shared, stop).await;
+                    node.serve(provider, controller, pods, &shared, stop).await;
                 }));
             }
         }

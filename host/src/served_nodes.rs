@@ -1,7 +1,8 @@
 //! The nodes this process serves right now, for the parts that answer for all of them at
 //! once: the kubelet API (a request goes to the pod's node) and the metrics (pods counted over
 //! every node). A node is added when its runtime starts serving it and removed when it stops,
-//! so the set may change while orca runs (replicas hand nodes over through Leases).
+//! so the set may change while orca runs (replicas hand nodes over through Leases). Beside
+//! them, the pod watch of every declared node, served here or not (what a takeover starts from).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -31,9 +32,29 @@ pub struct FoundPod {
 #[derive(Default)]
 pub struct ServedNodes {
     nodes: RwLock<BTreeMap<String, ServedNode>>,
+    /// Every declared node's pod store, kept by its pod watch whether served here or not.
+    watched: RwLock<BTreeMap<String, Store<Pod>>>,
 }
 
 impl ServedNodes {
+    /// `name`'s pods are watched into `pods` for the life of the process.
+    pub fn watching(&self, name: &str, pods: Store<Pod>) {
+        self.watched
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), pods);
+    }
+
+    /// How many pods each declared node's watch holds now, served here or not.
+    pub fn watched_pods(&self) -> BTreeMap<String, u64> {
+        self.watched
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|(name, pods)| (name.clone(), pods.state().len() as u64))
+            .collect()
+    }
+
     pub fn serve(&self, name: &str, node: ServedNode) {
         self.write().insert(name.to_owned(), node);
     }
@@ -129,5 +150,17 @@ mod tests {
         served.stop_serving("orca-b");
         assert!(served.pod("ml", "train-1").is_none());
         assert_eq!(served.names(), ["orca-a"]);
+    }
+
+    #[test]
+    fn every_declared_nodes_watched_pods_are_counted_whether_served_or_not() {
+        let served = ServedNodes::default();
+        served.watching("orca-a", store_with(&[("ml", "train-0")]));
+        served.watching("orca-b", store_with(&[]));
+        assert!(served.names().is_empty());
+        assert_eq!(
+            served.watched_pods(),
+            BTreeMap::from([("orca-a".to_owned(), 1), ("orca-b".to_owned(), 0)])
+        );
     }
 }

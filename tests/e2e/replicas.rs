@@ -15,6 +15,7 @@ use kube::api::DeleteParams;
 use orca_e2e::TestCluster;
 use orca_e2e::ec2::{state_of, tags_of};
 use orca_e2e::http::curl_status;
+use orca_e2e::metrics;
 use orca_e2e::pods::{self, instance_id};
 use orca_e2e::replicas::Replicas;
 use orca_e2e::wait::poll_until;
@@ -52,6 +53,21 @@ async fn the_other_replica_takes_over_every_node_within_15_s_of_a_sigkill_and_no
         holders.values().all(|holder| holder == "replica-a"),
         "the first replica holds both nodes: {holders:?}"
     );
+    // The standby watches every node's pods while it serves none: a takeover starts from
+    // them listed ("watches synced").
+    poll_until(
+        "the standby's pod watches hold every pod of every node",
+        Duration::from_secs(10),
+        TICK,
+        || async {
+            let page = metrics::scrape(replicas.b.metrics_port)?;
+            let watched = metrics::by_label(&page, "orca_node_pods_watched", "node");
+            let all = watched.len() == replicas.nodes.len()
+                && watched.values().sum::<f64>() == PODS as f64;
+            Ok(all.then_some(()))
+        },
+    )
+    .await?;
 
     let (watching, not_ready) = replicas.watch_ready();
     let killed = Instant::now();

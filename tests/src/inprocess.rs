@@ -95,12 +95,8 @@ impl InProcessOrca {
     /// # Errors
     /// The port does not answer, or has no such series.
     pub fn metric(&self, name: &str) -> Result<f64> {
-        let (status, body) = crate::http::curl_status(
-            &format!("http://127.0.0.1:{}/metrics", self.metrics_port),
-            &[],
-        )?;
-        anyhow::ensure!(status == 200, "metrics answered {status}");
-        body.lines()
+        crate::metrics::scrape(self.metrics_port)?
+            .lines()
             .find_map(|line| {
                 let (series, value) = line.split_once(' ')?;
                 (series == name).then(|| value.trim().parse().ok())?

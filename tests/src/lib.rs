@@ -10,6 +10,7 @@ pub mod ec2;
 pub mod http;
 pub mod inprocess;
 pub mod journal;
+pub mod metrics;
 pub mod model_ec2;
 pub mod model_queue;
 pub mod namespace;

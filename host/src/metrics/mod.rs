@@ -44,6 +44,7 @@ impl Metrics {
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
+        registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
         Metrics {

@@ -79,6 +79,29 @@ impl Collector for NodesServed {
     }
 }
 
+/// The pods each declared node's watch holds, one series per node, served here or not: a
+/// standby replica's figures show its watches synced before it ever takes a node over.
+pub(super) struct NodePodsWatched(pub Arc<ServedNodes>);
+
+impl std::fmt::Debug for NodePodsWatched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NodePodsWatched").finish()
+    }
+}
+
+impl Collector for NodePodsWatched {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        encode_by_label(
+            &mut encoder,
+            "orca_node_pods_watched",
+            "Pods bound to each declared node as this process's watch of them holds, served here or not",
+            MetricType::Gauge,
+            "node",
+            self.0.watched_pods(),
+        )
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     /// `ok`, or the failed step (`StatusWriteFailed`, `TerminateFailed`, …).

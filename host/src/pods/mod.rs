@@ -5,6 +5,7 @@ mod decide;
 pub(crate) mod events;
 mod execute;
 mod instances;
+mod node_pods;
 mod notices;
 mod phase;
 mod policy_wait;
@@ -22,10 +23,11 @@ use std::sync::Arc;
 use futures::channel::mpsc;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, controller, watcher};
 use tokio_util::sync::CancellationToken;
 
+pub use node_pods::NodePods;
 pub use phase::{FailureReason, PodPhase};
 pub use status::{CONTAINER_ID_SCHEME, outcome};
 pub use stored::is_service_account_token;
@@ -57,8 +59,9 @@ pub struct PodControllerDeps {
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
     pub health: Arc<Health>,
-    /// The pod cache this controller fills; others (the kubelet API, metrics) read it.
-    pub store: PodCache,
+    /// The node's pods, watched for the life of the process; others (the kubelet API,
+    /// metrics) read its store too.
+    pub pods: Arc<NodePods>,
     /// Whether the policy can decide (`policy::readiness`): when it turns true, pods waiting
     /// for a plugin are planned again at once.
     pub policy_ready: tokio::sync::watch::Receiver<bool>,
@@ -66,26 +69,6 @@ pub struct PodControllerDeps {
     /// when a queue is configured: this node's notices are handled from the moment it
     /// serves until it stops.
     pub notice_sinks: Option<Arc<crate::interruption::NodeSinks>>,
-}
-
-/// The cache of pods bound to this node, and its writer. Made before the controller runs so
-/// readers can hold the store from the start.
-pub struct PodCache {
-    pub store: reflector::Store<Pod>,
-    writer: reflector::store::Writer<Pod>,
-}
-
-impl PodCache {
-    pub fn new() -> PodCache {
-        let (store, writer) = reflector::store();
-        PodCache { store, writer }
-    }
-}
-
-impl Default for PodCache {
-    fn default() -> Self {
-        PodCache::new()
-    }
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
@@ -132,27 +115,22 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         metrics: deps.metrics,
         node_zone: deps.node_zone.clone(),
     });
-    let pods: Api<Pod> = Api::all(deps.client.clone());
-    let selector = watcher::Config::default().fields(&format!("spec.nodeName={}", deps.node_name));
-    // Our own reflector, so the sync loop learns the store is complete from the watch's
-    // InitDone event. (Store::wait_until_ready keeps a single waker: with the controller
-    // waiting on it too, one of the two waiters would never wake.)
-    let PodCache { store, writer } = deps.store;
-    let (listed_tx, listed_rx) = tokio::sync::watch::channel(false);
-    let health = deps.health.clone();
-    let node_name = deps.node_name.clone();
-    let pod_events = watcher(pods, selector)
-        .default_backoff()
-        // The store holds every pod of the node: what orca never reads is cut first.
-        .modify(stored::trim)
-        .reflect(writer)
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                health.pods_listed(&node_name);
-                let _ = listed_tx.send(true);
-            }
-        })
-        .touched_objects()
+    let store = deps.pods.store();
+    let listed_rx = deps.pods.listed();
+    // Changes from now on come through the subscription; the pods stored already (all of them
+    // when the node was listed before this turn, as on a takeover) are queued once here.
+    let (updates, already) = deps.pods.subscribe();
+    for pod in already {
+        let _ = changed_tx.unbounded_send(ObjectRef::from_obj(&*pod));
+    }
+    tokio::spawn(mark_listed(
+        listed_rx.clone(),
+        deps.health.clone(),
+        deps.node_name.clone(),
+        shutdown.clone(),
+    ));
+    let pod_events = updates
+        .map(Ok::<Pod, watcher::Error>)
         // orca's own writes come back through the watch. The reconcile that wrote went on
         // with the pod as written, so an echo would only reconcile for nothing.
         .try_filter({
@@ -188,19 +166,10 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
         .run(measured_reconcile, error_policy, ctx)
         .for_each(|result| async move {
-            match result {
-                // The pod watch failed (forbidden, apiserver gone): orca sees no pods until it
-                // recovers, so an operator must hear of it.
-                Err(error @ controller::Error::QueueError(_)) => tracing::warn!(
-                    error = %crate::errors::error_chain(&error),
-                    "watching the node's pods failed; retrying with backoff"
-                ),
-                // Reconcile errors are logged by the reconciler; a pod deleted while queued
-                // is routine.
-                Err(error) => {
-                    tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller")
-                }
-                Ok(_) => {}
+            // Reconcile errors are logged by the reconciler; a pod deleted while queued is
+            // routine. (The pod watch's own failures are logged by `NodePods`.)
+            if let Err(error) = result {
+                tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");
             }
         })
         .await;
@@ -210,4 +179,21 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     }
     events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
+}
+
+/// Readiness waits for the node's pods to be listed (at once when they were already).
+async fn mark_listed(
+    mut listed: tokio::sync::watch::Receiver<bool>,
+    health: Arc<Health>,
+    node: String,
+    shutdown: CancellationToken,
+) {
+    tokio::select! {
+        () = shutdown.cancelled() => {}
+        listed = listed.wait_for(|listed| *listed) => {
+            if listed.is_ok() {
+                health.pods_listed(&node);
+            }
+        }
+    }
 }

@@ -10,7 +10,8 @@
 //! repeated.
 //!
 //! Each replica keeps warm what takeover needs: plugins compiled, catalogue loaded, the EC2
-//! client connected, and one watch on the Leases. At shutdown a replica stops serving, then
+//! client connected, one watch on the Leases, and each declared node's pod watch (listed and
+//! kept current while another replica serves the node). At shutdown a replica stops serving, then
 //! releases its Leases, so another takes its nodes at once instead of after expiry.
 
 mod held;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ReplicasConfig;
 use crate::errors::error_chain;
 use crate::node_runtime::{NodeRuntime, SharedParts};
+use crate::pods::NodePods;
 
 pub use held::{STOP_BEFORE_EXPIRY, holds};
 pub use lease_lock::{Hold, LeaseLock, Step};
@@ -101,6 +103,7 @@ impl NodeSharing {
     pub async fn share(
         self: Arc<Self>,
         node: Arc<NodeRuntime>,
+        pods: Arc<NodePods>,
         shared: SharedParts,
         shutdown: CancellationToken,
     ) {
@@ -137,7 +140,7 @@ impl NodeSharing {
             }
             let held = lock.hold().held(jiff::Timestamp::now());
             match (&serving, held) {
-                (None, true) => serving = self.start_serving(&node, &shared),
+                (None, true) => serving = self.start_serving(&node, &pods, &shared),
                 (Some(_), false) => {
                     if let Some(turn) = serving.take() {
                         turn.stop().await;
@@ -165,7 +168,12 @@ impl NodeSharing {
 
     /// One turn of serving `node`, with a fresh provider: what an earlier turn's remembered
     /// may be stale now. `None` when the node cannot be served (the next look tries again).
-    fn start_serving(&self, node: &Arc<NodeRuntime>, shared: &SharedParts) -> Option<Serving> {
+    fn start_serving(
+        &self,
+        node: &Arc<NodeRuntime>,
+        pods: &Arc<NodePods>,
+        shared: &SharedParts,
+    ) -> Option<Serving> {
         let parts = (node.new_provider)().and_then(|provider| {
             let controller = node
                 .node_controller(&provider, shared)
@@ -185,8 +193,9 @@ impl NodeSharing {
         shared.health.lease_settled(node.name());
         let stop = CancellationToken::new();
         let task = tokio::spawn({
-            let (node, shared, stop) = (node.clone(), shared.clone(), stop.clone());
-            async move { node.serve(provider, controller, &shared, stop).await }
+            let (node, pods, shared, stop) =
+                (node.clone(), pods.clone(), shared.clone(), stop.clone());
+            async move { node.serve(provider, controller, pods, &shared, stop).await }
         });
         Some(Serving { stop, task })
     }
