@@ -12,6 +12,7 @@ use crate::health::Health;
 use crate::interruption::NodeSinks;
 use crate::metrics::{LeaseMetrics, ReconcileMetrics};
 use crate::node::{NodeController, RegistrationError};
+use crate::pods::events::PodWrites;
 use crate::pods::{self, NodePods, PodControllerDeps};
 use crate::policy::Planner;
 use crate::provider::Provider;
@@ -44,6 +45,8 @@ pub struct SharedParts {
     pub served: Arc<ServedNodes>,
     pub notice_sinks: Option<Arc<NodeSinks>>,
     pub policy_ready: tokio::sync::watch::Receiver<bool>,
+    /// The process's pod writes, which Events on every node give way to.
+    pub pod_writes: Arc<PodWrites>,
 }
 
 impl NodeRuntime {
@@ -105,6 +108,7 @@ impl NodeRuntime {
                 pods,
                 policy_ready: shared.policy_ready.clone(),
                 notice_sinks: shared.notice_sinks.clone(),
+                pod_writes: shared.pod_writes.clone(),
             },
             stop,
         ));

@@ -255,6 +255,7 @@ impl Orca {
             served: self.served.clone(),
             notice_sinks: notice_sinks.clone(),
             policy_ready: policy_ready_rx,
+            pod_writes: Arc::default(),
         };
         // Every node's provider and skeleton are checked before anything runs.
         let mut first_parts = Vec::with_capacity(self.nodes.len());

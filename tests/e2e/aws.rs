@@ -856,7 +856,14 @@ async fn three_zone_nodes_spread_a_deployment_and_each_pod_launches_in_its_nodes
                 Some(name),
                 "the instance is its node's"
             );
-            let decision = orca_e2e::pods::decision(pod).context("decision annotation")?;
+            let decision = orca_e2e::pods::decision(pod).with_context(|| {
+                format!(
+                    "the decision annotation of {:?}: {:?}\norca log:\n{}",
+                    pod.metadata.name,
+                    pod.metadata.annotations,
+                    orca.log()
+                )
+            })?;
             assert!(decision.to_string().contains(zone.as_str()), "{decision}");
         }
     }

@@ -18,8 +18,7 @@ use tokio::sync::mpsc;
 
 mod pod_writes;
 
-use pod_writes::PodWrites;
-pub use pod_writes::PodWriting;
+pub use pod_writes::{PodWrites, PodWriting};
 
 /// Events waiting to go out (a few hundred bytes each). A reconcile that finds the queue full
 /// waits for room: every Event is kept, and a burst's Events cannot pile up in memory without
@@ -104,11 +103,12 @@ impl std::fmt::Debug for PodRecorder {
 }
 
 impl PodEvents {
-    /// Starts the sending task; it ends once this and every queued Event are gone.
-    pub fn new(client: kube::Client, node_name: &str) -> PodEvents {
+    /// Starts the sending task; it ends once this and every queued Event are gone. Events
+    /// wait out `pod_writes`: one for the whole process, so one node's Events do not compete
+    /// with another node's status writes on the same apiserver.
+    pub fn new(client: kube::Client, node_name: &str, pod_writes: Arc<PodWrites>) -> PodEvents {
         let (queue, mut outgoing) = mpsc::channel::<Outgoing>(QUEUE);
         let pending = Arc::new(AtomicUsize::new(0));
-        let pod_writes = Arc::new(PodWrites::new());
         let reporter = Reporter {
             controller: "orca".to_owned(),
             instance: Some(node_name.to_owned()),

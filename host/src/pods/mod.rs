@@ -69,6 +69,8 @@ pub struct PodControllerDeps {
     /// when a queue is configured: this node's notices are handled from the moment it
     /// serves until it stops.
     pub notice_sinks: Option<Arc<crate::interruption::NodeSinks>>,
+    /// Every node's pod writes in this process, which every node's Events wait out.
+    pub pod_writes: Arc<events::PodWrites>,
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
@@ -102,7 +104,11 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         "adopted the provider's instances"
     );
 
-    let events = Arc::new(PodEvents::new(deps.client.clone(), &deps.node_name));
+    let events = Arc::new(PodEvents::new(
+        deps.client.clone(),
+        &deps.node_name,
+        deps.pod_writes.clone(),
+    ));
     let ctx = Arc::new(Context {
         client: deps.client.clone(),
         provider: deps.provider,

@@ -31,6 +31,12 @@ impl Drop for PodWriting {
     }
 }
 
+impl Default for PodWrites {
+    fn default() -> Self {
+        PodWrites::new()
+    }
+}
+
 impl PodWrites {
     pub fn new() -> PodWrites {
         PodWrites {
