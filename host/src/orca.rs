@@ -242,10 +242,13 @@ impl Orca {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), StartError> {
         let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
         // One consumer for the queue: each notice goes to the node whose instance it names.
-        let notice_sinks = self
-            .interruption_queue
-            .as_ref()
-            .map(|_| Arc::new(NodeSinks::default()));
+        let notice_sinks = self.interruption_queue.as_ref().map(|_| {
+            Arc::new(if self.config.replicas.share_nodes {
+                NodeSinks::sharing(self.nodes.len())
+            } else {
+                NodeSinks::default()
+            })
+        });
         let shared = SharedParts {
             client: self.client.clone(),
             pods: self.config.pods.clone(),

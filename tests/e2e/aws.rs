@@ -6,9 +6,9 @@
 //! `tests/ec2-model` (`tests/e2e/simulation.rs`).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
 use aws_sdk_sqs::types::QueueAttributeName;
 use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
@@ -314,6 +314,66 @@ async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -
     assert!(candidates.contains(&launched_type), "{launched_type}");
     assert_eq!(tags_of(&instance).get(POD_UID_TAG), Some(&uid));
     scenario.finish().await
+}
+
+/// Replicas that split the nodes hand each other's notices on (`NoticeQueue::hand_on`): against
+/// moto's SQS, a message received and handed on is received again within seconds, though the
+/// queue hides a received message for a minute; a handle SQS does not know is refused by name.
+#[tokio::test]
+async fn a_notice_handed_on_is_received_again_long_before_its_visibility_timeout() -> Result<()> {
+    use orca::interruption::{NoticeQueue, QueueError, SqsQueue};
+    let cluster = TestCluster::shared();
+    let sqs = cluster.sqs_client().await;
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique_node_name("hand-on"))
+        .attributes(QueueAttributeName::VisibilityTimeout, "60")
+        .send()
+        .await?
+        .queue_url()
+        .context("queue url")?
+        .to_owned();
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body("a notice for the other replica")
+        .send()
+        .await?;
+    let queue = SqsQueue::with_client(sqs, &queue_url);
+    let first = queue.receive(Duration::from_secs(5)).await?;
+    ensure!(first.len() == 1, "{first:?}");
+    let hidden = queue.receive(Duration::from_secs(1)).await?;
+    ensure!(
+        hidden.is_empty(),
+        "a received message is hidden: {hidden:?}"
+    );
+    let handed_at = Instant::now();
+    queue
+        .hand_on(&[first[0].receipt_handle.clone()], Duration::from_secs(1))
+        .await?;
+    let again = queue.receive(Duration::from_secs(10)).await?;
+    ensure!(
+        again.len() == 1 && again[0].body == first[0].body,
+        "handed on, the message comes back: {again:?}"
+    );
+    ensure!(
+        handed_at.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        handed_at.elapsed()
+    );
+    match queue
+        .hand_on(&["not-a-receipt".to_owned()], Duration::from_secs(1))
+        .await
+    {
+        Err(QueueError::NotHandedOn { entries, .. }) => {
+            ensure!(
+                entries.len() == 1 && entries[0].receipt_handle == "not-a-receipt",
+                "{entries:?}"
+            );
+        }
+        Err(other) => anyhow::bail!("an unknown handle is refused by name, not {other:#}"),
+        Ok(()) => anyhow::bail!("an unknown handle was accepted"),
+    }
+    Ok(())
 }
 
 #[tokio::test]

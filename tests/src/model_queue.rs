@@ -100,4 +100,17 @@ impl NoticeQueue for ModelQueue {
         }
         Ok(())
     }
+
+    async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError> {
+        let visible_at = Instant::now() + after;
+        let mut state = self.state();
+        for handle in receipt_handles {
+            if let Ok(id) = handle.parse::<u64>()
+                && let Some((_, at)) = state.messages.get_mut(&id)
+            {
+                *at = visible_at;
+            }
+        }
+        Ok(())
+    }
 }

@@ -3,7 +3,8 @@
 //!
 //! The queue may be read by more than one consumer (another cluster in the account), so a
 //! message is deleted only when this node acted on everything in it; what it cannot read or
-//! does not own is left for the visibility timeout to hand to someone else.
+//! does not own is left for the visibility timeout to hand to someone else, or handed on at
+//! once when another replica of this orca serves a node (see [`NoticeSink::shared_elsewhere`]).
 
 use futures::future::join_all;
 use std::future::Future;
@@ -44,6 +45,15 @@ pub trait NoticeSink: Send + Sync + 'static {
     fn serving(&self) -> Option<watch::Receiver<bool>> {
         None
     }
+
+    /// Whether an instance this sink does not own may be another replica's of this orca (a
+    /// node it shares is served elsewhere now). A message left for such an instance is handed
+    /// on ([`HAND_ON_AFTER`]) rather than hidden from that replica for the whole visibility
+    /// timeout, which with SQS's default of 30 s is a quarter of a spot warning's two
+    /// minutes. Default: false.
+    fn shared_elsewhere(&self) -> bool {
+        false
+    }
 }
 
 /// What became of a delivered notice.
@@ -62,14 +72,22 @@ const WAIT: Duration = Duration::from_secs(20);
 /// at once); the next receive waits [`EMPTY_PAUSE`] so the loop does not spin.
 const EARLY: Duration = Duration::from_secs(5);
 const EMPTY_PAUSE: Duration = Duration::from_secs(1);
+/// A message handed on is visible again this soon, to whichever consumer polls first.
+pub const HAND_ON_AFTER: Duration = Duration::from_secs(1);
+/// How often one consumer hands on the same message: each time another consumer of the queue
+/// (the replica that owns the instance, or this one again) may get it; after that it is left
+/// for the visibility timeout, so a message nobody owns is not passed around until it expires.
+const HAND_ON_TIMES: u32 = 5;
 
 /// Reads `queue` until `shutdown` completes, delivering to `sink`.
 ///
 /// Each round is one receive, then for each message: delivered then deleted when all its
 /// notices are for instances `sink` owns; delivered in part and left when it also names
 /// another owner's instances (that owner still needs it); left when it names none of ours or
-/// cannot be read (warned once per message). Failed receives back off from 1 s to 30 s and
-/// never end the loop.
+/// cannot be read (warned once per message). A message left for another owner's instances is
+/// handed on (visible again after [`HAND_ON_AFTER`]) while `sink` says another replica may own
+/// them, at most [`HAND_ON_TIMES`] times. Failed receives back off from 1 s to 30 s and never
+/// end the loop.
 ///
 /// # Caveats
 /// Shutdown cancels the round in progress, deliveries included; what was not deleted comes
@@ -87,6 +105,7 @@ pub async fn consume(
         metrics: &metrics,
         backoff: Backoff::new(),
         warned: SeenBodies::default(),
+        handed_on: SeenBodies::default(),
     };
     let serving = sink.serving();
     loop {
@@ -139,6 +158,17 @@ struct Consumer<'a> {
     metrics: &'a InterruptionMetrics,
     backoff: Backoff,
     warned: SeenBodies,
+    handed_on: SeenBodies,
+}
+
+/// What is done with a message once its notices were delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    Delete,
+    /// Left for another replica of this orca, visible to it again at once.
+    HandOn,
+    /// Left for its visibility timeout.
+    Leave,
 }
 
 /// What a message's notices say about whose it is.
@@ -187,12 +217,14 @@ impl Consumer<'_> {
             }
         }))
         .await;
-        let mut done = Vec::new();
+        let (mut done, mut handed_on) = (Vec::new(), Vec::new());
         for ((message, disposition), delivery) in
             messages.into_iter().zip(dispositions).zip(deliveries)
         {
-            if self.settle(&message.body, disposition, delivery) {
-                done.push(message.receipt_handle);
+            match self.settle(&message.body, disposition, delivery) {
+                Settled::Delete => done.push(message.receipt_handle),
+                Settled::HandOn => handed_on.push(message.receipt_handle),
+                Settled::Leave => {}
             }
         }
         if !done.is_empty()
@@ -204,11 +236,21 @@ impl Consumer<'_> {
                 "deleting handled interruption notices failed; they will be delivered again"
             );
         }
+        if !handed_on.is_empty()
+            && let Err(error) = self.queue.hand_on(&handed_on, HAND_ON_AFTER).await
+        {
+            self.metrics.queue_error(QueueOperation::HandOn);
+            tracing::warn!(
+                error = error_chain(&error),
+                "handing interruption notices on to the replica that serves their instances \
+                 failed; they come back after the visibility timeout"
+            );
+        }
         None
     }
 
-    /// Counts and logs one message whose notices were delivered; whether it is to be deleted.
-    fn settle(&mut self, body: &str, disposition: Disposition, delivery: Delivery) -> bool {
+    /// Counts and logs one message whose notices were delivered; what becomes of it.
+    fn settle(&mut self, body: &str, disposition: Disposition, delivery: Delivery) -> Settled {
         match disposition {
             Disposition::Ours(_) | Disposition::Shared(_) if delivery == Delivery::Again => {
                 self.metrics.message(MessageOutcome::Retried);
@@ -216,23 +258,23 @@ impl Consumer<'_> {
                     "an interruption notice could not be acted on yet; left on the queue to come \
                      back after its visibility timeout"
                 );
-                false
+                Settled::Leave
             }
             Disposition::Ours(_) => {
                 self.metrics.message(MessageOutcome::Delivered);
-                true
+                Settled::Delete
             }
             Disposition::Shared(_) => {
                 self.metrics.message(MessageOutcome::Delivered);
                 tracing::debug!(
                     "interruption notice also names instances of another owner; left on the queue"
                 );
-                false
+                self.left_for_another(body)
             }
             Disposition::Foreign => {
                 self.metrics.message(MessageOutcome::Foreign);
                 tracing::debug!("interruption notice for instances of another owner; left");
-                false
+                self.left_for_another(body)
             }
             Disposition::Unparsed(error) => {
                 self.metrics.message(MessageOutcome::Unparsed);
@@ -243,8 +285,18 @@ impl Consumer<'_> {
                          the queue (it may be another consumer's)"
                     );
                 }
-                false
+                Settled::Leave
             }
+        }
+    }
+
+    /// A message left for instances this replica does not own: handed on while another
+    /// replica may own them, a few times per message.
+    fn left_for_another(&mut self, body: &str) -> Settled {
+        if self.sink.shared_elsewhere() && self.handed_on.times(body) <= HAND_ON_TIMES {
+            Settled::HandOn
+        } else {
+            Settled::Leave
         }
     }
 

@@ -18,6 +18,6 @@ mod sqs;
 
 pub use consumer::{Delivery, NoticeSink, consume};
 pub use notice::{Notice, NoticeError, NoticeKind};
-pub use queue::{NoticeQueue, QueueError, Received, RefusedDelete};
+pub use queue::{NoticeQueue, QueueError, Received, RefusedEntry};
 pub use sinks::NodeSinks;
 pub use sqs::SqsQueue;

@@ -29,6 +29,16 @@ pub trait NoticeQueue: Send + Sync + 'static {
     /// their messages come back after the visibility timeout, and delivery is idempotent);
     /// [`QueueError::NotDeleted`] naming each message the queue refused to delete.
     async fn delete(&self, receipt_handles: &[String]) -> Result<(), QueueError>;
+
+    /// Makes the messages received with these handles visible again `after` from now rather
+    /// than after the queue's visibility timeout (ChangeMessageVisibilityBatch, in batches of
+    /// 10): for messages about instances another replica of this orca serves.
+    ///
+    /// # Errors
+    /// [`QueueError::HandOnFailed`] when a batch call failed; [`QueueError::NotHandedOn`]
+    /// naming each message the queue refused. Either way those messages come back after the
+    /// visibility timeout, as they would have without this call.
+    async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError>;
 }
 
 /// A cause from the SDK or a fake, kept for the log line.
@@ -56,13 +66,28 @@ pub enum QueueError {
     )]
     NotDeleted {
         queue: String,
-        entries: Vec<RefusedDelete>,
+        entries: Vec<RefusedEntry>,
+    },
+    #[error("ChangeMessageVisibilityBatch on {queue} failed")]
+    HandOnFailed {
+        queue: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error(
+        "ChangeMessageVisibilityBatch on {queue} did not hand on {} message(s): {}",
+        .entries.len(),
+        describe(.entries)
+    )]
+    NotHandedOn {
+        queue: String,
+        entries: Vec<RefusedEntry>,
     },
 }
 
-/// One message the queue refused to delete, with its reason.
+/// One message the queue refused in a batch call (delete, change visibility), with its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusedDelete {
+pub struct RefusedEntry {
     pub receipt_handle: String,
     /// SQS's code, e.g. `ReceiptHandleIsInvalid`.
     pub code: String,
@@ -72,7 +97,7 @@ pub struct RefusedDelete {
 /// Receipt handles run to hundreds of characters; their start tells them apart in a log line.
 const HANDLE_SHOWN: usize = 16;
 
-fn describe(entries: &[RefusedDelete]) -> String {
+fn describe(entries: &[RefusedEntry]) -> String {
     let shown: Vec<String> = entries
         .iter()
         .map(|entry| {
@@ -99,12 +124,12 @@ mod tests {
         let error = QueueError::NotDeleted {
             queue: "https://sqs.us-east-1.amazonaws.com/123456789012/orca".to_owned(),
             entries: vec![
-                RefusedDelete {
+                RefusedEntry {
                     receipt_handle: "AQEBzbVv2example3o0TPBHTeAdWdYqkq4T8".to_owned(),
                     code: "ReceiptHandleIsInvalid".to_owned(),
                     message: "The receipt handle is not valid".to_owned(),
                 },
-                RefusedDelete {
+                RefusedEntry {
                     receipt_handle: "short".to_owned(),
                     code: "InternalError".to_owned(),
                     message: String::new(),

@@ -1,8 +1,9 @@
-//! Which unreadable messages were already reported. Such a message is left on the queue (it
-//! may be another consumer's), so it comes back after every visibility timeout until the queue
-//! drops it; one warning per message says everything, the repeats only bury other lines.
+//! Which messages were already seen, and how often. An unreadable message is left on the queue
+//! (it may be another consumer's), so it comes back after every visibility timeout until the
+//! queue drops it; one warning per message says everything, the repeats only bury other lines.
+//! A message for another replica's instances is handed on a few times, not forever.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// How many bodies are remembered; the oldest is forgotten first. With the queue's five-minute
@@ -11,26 +12,34 @@ const REMEMBERED: usize = 1024;
 
 #[derive(Debug, Default)]
 pub(super) struct SeenBodies {
-    hashes: HashSet<u64>,
+    /// Each body's hash, and how often it was seen.
+    hashes: HashMap<u64, u32>,
     order: VecDeque<u64>,
 }
 
 impl SeenBodies {
     /// Whether `body` is new, remembering it.
     pub(super) fn first_time(&mut self, body: &str) -> bool {
+        self.times(body) == 1
+    }
+
+    /// How often `body` was seen, this time included.
+    pub(super) fn times(&mut self, body: &str) -> u32 {
         let mut hasher = DefaultHasher::new();
         body.hash(&mut hasher);
         let hash = hasher.finish();
-        if !self.hashes.insert(hash) {
-            return false;
+        if let Some(times) = self.hashes.get_mut(&hash) {
+            *times = times.saturating_add(1);
+            return *times;
         }
+        self.hashes.insert(hash, 1);
         self.order.push_back(hash);
         if self.order.len() > REMEMBERED
             && let Some(oldest) = self.order.pop_front()
         {
             self.hashes.remove(&oldest);
         }
-        true
+        1
     }
 }
 
@@ -44,6 +53,8 @@ mod tests {
         assert!(seen.first_time("garbage"));
         assert!(!seen.first_time("garbage"));
         assert!(seen.first_time("other garbage"));
+        assert_eq!(seen.times("other garbage"), 2);
+        assert_eq!(seen.times("other garbage"), 3);
         for index in 0..REMEMBERED {
             seen.first_time(&index.to_string());
         }

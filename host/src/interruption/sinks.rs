@@ -17,6 +17,9 @@ pub struct NodeSinks {
     sinks: RwLock<BTreeMap<String, Arc<dyn NoticeSink>>>,
     /// Whether any node is served here: the consumer reads the queue only then.
     serving: watch::Sender<bool>,
+    /// With replicas sharing the nodes, how many are declared: while fewer are served here,
+    /// another replica serves the rest.
+    shared_of: Option<usize>,
 }
 
 impl Default for NodeSinks {
@@ -24,11 +27,20 @@ impl Default for NodeSinks {
         NodeSinks {
             sinks: RwLock::default(),
             serving: watch::Sender::new(false),
+            shared_of: None,
         }
     }
 }
 
 impl NodeSinks {
+    /// For a replica sharing `declared` nodes with other replicas.
+    pub fn sharing(declared: usize) -> NodeSinks {
+        NodeSinks {
+            shared_of: Some(declared),
+            ..NodeSinks::default()
+        }
+    }
+
     pub fn add(&self, node: &str, sink: Arc<dyn NoticeSink>) {
         let mut sinks = self
             .sinks
@@ -83,6 +95,15 @@ impl NoticeSink for NodeSinks {
 
     fn serving(&self) -> Option<watch::Receiver<bool>> {
         Some(self.serving.subscribe())
+    }
+
+    fn shared_elsewhere(&self) -> bool {
+        let served = self
+            .sinks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len();
+        self.shared_of.is_some_and(|declared| served < declared)
     }
 }
 
@@ -142,5 +163,27 @@ mod tests {
         sinks.remove("b");
         assert!(!sinks.owns("i-b").await);
         assert_eq!(sinks.deliver(notice("i-b")).await, Delivery::Again);
+    }
+
+    #[test]
+    fn instances_not_owned_here_may_be_another_replicas_only_while_a_shared_node_is_served_elsewhere()
+     {
+        let node = || {
+            Arc::new(Node {
+                instances: vec![],
+                delivered: Mutex::default(),
+            })
+        };
+        let alone = NodeSinks::default();
+        alone.add("a", node());
+        assert!(!alone.shared_elsewhere(), "not sharing: nobody else serves");
+        let sharing = NodeSinks::sharing(2);
+        assert!(sharing.shared_elsewhere());
+        sharing.add("a", node());
+        assert!(sharing.shared_elsewhere(), "b is served elsewhere");
+        sharing.add("b", node());
+        assert!(!sharing.shared_elsewhere(), "every node is served here");
+        sharing.remove("a");
+        assert!(sharing.shared_elsewhere());
     }
 }

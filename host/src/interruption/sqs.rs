@@ -8,13 +8,15 @@ use async_trait::async_trait;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+use aws_sdk_sqs::types::{
+    BatchResultErrorEntry, ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+};
 
-use super::queue::{NoticeQueue, QueueError, Received, RefusedDelete};
+use super::queue::{NoticeQueue, QueueError, Received, RefusedEntry};
 
 /// Attempts per call, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 4;
-/// For calls that answer at once (DeleteMessageBatch).
+/// For calls that answer at once (DeleteMessageBatch, ChangeMessageVisibilityBatch).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// SQS waits at most 20 s for a message (`WaitTimeSeconds`).
@@ -39,8 +41,13 @@ impl SqsQueue {
         if let Some(url) = endpoint_url {
             config = config.endpoint_url(url);
         }
+        SqsQueue::with_client(Client::from_conf(config.build()), queue_url)
+    }
+
+    /// The queue at `queue_url` through a client configured elsewhere.
+    pub fn with_client(client: Client, queue_url: &str) -> SqsQueue {
         SqsQueue {
-            client: Client::from_conf(config.build()),
+            client,
             queue_url: queue_url.to_owned(),
         }
     }
@@ -117,21 +124,7 @@ impl NoticeQueue for SqsQueue {
                 .send()
                 .await
                 .map_err(|source| self.delete_failed(source.into()))?;
-            for failed in output.failed() {
-                // Entry ids are indexes into this chunk.
-                let receipt_handle = failed
-                    .id()
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|index| chunk.get(index))
-                    .cloned()
-                    .unwrap_or_else(|| format!("entry {}", failed.id()));
-                refused.push(RefusedDelete {
-                    receipt_handle,
-                    code: failed.code().to_owned(),
-                    message: failed.message().unwrap_or_default().to_owned(),
-                });
-            }
+            refused.extend(refused_entries(chunk, output.failed()));
         }
         if refused.is_empty() {
             Ok(())
@@ -142,9 +135,74 @@ impl NoticeQueue for SqsQueue {
             })
         }
     }
+
+    async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError> {
+        let visibility = i32::try_from(after.as_secs()).unwrap_or(0);
+        let mut refused = Vec::new();
+        for chunk in receipt_handles.chunks(BATCH) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(index, handle)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(index.to_string())
+                        .receipt_handle(handle)
+                        .visibility_timeout(visibility)
+                        .build()
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|source| self.hand_on_failed(source.into()))?;
+            let output = self
+                .client
+                .change_message_visibility_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|source| self.hand_on_failed(source.into()))?;
+            refused.extend(refused_entries(chunk, output.failed()));
+        }
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(QueueError::NotHandedOn {
+                queue: self.queue_url.clone(),
+                entries: refused,
+            })
+        }
+    }
+}
+
+/// The entries of one batch call (`chunk`) that SQS refused, by the handle each named.
+fn refused_entries(chunk: &[String], failed: &[BatchResultErrorEntry]) -> Vec<RefusedEntry> {
+    failed
+        .iter()
+        .map(|failed| {
+            // Entry ids are indexes into this chunk.
+            let receipt_handle = failed
+                .id()
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| chunk.get(index))
+                .cloned()
+                .unwrap_or_else(|| format!("entry {}", failed.id()));
+            RefusedEntry {
+                receipt_handle,
+                code: failed.code().to_owned(),
+                message: failed.message().unwrap_or_default().to_owned(),
+            }
+        })
+        .collect()
 }
 
 impl SqsQueue {
+    fn hand_on_failed(&self, source: super::queue::BoxError) -> QueueError {
+        QueueError::HandOnFailed {
+            queue: self.queue_url.clone(),
+            source,
+        }
+    }
+
     fn delete_failed(&self, source: super::queue::BoxError) -> QueueError {
         QueueError::DeleteFailed {
             queue: self.queue_url.clone(),

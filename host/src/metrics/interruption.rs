@@ -47,6 +47,7 @@ impl MessageOutcome {
 pub enum QueueOperation {
     Receive,
     Delete,
+    HandOn,
 }
 
 impl QueueOperation {
@@ -54,6 +55,7 @@ impl QueueOperation {
         match self {
             QueueOperation::Receive => "receive",
             QueueOperation::Delete => "delete",
+            QueueOperation::HandOn => "hand_on",
         }
     }
 }

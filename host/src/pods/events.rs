@@ -27,7 +27,8 @@ const QUEUE: usize = 8192;
 /// Past this many Events waiting, they go out without waiting for a pause in the pod writes: a
 /// long burst then neither holds up reconciles on a full queue nor keeps every Event in memory.
 const BACKLOG: usize = QUEUE / 2;
-/// Events sent at once.
+/// Events one node's sender takes at once from its queue; how many are sent at once over the
+/// whole process is bounded by [`PodWrites`].
 const IN_FLIGHT: usize = 32;
 
 /// Publishes the pods' Events, as the `orca` controller of this node. They go out from one
@@ -206,8 +207,8 @@ impl Sender {
         let sent = self.sent.clone();
         let pod_writes = self.pod_writes.clone();
         async move {
-            pod_writes
-                .quiet(|| sent.load(Ordering::Relaxed) >= BACKLOG)
+            let _slot = pod_writes
+                .event_slot(|| sent.load(Ordering::Relaxed) >= BACKLOG)
                 .await;
             let recorder = out
                 .recorder

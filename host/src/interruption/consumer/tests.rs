@@ -21,6 +21,7 @@ const THEIRS: &str = "i-0bbbbbbbbbbbbbbb1";
 enum Step {
     Delivered(NoticeKind, String),
     Deleted(Vec<String>),
+    HandedOn(Vec<String>, Duration),
 }
 
 type Steps = Arc<Mutex<Vec<Step>>>;
@@ -77,12 +78,19 @@ impl NoticeQueue for FakeQueue {
         lock(&self.steps).push(Step::Deleted(receipt_handles.to_vec()));
         Ok(())
     }
+
+    async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError> {
+        lock(&self.steps).push(Step::HandedOn(receipt_handles.to_vec(), after));
+        Ok(())
+    }
 }
 
 struct FakeSink {
     owned: Vec<&'static str>,
     /// Owned instances whose notices it cannot act on yet.
     again: Vec<&'static str>,
+    /// Whether another replica serves a node this one shares.
+    elsewhere: bool,
     steps: Steps,
 }
 
@@ -100,6 +108,10 @@ impl NoticeSink for FakeSink {
         } else {
             Delivery::Done
         }
+    }
+
+    fn shared_elsewhere(&self) -> bool {
+        self.elsewhere
     }
 }
 
@@ -128,10 +140,22 @@ async fn run_with(
     duration: Duration,
     again: Vec<&'static str>,
 ) -> (Vec<Step>, String) {
+    run_sharing(queue, duration, again, false).await
+}
+
+/// As [`run_with`], for a replica that shares its nodes (`elsewhere`: one is served by
+/// another replica now).
+async fn run_sharing(
+    queue: Arc<FakeQueue>,
+    duration: Duration,
+    again: Vec<&'static str>,
+    elsewhere: bool,
+) -> (Vec<Step>, String) {
     let steps = queue.steps.clone();
     let sink = Arc::new(FakeSink {
         owned: vec![OURS, OURS_TOO],
         again,
+        elsewhere,
         steps: steps.clone(),
     });
     let mut registry = Registry::default();
@@ -345,6 +369,7 @@ async fn the_queue_is_read_only_while_a_node_is_served_here() {
     let node = Arc::new(FakeSink {
         owned: vec![OURS],
         again: Vec::new(),
+        elsewhere: false,
         steps: steps.clone(),
     });
     sinks.add("node-a", node);
@@ -368,10 +393,64 @@ fn the_loop_can_be_spawned() {
         Arc::new(FakeSink {
             owned: Vec::new(),
             again: Vec::new(),
+            elsewhere: false,
             steps,
         }),
         Arc::new(InterruptionMetrics::register(&mut registry)),
         tokio_util::sync::CancellationToken::new().cancelled_owned(),
     );
     assert_send(&future);
+}
+
+/// A replica that shares its nodes, while another replica serves one of them, hands a message
+/// about an instance it does not own on at once (visible again to whoever polls next) rather
+/// than hiding it from the owner for the visibility timeout; a few times, then it is left.
+/// Alone, or serving every node, it leaves such a message as before.
+#[tokio::test(start_paused = true)]
+async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_left() {
+    let receipts = (HAND_ON_TIMES + 2) as usize;
+    let script = |steps: &Steps| {
+        let mut queue = FakeQueue::new(steps, true);
+        for _ in 0..receipts {
+            queue = queue.then(Ok(vec![
+                message("theirs", samples::spot(THEIRS)),
+                message("both", samples::scheduled(&[OURS, THEIRS])),
+            ]));
+        }
+        Arc::new(queue)
+    };
+    let steps = Steps::default();
+    let (seen, metrics) =
+        run_sharing(script(&steps), Duration::from_secs(600), Vec::new(), true).await;
+    let handed: Vec<&Step> = seen
+        .iter()
+        .filter(|step| matches!(step, Step::HandedOn(..)))
+        .collect();
+    assert_eq!(handed.len(), HAND_ON_TIMES as usize, "{seen:?}");
+    let both_handed = Step::HandedOn(vec!["theirs".to_owned(), "both".to_owned()], HAND_ON_AFTER);
+    assert!(handed.iter().all(|step| **step == both_handed), "{seen:?}");
+    assert!(
+        !seen.iter().any(|step| matches!(step, Step::Deleted(_))),
+        "a message naming another's instance is never deleted: {seen:?}"
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|step| matches!(step, Step::Delivered(_, id) if id == OURS))
+            .count(),
+        receipts,
+        "our part of the shared message is delivered each time"
+    );
+    assert_counted(
+        &metrics,
+        &[&format!(
+            "orca_interruption_messages_total{{outcome=\"foreign\"}} {receipts}"
+        )],
+    );
+
+    let steps = Steps::default();
+    let (seen, _) = run_sharing(script(&steps), Duration::from_secs(600), Vec::new(), false).await;
+    assert!(
+        !seen.iter().any(|step| matches!(step, Step::HandedOn(..))),
+        "nobody else serves: left for the visibility timeout: {seen:?}"
+    );
 }

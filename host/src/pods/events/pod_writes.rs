@@ -10,6 +10,9 @@ use tokio::time::Instant;
 /// writes of a burst, short enough that a lone pod's Events are not noticeably late.
 pub const QUIET: Duration = Duration::from_millis(100);
 
+/// Events sent at once by the whole process.
+const EVENTS_IN_FLIGHT: usize = 32;
+
 /// orca's writes of pods (status patches and removals) in flight, when the last one began,
 /// and a wake-up for whoever waits for there to be none in flight.
 pub struct PodWrites {
@@ -18,6 +21,10 @@ pub struct PodWrites {
     last_began_ms: AtomicU64,
     epoch: Instant,
     none_left: tokio::sync::Notify,
+    /// Events being sent, over every node of the process: once the writes pause, Events go
+    /// out this many at a time in all, so a write beginning then does not queue at the
+    /// apiserver behind dozens of Events per node.
+    events_in_flight: tokio::sync::Semaphore,
 }
 
 /// A pod write in flight, until dropped.
@@ -44,6 +51,7 @@ impl PodWrites {
             last_began_ms: AtomicU64::new(0),
             epoch: Instant::now(),
             none_left: tokio::sync::Notify::new(),
+            events_in_flight: tokio::sync::Semaphore::new(EVENTS_IN_FLIGHT),
         }
     }
 
@@ -84,6 +92,19 @@ impl PodWrites {
             }
             notified.await;
         }
+    }
+
+    /// Waits for one of the process's [`EVENTS_IN_FLIGHT`] slots, held until the answer is
+    /// dropped, then for the writes to pause ([`PodWrites::quiet`]): the pause is checked
+    /// right before the Event goes.
+    pub async fn event_slot(
+        &self,
+        backlog: impl Fn() -> bool,
+    ) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // The semaphore is never closed; `None` would only mean sending without a slot.
+        let slot = self.events_in_flight.acquire().await.ok();
+        self.quiet(backlog).await;
+        slot
     }
 
     /// Returns once no write is in flight and none has begun for [`QUIET`], or as soon as
@@ -193,5 +214,26 @@ mod tests {
             waiting.is_finished(),
             "the backlog is noticed within the pause"
         );
+    }
+
+    /// However many nodes send Events, the process has at most [`EVENTS_IN_FLIGHT`] in flight.
+    #[tokio::test(start_paused = true)]
+    async fn the_process_sends_a_bounded_number_of_events_at_once() {
+        let writes = Arc::new(PodWrites::new());
+        let mut slots = Vec::new();
+        for _ in 0..EVENTS_IN_FLIGHT {
+            slots.push(writes.event_slot(|| false).await.expect("a slot"));
+        }
+        let next = tokio::spawn({
+            let writes = writes.clone();
+            async move {
+                let _slot = writes.event_slot(|| false).await;
+            }
+        });
+        settle(Duration::from_secs(1)).await;
+        assert!(!next.is_finished(), "every slot is taken");
+        slots.pop();
+        settle(QUIET).await;
+        assert!(next.is_finished(), "a slot came free");
     }
 }
