@@ -117,14 +117,13 @@ impl StatusSync {
                 self.sync_once(&changed, None).await;
                 continue;
             }
-            let present: HashSet<String> = store
-                .state()
-                .iter()
-                .filter_map(|pod| pod.metadata.uid.clone())
-                .collect();
-            let listing = self.sync_once(&changed, Some(&present)).await;
+            let listing = self.sync_once(&changed, Some(&pod_uids(&store))).await;
             let synced = listing.is_some();
             last_listing = listing.unwrap_or(last_listing);
+            // The store as it is now, not as it was before the listing: a pod that arrived
+            // while EC2 answered may already be deciding or launching, and dropping its
+            // record would lose its decision (and what its launch got).
+            let present = pod_uids(&store);
             let dropped = self.records.retain(&present);
             self.provider.retain_pods(&present);
             if dropped > 0 {
@@ -188,6 +187,15 @@ impl StatusSync {
             .get(&instance.instance_id)
             .is_some_and(|asked| now.duration_since(asked.at).unsigned_abs() < again_after)
     }
+}
+
+/// The UIDs of the pods in `store` now.
+fn pod_uids(store: &Store<Pod>) -> HashSet<String> {
+    store
+        .state()
+        .iter()
+        .filter_map(|pod| pod.metadata.uid.clone())
+        .collect()
 }
 
 fn object_ref(pod: &PodKey) -> ObjectRef<Pod> {

@@ -97,3 +97,95 @@ async fn a_request_for_an_instance_not_listed_yet_is_kept() {
 
     assert_eq!(sync.ledger.len(), 1);
 }
+
+/// A provider whose listings wait until the test lets them answer.
+struct HeldListing {
+    inner: SimulatedProvider,
+    started: tokio::sync::Notify,
+    answer: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl Provider for HeldListing {
+    async fn create(
+        &self,
+        pod: &Pod,
+        plan: &LaunchPlan,
+    ) -> Result<crate::provider::Launched, crate::provider::LaunchFailed> {
+        self.inner.create(pod, plan).await
+    }
+    async fn terminate(
+        &self,
+        instance_id: &str,
+    ) -> Result<crate::provider::Termination, crate::provider::ProviderError> {
+        self.inner.terminate(instance_id).await
+    }
+    async fn lookup(
+        &self,
+        pod: &PodKey,
+        instance_id: &str,
+    ) -> Result<Option<InstanceStatus>, crate::provider::ProviderError> {
+        self.inner.lookup(pod, instance_id).await
+    }
+    async fn workload_exit(
+        &self,
+        instance: &InstanceStatus,
+    ) -> Result<Option<crate::provider::WorkloadExit>, crate::provider::ProviderError> {
+        self.inner.workload_exit(instance).await
+    }
+    async fn statuses(&self) -> Result<Vec<InstanceStatus>, crate::provider::ProviderError> {
+        self.started.notify_one();
+        self.answer.notified().await;
+        self.inner.statuses().await
+    }
+    async fn logs(
+        &self,
+        pod: &PodKey,
+        options: &crate::provider::LogOptions,
+    ) -> Result<String, crate::provider::ProviderError> {
+        self.inner.logs(pod, options).await
+    }
+    async fn ping(&self) -> Result<(), crate::provider::ProviderError> {
+        self.inner.ping().await
+    }
+}
+
+/// Regression (the zone e2e, a pod Running without its decision): the sync dropped the records
+/// of pods missing from the store as it was *before* the listing, so a pod that arrived while
+/// EC2 answered lost its record (its decision, what its launch got) in the middle of launching.
+#[tokio::test]
+async fn a_pod_that_arrives_while_the_listing_runs_keeps_its_record() {
+    let provider = Arc::new(HeldListing {
+        inner: SimulatedProvider::new(SimulatedConfig::default()).unwrap(),
+        started: tokio::sync::Notify::new(),
+        answer: tokio::sync::Notify::new(),
+    });
+    let sync = sync_over(provider.clone());
+    let records = sync.records.clone();
+    let (store, mut writer) = kube::runtime::reflector::store();
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+    let (_listed_tx, listed) = tokio::sync::watch::channel(true);
+    let (changed, _pending) = mpsc::unbounded();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(sync.run(store, listed, changed, shutdown.clone()));
+
+    provider.started.notified().await;
+    // The pod arrives, and its reconcile decides, while EC2 has not answered yet.
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(pod("arrived")));
+    records.get_or_create("arrived");
+    records.update("arrived", |record| {
+        record.decision = Some("{\"decided\":true}".to_owned());
+    });
+    provider.answer.notify_one();
+    // The next listing starts only after this one's records were settled.
+    provider.started.notified().await;
+    assert!(
+        records
+            .get("arrived")
+            .is_some_and(|record| record.decision.is_some()),
+        "the record of a pod in the store after the listing is kept"
+    );
+    shutdown.cancel();
+    provider.answer.notify_one();
+    task.await.unwrap();
+}
