@@ -316,6 +316,26 @@ async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -
     scenario.finish().await
 }
 
+/// A queue of its own for one test, hiding a received message for `visibility_seconds`; its URL.
+async fn create_queue(
+    sqs: &aws_sdk_sqs::Client,
+    test: &str,
+    visibility_seconds: u32,
+) -> Result<String> {
+    Ok(sqs
+        .create_queue()
+        .queue_name(unique_node_name(test))
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility_seconds.to_string(),
+        )
+        .send()
+        .await?
+        .queue_url()
+        .context("queue url")?
+        .to_owned())
+}
+
 /// Replicas that split the nodes hand each other's notices on (`NoticeQueue::hand_on`): against
 /// moto's SQS, a message received and handed on is received again within seconds, though the
 /// queue hides a received message for a minute; a handle SQS does not know is refused by name.
@@ -324,15 +344,7 @@ async fn a_notice_handed_on_is_received_again_long_before_its_visibility_timeout
     use orca::interruption::{NoticeQueue, QueueError, SqsQueue};
     let cluster = TestCluster::shared();
     let sqs = cluster.sqs_client().await;
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique_node_name("hand-on"))
-        .attributes(QueueAttributeName::VisibilityTimeout, "60")
-        .send()
-        .await?
-        .queue_url()
-        .context("queue url")?
-        .to_owned();
+    let queue_url = create_queue(&sqs, "hand-on", 60).await?;
     sqs.send_message()
         .queue_url(&queue_url)
         .message_body("a notice for the other replica")
@@ -380,17 +392,8 @@ async fn a_notice_handed_on_is_received_again_long_before_its_visibility_timeout
 async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()> {
     let cluster = TestCluster::shared();
     let sqs = cluster.sqs_client().await;
-    let queue_name = unique_node_name("interruptions");
     // A short visibility timeout: another cluster's message orca leaves is visible again soon.
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(&queue_name)
-        .attributes(QueueAttributeName::VisibilityTimeout, "1")
-        .send()
-        .await?
-        .queue_url()
-        .context("queue url")?
-        .to_owned();
+    let queue_url = create_queue(&sqs, "interruptions", 1).await?;
     let extra = format!(
         "interruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
         cluster.var("AWS_ENDPOINT_URL")

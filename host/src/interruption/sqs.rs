@@ -12,7 +12,7 @@ use aws_sdk_sqs::types::{
     BatchResultErrorEntry, ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
 };
 
-use super::queue::{NoticeQueue, QueueError, Received, RefusedEntry};
+use super::queue::{BoxError, NoticeQueue, QueueError, Received, RefusedEntry};
 
 /// Attempts per call, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 4;
@@ -103,29 +103,28 @@ impl NoticeQueue for SqsQueue {
     }
 
     async fn delete(&self, receipt_handles: &[String]) -> Result<(), QueueError> {
-        let mut refused = Vec::new();
-        for chunk in receipt_handles.chunks(BATCH) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(index, handle)| {
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(index.to_string())
-                        .receipt_handle(handle)
-                        .build()
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|source| self.delete_failed(source.into()))?;
-            let output = self
-                .client
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|source| self.delete_failed(source.into()))?;
-            refused.extend(refused_entries(chunk, output.failed()));
-        }
+        let refused = in_batches(
+            receipt_handles,
+            |id, handle| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(id)
+                    .receipt_handle(handle)
+                    .build()
+            },
+            |entries| {
+                let call = self
+                    .client
+                    .delete_message_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries));
+                async move { Ok(call.send().await?.failed().to_vec()) }
+            },
+        )
+        .await
+        .map_err(|source| QueueError::DeleteFailed {
+            queue: self.queue_url.clone(),
+            source,
+        })?;
         if refused.is_empty() {
             Ok(())
         } else {
@@ -138,30 +137,29 @@ impl NoticeQueue for SqsQueue {
 
     async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError> {
         let visibility = i32::try_from(after.as_secs()).unwrap_or(0);
-        let mut refused = Vec::new();
-        for chunk in receipt_handles.chunks(BATCH) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(index, handle)| {
-                    ChangeMessageVisibilityBatchRequestEntry::builder()
-                        .id(index.to_string())
-                        .receipt_handle(handle)
-                        .visibility_timeout(visibility)
-                        .build()
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|source| self.hand_on_failed(source.into()))?;
-            let output = self
-                .client
-                .change_message_visibility_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|source| self.hand_on_failed(source.into()))?;
-            refused.extend(refused_entries(chunk, output.failed()));
-        }
+        let refused = in_batches(
+            receipt_handles,
+            |id, handle| {
+                ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(id)
+                    .receipt_handle(handle)
+                    .visibility_timeout(visibility)
+                    .build()
+            },
+            |entries| {
+                let call = self
+                    .client
+                    .change_message_visibility_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries));
+                async move { Ok(call.send().await?.failed().to_vec()) }
+            },
+        )
+        .await
+        .map_err(|source| QueueError::HandOnFailed {
+            queue: self.queue_url.clone(),
+            source,
+        })?;
         if refused.is_empty() {
             Ok(())
         } else {
@@ -171,6 +169,31 @@ impl NoticeQueue for SqsQueue {
             })
         }
     }
+}
+
+/// One batch call per [`BATCH`] handles: `entry` builds the entry for a handle (its id is its
+/// index in the batch), `send` makes the call and answers the entries SQS refused. Answers
+/// every refused entry by its handle, or the first call that failed (later batches are not
+/// tried: their messages come back after the visibility timeout).
+async fn in_batches<E, Fut>(
+    receipt_handles: &[String],
+    entry: impl Fn(String, &str) -> Result<E, aws_sdk_sqs::error::BuildError>,
+    send: impl Fn(Vec<E>) -> Fut,
+) -> Result<Vec<RefusedEntry>, BoxError>
+where
+    Fut: Future<Output = Result<Vec<BatchResultErrorEntry>, BoxError>>,
+{
+    let mut refused = Vec::new();
+    for chunk in receipt_handles.chunks(BATCH) {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(index, handle)| entry(index.to_string(), handle))
+            .collect::<Result<Vec<_>, _>>()?;
+        let failed = send(entries).await?;
+        refused.extend(refused_entries(chunk, &failed));
+    }
+    Ok(refused)
 }
 
 /// The entries of one batch call (`chunk`) that SQS refused, by the handle each named.
@@ -193,20 +216,4 @@ fn refused_entries(chunk: &[String], failed: &[BatchResultErrorEntry]) -> Vec<Re
             }
         })
         .collect()
-}
-
-impl SqsQueue {
-    fn hand_on_failed(&self, source: super::queue::BoxError) -> QueueError {
-        QueueError::HandOnFailed {
-            queue: self.queue_url.clone(),
-            source,
-        }
-    }
-
-    fn delete_failed(&self, source: super::queue::BoxError) -> QueueError {
-        QueueError::DeleteFailed {
-            queue: self.queue_url.clone(),
-            source,
-        }
-    }
 }
