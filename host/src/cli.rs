@@ -92,6 +92,13 @@ pub struct PipelineArgs {
     /// `node.architecture`, or amd64).
     #[arg(long, value_parser = ["amd64", "arm64"])]
     pub architecture: Option<String>,
+    /// `policy.limits.instances` for this run: `reused` keeps an instance warm between
+    /// decisions, as orca does for a plugin configured so (an interpreter's plugin).
+    #[arg(long, value_parser = ["fresh", "reused"], conflicts_with = "config")]
+    pub instances: Option<String>,
+    /// `policy.limits.maxMemory` for this run (a quantity, such as 128Mi).
+    #[arg(long, conflicts_with = "config")]
+    pub max_memory: Option<String>,
 }
 
 /// How log lines are written.

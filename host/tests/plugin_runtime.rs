@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use orca::policy::wasm::{
-    Architecture, CallError, CatalogueQuery, Hook, InstanceQuery, InstanceType, LoadError,
-    LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources, SandboxLimits, TagContext,
-    VersionError,
+    Architecture, CallError, CatalogueQuery, Hook, InstanceQuery, InstanceReuse, InstanceType,
+    LoadError, LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources, SandboxLimits,
+    TagContext, VersionError,
 };
 
 mod support;
@@ -85,6 +85,10 @@ fn engine(limits: SandboxLimits) -> PluginEngine {
 
 /// The hostile test plugin, loaded into an engine with `limits`.
 fn hostile(limits: SandboxLimits) -> (PluginEngine, Arc<dyn CatalogueQuery>, LoadedPlugin) {
+    hostile_with(limits)
+}
+
+fn hostile_with(limits: SandboxLimits) -> (PluginEngine, Arc<dyn CatalogueQuery>, LoadedPlugin) {
     let engine = engine(limits);
     let catalogue = catalogue();
     let plugin =
@@ -240,7 +244,7 @@ fn a_component_with_several_memories_gets_one_budget_for_all_of_them() {
         "{text}"
     );
     assert!(
-        text.contains("memory budget") && text.contains("policy.limits.maxMemory"),
+        text.contains("memory budget") && text.contains("maxMemory"),
         "{text}"
     );
 
@@ -351,4 +355,139 @@ fn lies_from_a_plugin_are_caught_by_host_validation() {
             && error.contains("aws:"),
         "{error}"
     );
+}
+
+fn reused(limits: SandboxLimits) -> SandboxLimits {
+    SandboxLimits {
+        instances: InstanceReuse::Reused,
+        ..limits
+    }
+}
+
+/// The reason of a `count` or `hoard` answer.
+fn reason(
+    plugin: &LoadedPlugin,
+    engine: &PluginEngine,
+    catalogue: &Arc<dyn CatalogueQuery>,
+    mode: &str,
+) -> String {
+    let answer = plugin
+        .select_instance(engine, catalogue, &pod(&[]), mode)
+        .expect("the call returns")
+        .expect("the plugin answers");
+    answer[0].reason.clone()
+}
+
+#[test]
+fn a_fresh_plugin_starts_every_call_from_its_initial_state() {
+    let (engine, catalogue, hostile) = hostile(SandboxLimits::default());
+    for _ in 0..3 {
+        assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    }
+    assert_eq!(engine.warm_instances(), 0);
+}
+
+#[test]
+fn a_reused_plugin_keeps_its_instance_between_calls_and_a_failure_discards_it() {
+    let (engine, catalogue, hostile) = hostile(reused(SandboxLimits::default()));
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 2");
+    assert_eq!(engine.warm_instances(), 1);
+    // A trap leaves the instance in an unknown state: it is dropped, and the next call starts
+    // over in a new one.
+    assert!(
+        hostile
+            .select_instance(&engine, &catalogue, &pod(&[]), "trap")
+            .is_err()
+    );
+    assert_eq!(engine.warm_instances(), 0);
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    // So does a call stopped at its deadline.
+    let limits = SandboxLimits {
+        timeout: Duration::from_millis(50),
+        ..reused(SandboxLimits::default())
+    };
+    let (engine, catalogue, hostile) = hostile_with(limits);
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "loop")
+        .unwrap_err();
+    assert!(matches!(error, CallError::Timeout { .. }), "{error}");
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    // Unloading the plugin frees its warm instance.
+    drop(hostile);
+    assert_eq!(engine.warm_instances(), 0);
+}
+
+#[test]
+fn a_reused_instance_holding_half_its_memory_is_replaced_before_it_runs_out() {
+    // 64 MiB a call: the instance is kept while it holds at most 32 MiB, so the hoard grows
+    // 8 MiB a call until the instance passes that, and the next call starts over. No call
+    // fails for what earlier calls left behind.
+    let (engine, catalogue, hostile) = hostile(reused(SandboxLimits::default()));
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(reason(&hostile, &engine, &catalogue, "hoard"));
+    }
+    assert_eq!(held[0], "holding 8 MiB");
+    assert_eq!(held[1], "holding 16 MiB");
+    let restarted = held.iter().skip(1).position(|r| r == "holding 8 MiB");
+    assert!(restarted.is_some(), "never replaced: {held:?}");
+}
+
+#[test]
+fn a_reused_instance_gives_every_call_its_whole_output_budget() {
+    let limits = reused(SandboxLimits {
+        max_output_bytes: 1 << 20,
+        ..SandboxLimits::default()
+    });
+    let (engine, catalogue, hostile) = hostile(limits);
+    // Each `log-flood` call logs 10 MiB through `log`, cut to the call's 1 MiB; the budget is
+    // the call's, so the third call on the same instance still answers.
+    for _ in 0..3 {
+        let answer = hostile
+            .select_instance(&engine, &catalogue, &pod(&[]), "log-flood")
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer[0].reason, "logged a lot first");
+    }
+    assert_eq!(engine.warm_instances(), 1);
+}
+
+#[test]
+fn a_plugin_with_its_own_limits_gets_them_and_the_others_keep_the_defaults() {
+    let own = SandboxLimits {
+        timeout: Duration::from_millis(30),
+        max_memory_bytes: 128 << 20,
+        instances: InstanceReuse::Reused,
+        ..SandboxLimits::default()
+    };
+    let engine = PluginEngine::with_plugin_limits(
+        SandboxLimits::default(),
+        [("hostile".to_owned(), own)].into_iter().collect(),
+        1,
+    )
+    .unwrap();
+    let catalogue = catalogue();
+    let hostile =
+        LoadedPlugin::load(&engine, &bytes("orca-test-plugin-hostile"), &catalogue).unwrap();
+    assert_eq!(hostile.limits, own);
+    let selector = LoadedPlugin::load(&engine, &bytes("orca-plugin-selector"), &catalogue).unwrap();
+    assert_eq!(selector.limits, SandboxLimits::default());
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "loop")
+        .unwrap_err();
+    assert!(
+        matches!(error, CallError::Timeout { timeout, .. } if timeout == Duration::from_millis(30)),
+        "{error}"
+    );
+    // An extra memory of 80 MiB: past the default 64 MiB, within its own 128 MiB.
+    let big = with_extra_memories(&bytes("orca-test-plugin-hostile"), 1, 2 * FORTY_MIB_PAGES);
+    let hostile = LoadedPlugin::load(&engine, &big, &catalogue).unwrap();
+    assert_eq!(reason(&hostile, &engine, &catalogue, "count"), "call 1");
+    let defaults = PluginEngine::new(SandboxLimits::default()).unwrap();
+    let Err(error) = LoadedPlugin::load(&defaults, &big, &catalogue) else {
+        panic!("80 MiB loaded under the default 64 MiB");
+    };
+    assert!(error.to_string().contains("83886080"), "{error}");
 }

@@ -7,6 +7,7 @@ pub mod captured_log;
 pub mod cluster;
 pub mod deploy;
 pub mod ec2;
+pub mod guest_plugins;
 pub mod http;
 pub mod inprocess;
 pub mod journal;

@@ -31,8 +31,8 @@ pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use nodes::{DeclaredNode, NodeEntry, REGION_LABEL};
 pub use pods::PodsConfig;
 pub use policy::{
-    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, OnError, OnErrorAction,
-    PluginStep, PolicyConfig, SandboxLimitsConfig,
+    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, Instances, OnError,
+    OnErrorAction, PluginLimits, PluginLimitsConfig, PluginStep, PolicyConfig, SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 pub use replicas::ReplicasConfig;
@@ -376,6 +376,49 @@ mod tests {
         assert!(error.contains("policy.limits.concurrentCalls"), "{error}");
         assert!(error.contains("576Mi"), "{error}");
         assert!(error.contains("512Mi"), "{error}");
+    }
+
+    #[test]
+    fn a_plugins_own_limits_are_validated_at_their_path_and_merged_over_the_defaults() {
+        for (yaml, field) in [
+            (
+                "policy:\n  pluginLimits:\n    py: {maxMemory: lots}\n",
+                "policy.pluginLimits.py.maxMemory",
+            ),
+            (
+                "policy:\n  pluginLimits:\n    py: {timeout: 0s}\n",
+                "policy.pluginLimits.py.timeout",
+            ),
+            (
+                "policy:\n  pluginLimits:\n    py: {maxTableElements: 0}\n",
+                "policy.pluginLimits.py.maxTableElements",
+            ),
+        ] {
+            let error = Config::parse(yaml).unwrap_err().to_string();
+            assert!(error.contains(field), "{yaml}: {error}");
+        }
+        let error = Config::parse("policy:\n  pluginLimits:\n    py: {instances: sometimes}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("instances"), "{error}");
+
+        let config = Config::parse(
+            "policy:\n  pluginLimits:\n    py: {maxMemory: 128Mi, instances: reused}\n  selectInstance:\n    - plugin: py\n    - plugin: orca-default-selector\n",
+        )
+        .unwrap();
+        let limits = &config.policy.plugin_limits()["py"];
+        assert_eq!(limits.max_memory_bytes, 128 << 20);
+        assert_eq!(limits.instances, Instances::Reused);
+        assert_eq!(limits.timeout, config.policy.default_limits().timeout);
+        // Two decisions, a load and two warm instances of `py`, at the largest maxMemory.
+        assert_eq!(config.policy.reused_chain_plugins(), 1);
+        assert_eq!(config.policy.total_plugin_memory_bytes(), 5 * (128 << 20));
+        let error = config.policy.check_fits(1 << 30).unwrap_err().to_string();
+        assert!(error.contains("warm"), "{error}");
+        // A reused plugin no chain names keeps no instance warm.
+        let config =
+            Config::parse("policy:\n  pluginLimits:\n    unused: {instances: reused}\n").unwrap();
+        assert_eq!(config.policy.reused_chain_plugins(), 0);
     }
 
     #[test]

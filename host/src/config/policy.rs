@@ -1,6 +1,7 @@
 //! The `policy:` section: which plugins decide, in what order, with what settings, and the
 //! sandbox every plugin call runs in.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use orca_plugin_sdk::Quantity;
@@ -27,6 +28,9 @@ pub struct PolicyConfig {
     /// ConfigMap update is several filesystem events.
     pub reload_debounce: Seconds,
     pub limits: SandboxLimitsConfig,
+    /// Limits of one plugin, by the name it reports, over `limits`: an interpreter (a Python
+    /// or JavaScript plugin) needs more memory than a Rust one, and runs faster reused.
+    pub plugin_limits: BTreeMap<String, PluginLimitsConfig>,
     /// Plugins asked for instance types, in order.
     pub select_instance: Vec<PluginStep>,
     /// Plugins asked for the market, in order.
@@ -64,6 +68,42 @@ pub struct SandboxLimitsConfig {
     pub concurrent_calls: u16,
     /// Bytes of stdout and of stderr kept per call (a Kubernetes quantity).
     pub max_output: String,
+    /// A new instance per call, or one kept warm between calls.
+    pub instances: Instances,
+}
+
+/// What `policy.pluginLimits.<name>` may change of `policy.limits` for one plugin; what it
+/// leaves out is `policy.limits`'.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PluginLimitsConfig {
+    pub timeout: Option<Seconds>,
+    pub max_memory: Option<String>,
+    pub max_table_elements: Option<u32>,
+    pub max_output: Option<String>,
+    pub instances: Option<Instances>,
+}
+
+/// `fresh`: a new instance per call, so nothing one pod's decision leaves in the plugin's
+/// memory reaches the next; `reused`: an instance kept between calls (its globals persist),
+/// dropped after any failure, once it holds half of `maxMemory`, and every 10,000 calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Instances {
+    #[default]
+    Fresh,
+    Reused,
+}
+
+/// One plugin's limits, `policy.limits` with its `pluginLimits` entry over them, as typed
+/// values (validated at load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginLimits {
+    pub timeout: std::time::Duration,
+    pub max_memory_bytes: usize,
+    pub max_table_elements: u32,
+    pub max_output_bytes: usize,
+    pub instances: Instances,
 }
 
 impl Default for SandboxLimitsConfig {
@@ -74,6 +114,7 @@ impl Default for SandboxLimitsConfig {
             max_table_elements: 20_000,
             max_output: "64Ki".to_owned(),
             concurrent_calls: 2,
+            instances: Instances::Fresh,
         }
     }
 }
@@ -97,6 +138,7 @@ impl Default for PolicyConfig {
             compile_cache_dir: None,
             reload_debounce: Seconds::from_millis(50),
             limits: SandboxLimitsConfig::default(),
+            plugin_limits: BTreeMap::new(),
             select_instance: step(DEFAULT_SELECTOR),
             choose_market: step(DEFAULT_MARKET),
             build_tags: step(DEFAULT_TAGGER),
@@ -130,17 +172,75 @@ impl PolicyConfig {
         Some(base.join("orca").join("plugins"))
     }
 
-    /// `limits.maxMemory` in bytes (validated at load, so the parse succeeds).
-    pub fn max_memory_bytes(&self) -> usize {
-        quantity_bytes(&self.limits.max_memory).unwrap_or_default()
+    /// `limits` as typed values (validated at load, so the parses succeed).
+    pub fn default_limits(&self) -> PluginLimits {
+        PluginLimits {
+            timeout: self.limits.timeout.get(),
+            max_memory_bytes: quantity_bytes(&self.limits.max_memory).unwrap_or_default(),
+            max_table_elements: self.limits.max_table_elements,
+            max_output_bytes: quantity_bytes(&self.limits.max_output).unwrap_or_default(),
+            instances: self.limits.instances,
+        }
     }
 
-    /// `limits.maxOutput` in bytes (validated at load, so the parse succeeds).
-    pub fn max_output_bytes(&self) -> usize {
-        quantity_bytes(&self.limits.max_output).unwrap_or_default()
+    /// Each `pluginLimits` entry's plugin with its limits: the entry over `limits`.
+    pub fn plugin_limits(&self) -> BTreeMap<String, PluginLimits> {
+        let defaults = self.default_limits();
+        self.plugin_limits
+            .iter()
+            .map(|(name, entry)| {
+                let limits = PluginLimits {
+                    timeout: entry.timeout.map_or(defaults.timeout, |t| t.get()),
+                    max_memory_bytes: entry
+                        .max_memory
+                        .as_deref()
+                        .and_then(quantity_bytes)
+                        .unwrap_or(defaults.max_memory_bytes),
+                    max_table_elements: entry
+                        .max_table_elements
+                        .unwrap_or(defaults.max_table_elements),
+                    max_output_bytes: entry
+                        .max_output
+                        .as_deref()
+                        .and_then(quantity_bytes)
+                        .unwrap_or(defaults.max_output_bytes),
+                    instances: entry.instances.unwrap_or(defaults.instances),
+                };
+                (name.clone(), limits)
+            })
+            .collect()
     }
 
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    /// The most memory any one plugin call may hold: `limits.maxMemory` or a larger
+    /// `pluginLimits` entry's.
+    pub fn largest_max_memory_bytes(&self) -> usize {
+        self.plugin_limits()
+            .values()
+            .map(|l| l.max_memory_bytes)
+            .fold(self.default_limits().max_memory_bytes, usize::max)
+    }
+
+    /// The plugins the chains name that keep instances warm between calls: each may keep one
+    /// per concurrent decision.
+    pub fn reused_chain_plugins(&self) -> usize {
+        let named: std::collections::BTreeSet<&str> = self
+            .chains()
+            .into_iter()
+            .flat_map(|(_, chain)| chain.iter().map(|step| step.plugin.as_str()))
+            .collect();
+        named
+            .into_iter()
+            .filter(|name| {
+                self.plugin_limits
+                    .get(*name)
+                    .and_then(|l| l.instances)
+                    .unwrap_or(self.limits.instances)
+                    == Instances::Reused
+            })
+            .count()
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         for (field, chain) in self.chains() {
             if chain.is_empty() {
                 return Err(ConfigError::invalid(
@@ -168,49 +268,28 @@ impl PolicyConfig {
                 "an existing directory of .wasm plugins",
             ));
         }
-        let timeout = self.limits.timeout.get();
-        if timeout.is_zero() || timeout > std::time::Duration::from_secs(10) {
-            return Err(ConfigError::invalid(
-                "policy.limits.timeout",
-                self.limits.timeout,
-                "a duration above 0 and at most 10s, such as 100ms",
-            ));
-        }
-        for (field, value, min, max) in [
-            (
-                "policy.limits.maxMemory",
-                &self.limits.max_memory,
-                1 << 20,
-                4 << 30,
-            ),
-            (
-                "policy.limits.maxOutput",
-                &self.limits.max_output,
-                0,
-                16 << 20,
-            ),
-        ] {
-            match quantity_bytes(value) {
-                Some(bytes) if (min..=max).contains(&bytes) => {}
-                _ => {
-                    return Err(ConfigError::invalid(
-                        field,
-                        value,
-                        &format!(
-                            "a byte quantity from {} to {}, such as 64Mi",
-                            human(min),
-                            human(max)
-                        ),
-                    ));
-                }
+        validate_limits(
+            "policy.limits",
+            Some(self.limits.timeout),
+            Some(&self.limits.max_memory),
+            Some(self.limits.max_table_elements),
+            Some(&self.limits.max_output),
+        )?;
+        for (name, entry) in &self.plugin_limits {
+            if name.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    "policy.pluginLimits",
+                    format!("{name:?}"),
+                    "plugin names as they report them (see `orca plugin check FILE.wasm`)",
+                ));
             }
-        }
-        if self.limits.max_table_elements == 0 {
-            return Err(ConfigError::invalid(
-                "policy.limits.maxTableElements",
-                0,
-                "a positive number of table elements, such as 20000",
-            ));
+            validate_limits(
+                &format!("policy.pluginLimits.{name}"),
+                entry.timeout,
+                entry.max_memory.as_deref(),
+                entry.max_table_elements,
+                entry.max_output.as_deref(),
+            )?;
         }
         if !(1..=MAX_CONCURRENT_CALLS).contains(&self.limits.concurrent_calls) {
             return Err(ConfigError::invalid(
@@ -222,11 +301,20 @@ impl PolicyConfig {
         Ok(())
     }
 
-    /// Linear memory all plugin calls together may hold at once: `maxMemory` for each
-    /// concurrent decision and for the one plugin load that may run beside them.
+    /// Instances that may hold memory at once: one per concurrent decision, one for the
+    /// plugin load that may run beside them, and one per concurrent decision for each reused
+    /// plugin the chains name, kept warm between calls.
+    pub fn plugin_instances(&self) -> u64 {
+        let calls = u64::from(self.limits.concurrent_calls);
+        let warm = calls.saturating_mul(self.reused_chain_plugins() as u64);
+        calls + LOAD_CALLS + warm
+    }
+
+    /// Linear memory all plugin instances together may hold at once: the largest `maxMemory`
+    /// for each of [`Self::plugin_instances`].
     pub fn total_plugin_memory_bytes(&self) -> u64 {
-        let calls = u64::from(self.limits.concurrent_calls) + LOAD_CALLS;
-        calls.saturating_mul(self.max_memory_bytes() as u64)
+        self.plugin_instances()
+            .saturating_mul(self.largest_max_memory_bytes() as u64)
     }
 
     /// Plugins may hold at most half of the memory this process may use, so a hostile plugin
@@ -240,16 +328,70 @@ impl PolicyConfig {
             "policy.limits.concurrentCalls",
             self.limits.concurrent_calls,
             &format!(
-                "(concurrentCalls + 1) × maxMemory = ({} + 1) × {} = {} of plugin memory at \
-                 most half of this container's memory limit ({}): fewer concurrent calls, a \
-                 smaller policy.limits.maxMemory, or a higher memory limit",
-                self.limits.concurrent_calls,
-                self.limits.max_memory,
+                "{} instances (concurrentCalls + 1{}) × the largest maxMemory ({}) = {} of plugin \
+                 memory at most half of this container's memory limit ({}): fewer concurrent \
+                 calls, a smaller maxMemory, or a higher memory limit",
+                self.plugin_instances(),
+                if self.reused_chain_plugins() > 0 {
+                    ", and as many kept warm for each reused plugin"
+                } else {
+                    ""
+                },
+                human(self.largest_max_memory_bytes()),
                 human(usize::try_from(total).unwrap_or(usize::MAX)),
                 human(usize::try_from(memory_limit).unwrap_or(usize::MAX)),
             ),
         ))
     }
+}
+
+/// Checks the limit fields present, reported under `prefix` (`policy.limits`,
+/// `policy.pluginLimits.NAME`).
+fn validate_limits(
+    prefix: &str,
+    timeout: Option<Seconds>,
+    max_memory: Option<&str>,
+    max_table_elements: Option<u32>,
+    max_output: Option<&str>,
+) -> Result<(), ConfigError> {
+    if let Some(timeout) = timeout {
+        let value = timeout.get();
+        if value.is_zero() || value > std::time::Duration::from_secs(10) {
+            return Err(ConfigError::invalid(
+                format!("{prefix}.timeout"),
+                timeout,
+                "a duration above 0 and at most 10s, such as 100ms",
+            ));
+        }
+    }
+    for (field, value, min, max) in [
+        ("maxMemory", max_memory, 1 << 20, 4 << 30),
+        ("maxOutput", max_output, 0, 16 << 20),
+    ] {
+        let Some(value) = value else { continue };
+        match quantity_bytes(value) {
+            Some(bytes) if (min..=max).contains(&bytes) => {}
+            _ => {
+                return Err(ConfigError::invalid(
+                    format!("{prefix}.{field}"),
+                    value,
+                    &format!(
+                        "a byte quantity from {} to {}, such as 64Mi",
+                        human(min),
+                        human(max)
+                    ),
+                ));
+            }
+        }
+    }
+    if max_table_elements == Some(0) {
+        return Err(ConfigError::invalid(
+            format!("{prefix}.maxTableElements"),
+            0,
+            "a positive number of table elements, such as 20000",
+        ));
+    }
+    Ok(())
 }
 
 /// The most pods' decisions that may run at once.

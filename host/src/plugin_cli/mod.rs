@@ -12,14 +12,14 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::cli::{PipelineArgs, PluginCommand};
 use crate::config::{
-    Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, OnError, PolicyConfig,
+    Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, Instances, OnError, PolicyConfig,
 };
 use crate::policy::Pipeline;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::{ChainStep, HookChains};
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, Reporters};
-use crate::policy::setup::build_registry;
+use crate::policy::setup::build_registry_for;
 use crate::policy::wasm::Hook;
 
 /// The node and cluster names decisions are made for outside a cluster.
@@ -56,9 +56,18 @@ fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), S
 fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
     serde_json::from_str::<serde_json::Value>(&args.settings)
         .map_err(|error| format!("--settings is not JSON: {error}"))?;
-    let policy = PolicyConfig::default();
+    let mut policy = PolicyConfig::default();
+    if args.instances.as_deref() == Some("reused") {
+        policy.limits.instances = Instances::Reused;
+    }
+    if let Some(max_memory) = &args.max_memory {
+        policy.limits.max_memory = max_memory.clone();
+        policy.validate().map_err(|error| {
+            format!("--max-memory: {error}").replace("policy.limits.maxMemory", "the value")
+        })?;
+    }
     let region = args.region.as_deref().unwrap_or(DEFAULT_REGION);
-    let (catalogue, registry) = registry(&policy, region)?;
+    let (catalogue, registry) = registry(&policy, region, usize::from(args.plugin.is_some()))?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = &args.plugin {
         let plugin = registry.load_file(file)?;
@@ -93,7 +102,7 @@ fn configured_pipeline(
 ) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
     let config = Config::load(path).map_err(|error| error.to_string())?;
     let region = args.region.as_deref().unwrap_or(&config.provider.region);
-    let (catalogue, registry) = registry(&config.policy, region)?;
+    let (catalogue, registry) = registry(&config.policy, region, 0)?;
     if let Some(dir) = &config.policy.plugins_dir {
         // Logged as a node logs a rescan (plugin loaded, rejected, shadowed); no one else
         // needs to hear of it.
@@ -119,11 +128,12 @@ fn configured_pipeline(
 fn registry(
     policy: &PolicyConfig,
     region: &str,
+    extra_plugins: usize,
 ) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), String> {
     if let Some(dir) = policy.compile_cache_dir() {
         eprintln!("orca: compiled plugins are cached in {}", dir.display());
     }
-    build_registry(policy, region).map_err(|e| crate::errors::error_chain(&e))
+    build_registry_for(policy, region, extra_plugins).map_err(|e| crate::errors::error_chain(&e))
 }
 
 /// A pod manifest, with what the apiserver would add (uid, namespace) filled in.

@@ -2,13 +2,16 @@
 //! (embedded defaults, then the plugins directory) and the pipeline. Shared by the node and
 //! the `orca plugin` commands, so both run plugins exactly the same way.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::catalogue::{CatalogueError, InstanceCatalogue};
 use super::embedded::DEFAULT_PLUGINS;
 use super::registry::PluginRegistry;
-use super::wasm::{CatalogueQuery, EngineError, LoadError, PluginEngine, SandboxLimits};
-use crate::config::PolicyConfig;
+use super::wasm::{
+    CatalogueQuery, EngineError, InstanceReuse, LoadError, PluginEngine, SandboxLimits,
+};
+use crate::config::{Instances, PluginLimits, PolicyConfig};
 
 /// Why the policy stack could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -25,13 +28,30 @@ pub enum PolicySetupError {
 
 /// The sandbox limits `policy.limits` describes.
 pub fn sandbox_limits(policy: &PolicyConfig) -> SandboxLimits {
+    sandbox(policy, policy.default_limits())
+}
+
+/// Each `policy.pluginLimits` entry's sandbox limits, by plugin name.
+pub fn plugin_sandbox_limits(policy: &PolicyConfig) -> BTreeMap<String, SandboxLimits> {
+    policy
+        .plugin_limits()
+        .into_iter()
+        .map(|(name, limits)| (name, sandbox(policy, limits)))
+        .collect()
+}
+
+fn sandbox(policy: &PolicyConfig, limits: PluginLimits) -> SandboxLimits {
     SandboxLimits {
-        timeout: policy.limits.timeout.get(),
-        max_memory_bytes: policy.max_memory_bytes(),
-        max_table_elements: usize::try_from(policy.limits.max_table_elements).unwrap_or(usize::MAX),
-        max_output_bytes: policy.max_output_bytes(),
+        timeout: limits.timeout,
+        max_memory_bytes: limits.max_memory_bytes,
+        max_table_elements: usize::try_from(limits.max_table_elements).unwrap_or(usize::MAX),
+        max_output_bytes: limits.max_output_bytes,
         concurrent_calls: usize::from(policy.limits.concurrent_calls),
         load_timeout: super::wasm::LOAD_TIMEOUT,
+        instances: match limits.instances {
+            Instances::Fresh => InstanceReuse::Fresh,
+            Instances::Reused => InstanceReuse::Reused,
+        },
     }
 }
 
@@ -44,12 +64,38 @@ pub fn build_registry(
     policy: &PolicyConfig,
     region: &str,
 ) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
+    build_registry_for(policy, region, 0)
+}
+
+/// [`build_registry`] for chains that will also ask `extra_plugins` plugins not named in
+/// `policy` (`orca plugin eval --plugin`), with `policy.limits`.
+///
+/// # Errors
+/// [`PolicySetupError`] naming the part that failed.
+pub fn build_registry_for(
+    policy: &PolicyConfig,
+    region: &str,
+    extra_plugins: usize,
+) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
     let catalogue = Arc::new(InstanceCatalogue::bundled(region)?);
-    let mut engine = PluginEngine::new(sandbox_limits(policy))?;
+    let mut engine = PluginEngine::with_plugin_limits(
+        sandbox_limits(policy),
+        plugin_sandbox_limits(policy),
+        policy.reused_chain_plugins() + extra_warm(policy, extra_plugins),
+    )?;
     if let Some(dir) = policy.compile_cache_dir() {
         engine = engine.with_compile_cache(&dir);
     }
     let query: Arc<dyn CatalogueQuery> = catalogue.clone();
     let registry = PluginRegistry::new(Arc::new(engine), query, DEFAULT_PLUGINS)?;
     Ok((catalogue, Arc::new(registry)))
+}
+
+/// Warm instances' plugins among `extra` plugins with `policy.limits`.
+fn extra_warm(policy: &PolicyConfig, extra: usize) -> usize {
+    if policy.limits.instances == Instances::Reused {
+        extra
+    } else {
+        0
+    }
 }

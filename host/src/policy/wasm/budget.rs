@@ -28,7 +28,6 @@ impl CallBudget {
     }
 
     /// Bytes of linear memory the call holds, all memories together.
-    #[cfg(test)]
     pub fn memory_used(&self) -> usize {
         self.memory_bytes - self.memory_left
     }
@@ -59,7 +58,7 @@ impl ResourceLimiter for CallBudget {
             wasmtime::bail!(
                 "the call's memory budget is spent: growing a memory from {current} to {desired} \
                  bytes would take the call past {} bytes over all its memories \
-                 (policy.limits.maxMemory)",
+                 (maxMemory: policy.limits, or the plugin's policy.pluginLimits entry)",
                 self.memory_bytes
             );
         }

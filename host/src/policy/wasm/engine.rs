@@ -1,10 +1,10 @@
 //! One wasmtime engine for all plugins: component model, pooling allocator, epoch interruption
 //! driven by a ticker thread that stops when the engine is dropped.
 
-use std::collections::HashSet;
-use std::time::{Duration, SystemTime};
-
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -12,8 +12,9 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 use super::bindings::{v0_1, v0_2, v0_3};
 use super::budget::INSTANCES_PER_CALL;
 use super::cache::CompileCache;
-use super::limits::{EPOCH_TICK, LOAD_CALLS, SandboxLimits};
+use super::limits::{EPOCH_TICK, InstanceReuse, LOAD_CALLS, SandboxLimits};
 use super::state::CallState;
+use super::warm::WarmPool;
 
 /// Bytes of each memory and table slot kept resident between calls: more than a default
 /// plugin touches per decision (about 1.2 MiB of memory), a bounded RSS cost per warm slot.
@@ -32,6 +33,10 @@ pub struct PluginEngine {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
     pub(super) limits: SandboxLimits,
+    /// Limits of plugins that have their own, by the name they report.
+    plugin_limits: BTreeMap<String, SandboxLimits>,
+    /// Instances of reused plugins between their calls.
+    pub(super) warm: Arc<WarmPool>,
     cache: Option<CompileCache>,
 }
 
@@ -40,9 +45,32 @@ impl PluginEngine {
     /// [`EngineError`] when wasmtime rejects the configuration (for example a pooling size the
     /// machine cannot reserve).
     pub fn new(limits: SandboxLimits) -> Result<PluginEngine, EngineError> {
-        // Room for every call that may run at once, each with all the instances it may create:
-        // a call never waits for, or fails on, a slot taken by another.
-        let calls = u32::try_from(limits.concurrent_calls + LOAD_CALLS).unwrap_or(u32::MAX);
+        let warm_plugins = usize::from(limits.instances == InstanceReuse::Reused);
+        PluginEngine::with_plugin_limits(limits, BTreeMap::new(), warm_plugins)
+    }
+
+    /// An engine whose plugins named in `plugin_limits` get those limits instead of `limits`
+    /// (`concurrent_calls` is `limits`' for all), keeping instances warm for up to
+    /// `warm_plugins` reused plugins.
+    ///
+    /// # Errors
+    /// As [`PluginEngine::new`].
+    pub fn with_plugin_limits(
+        limits: SandboxLimits,
+        plugin_limits: BTreeMap<String, SandboxLimits>,
+        warm_plugins: usize,
+    ) -> Result<PluginEngine, EngineError> {
+        let every = || std::iter::once(&limits).chain(plugin_limits.values());
+        let max_memory_bytes = every().map(|l| l.max_memory_bytes).max().unwrap_or(0);
+        let max_table_elements = every().map(|l| l.max_table_elements).max().unwrap_or(0);
+        // Idle instances of reused plugins: one per concurrent decision for each, so a burst
+        // finds every decision's instance warm. A chain of reused plugins must not evict its
+        // own instances from one hook to the next.
+        let warm = limits.concurrent_calls.saturating_mul(warm_plugins);
+        // Room for every call that may run at once, each with all the instances it may create,
+        // and for the idle warm ones: a call never waits for, or fails on, a slot taken by
+        // another.
+        let calls = u32::try_from(limits.concurrent_calls + LOAD_CALLS + warm).unwrap_or(u32::MAX);
         let per_call = u32::try_from(INSTANCES_PER_CALL).unwrap_or(u32::MAX);
         let slots = calls.saturating_mul(per_call);
         let mut pooling = PoolingAllocationConfig::default();
@@ -51,8 +79,8 @@ impl PluginEngine {
             .total_core_instances(slots)
             .total_memories(slots)
             .total_tables(slots)
-            .max_memory_size(limits.max_memory_bytes)
-            .table_elements(limits.max_table_elements)
+            .max_memory_size(max_memory_bytes)
+            .table_elements(max_table_elements)
             // A fresh instance per call reuses a warm slot: resetting the pages the last call
             // touched with memset (found by PAGEMAP_SCAN where the kernel has it) is far
             // cheaper than madvise followed by a page fault per page on the next call.
@@ -80,8 +108,32 @@ impl PluginEngine {
             engine,
             linker,
             limits,
+            plugin_limits,
+            warm: Arc::new(WarmPool::new(warm)),
             cache: None,
         })
+    }
+
+    /// The limits of the plugin that reports `name`.
+    pub fn limits_for(&self, name: &str) -> SandboxLimits {
+        self.plugin_limits.get(name).copied().unwrap_or(self.limits)
+    }
+
+    /// The limits of a plugin's load (its `info` call), before its name is known: the largest
+    /// any plugin may have, with the load timeout.
+    pub(super) fn load_limits(&self) -> SandboxLimits {
+        let every = || std::iter::once(&self.limits).chain(self.plugin_limits.values());
+        SandboxLimits {
+            timeout: every()
+                .map(|l| l.timeout)
+                .max()
+                .unwrap_or(self.limits.timeout),
+            max_memory_bytes: every().map(|l| l.max_memory_bytes).max().unwrap_or(0),
+            max_table_elements: every().map(|l| l.max_table_elements).max().unwrap_or(0),
+            instances: InstanceReuse::Fresh,
+            ..self.limits
+        }
+        .for_load()
     }
 
     /// Keeps compiled plugins in `dir` (created if missing) so restarts do not recompile.
@@ -124,6 +176,11 @@ impl PluginEngine {
 
     pub fn limits(&self) -> SandboxLimits {
         self.limits
+    }
+
+    /// Instances of reused plugins idle between calls.
+    pub fn warm_instances(&self) -> usize {
+        self.warm.idle()
     }
 }
 

@@ -2,7 +2,24 @@
 
 use std::time::Duration;
 
-/// Sandbox limits applied to every plugin call.
+/// Whether a plugin's calls each get a new instance or share one kept warm between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstanceReuse {
+    /// A new instance per call: nothing a call leaves in memory reaches the next pod's.
+    #[default]
+    Fresh,
+    /// An instance is kept between calls (its globals persist), so an interpreter's start-up
+    /// work and first touch of its memory image are paid once, not per decision. It is dropped
+    /// after any trap or timeout, once it holds half of `max_memory_bytes`, and after
+    /// [`REUSED_CALLS`] calls.
+    Reused,
+}
+
+/// Calls one reused instance serves before it is replaced by a new one, so what a plugin
+/// accumulates (caches, fragmentation) never builds up without bound.
+pub const REUSED_CALLS: u32 = 10_000;
+
+/// Sandbox limits applied to a plugin's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxLimits {
     /// Wall time a call may run before it is interrupted (epoch deadline).
@@ -18,6 +35,8 @@ pub struct SandboxLimits {
     pub max_output_bytes: usize,
     /// Wall time of a call made while loading a plugin (its `info`); at least `timeout`.
     pub load_timeout: Duration,
+    /// A new instance per call, or one kept warm between calls.
+    pub instances: InstanceReuse,
 }
 
 impl Default for SandboxLimits {
@@ -29,6 +48,7 @@ impl Default for SandboxLimits {
             max_output_bytes: 64 << 10,
             concurrent_calls: 2,
             load_timeout: LOAD_TIMEOUT,
+            instances: InstanceReuse::Fresh,
         }
     }
 }

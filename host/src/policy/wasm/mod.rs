@@ -1,5 +1,5 @@
 //! The WebAssembly side of policy: plugins compiled once, instantiated per call in a fresh,
-//! bounded sandbox.
+//! bounded sandbox (or, for reused plugins, kept warm between calls within the same bounds).
 
 pub(crate) mod bindings;
 mod budget;
@@ -7,9 +7,11 @@ mod cache;
 mod engine;
 mod limits;
 mod log_limit;
+mod output;
 mod plugin;
 mod state;
 mod version;
+mod warm;
 
 pub use bindings::{
     AllocationStrategy, AnnotationError, Architecture, Candidate, Hook, InstanceQuery,
@@ -17,7 +19,7 @@ pub use bindings::{
     TagContext, Toleration,
 };
 pub use engine::{EngineError, PluginEngine};
-pub use limits::{LOAD_TIMEOUT, SandboxLimits};
+pub use limits::{InstanceReuse, LOAD_TIMEOUT, REUSED_CALLS, SandboxLimits};
 pub use plugin::{CallError, LoadError, LoadedPlugin, sha256_hex};
 pub use state::CatalogueQuery;
 pub use version::{HOST_INTERFACE_VERSION, VersionError};

@@ -1,13 +1,14 @@
 //! A compiled plugin and calls into it, each in a fresh store from the pre-instantiated
-//! component, so no state leaks between pods and a call costs an instantiation, not a compile.
+//! component, so no state leaks between pods and a call costs an instantiation, not a compile;
+//! or, for a plugin with `instances: reused`, in a warm instance kept between its calls.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::bindings::{
     Candidate, Hook, InterfaceVersion, MarketDecision, Pod, PolicyError, Tag, TagContext, v0_1,
@@ -15,10 +16,12 @@ use super::bindings::{
 };
 use super::budget::CallBudget;
 use super::engine::PluginEngine;
-use super::limits::SandboxLimits;
+use super::limits::{InstanceReuse, SandboxLimits};
 use super::log_limit::{Admission, CallLog, LogRate};
+use super::output::CallOutput;
 use super::state::{CallState, CatalogueQuery};
 use super::version::{VersionError, check_interface_version};
+use super::warm::{CallInstance, Exports, WarmPool};
 
 /// Why bytes could not become a plugin.
 #[derive(Debug, thiserror::Error)]
@@ -101,9 +104,23 @@ pub struct LoadedPlugin {
     pub interface_version: Option<String>,
     /// The interface version whose bindings call it.
     pub interface: InterfaceVersion,
+    /// What each of its calls may use (`policy.limits`, or its `policy.pluginLimits` entry).
+    pub limits: SandboxLimits,
     pre: Bindings,
     /// This plugin's share of orca's log, across all its calls.
     log_rate: Arc<LogRate>,
+    /// This load's key in the engine's pool of warm instances.
+    id: u64,
+    warm: Arc<WarmPool>,
+}
+
+/// Keys of loads in the pool of warm instances: a reload of the same bytes is a new plugin.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Drop for LoadedPlugin {
+    fn drop(&mut self) {
+        self.warm.forget(self.id);
+    }
 }
 
 impl LoadedPlugin {
@@ -130,33 +147,26 @@ impl LoadedPlugin {
             hooks: Vec::new(),
             interface_version: declared.map(|(text, _)| text),
             interface: pre.version(),
+            limits: engine.load_limits(),
             pre,
             log_rate: Arc::new(LogRate::new(Instant::now())),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            warm: engine.warm.clone(),
         };
-        let limits = engine.limits.for_load();
-        let info = match &plugin.pre {
-            Bindings::V0_3(pre) => plugin.call_within(limits, engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
+        let info = plugin
+            .call(engine, catalogue, |store, exports| match exports {
+                Exports::V0_3(p) => p.orca_policy_policy().call_info(store),
+                Exports::V0_2(p) => p.orca_policy_policy().call_info(store).map(v0_2::info_up),
+                Exports::V0_1(p) => p
                     .orca_policy_policy()
                     .call_info(store)
-            }),
-            Bindings::V0_2(pre) => plugin.call_within(limits, engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
-                    .orca_policy_policy()
-                    .call_info(store)
-                    .map(v0_2::info_up)
-            }),
-            Bindings::V0_1(pre) => plugin.call_within(limits, engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
-                    .orca_policy_policy()
-                    .call_info(store)
-                    .map(|info| v0_2::info_up(v0_1::info_up(info)))
-            }),
-        }
-        .map_err(LoadError::InfoFailed)?;
+                    .map(|info| v0_2::info_up(v0_1::info_up(info))),
+            })
+            .map_err(LoadError::InfoFailed)?;
         plugin.name = info_field("name", info.name)?;
         plugin.version = info_field("version", info.version)?;
         plugin.hooks = info.hooks;
+        plugin.limits = engine.limits_for(&plugin.name);
         Ok(plugin)
     }
 
@@ -169,31 +179,19 @@ impl LoadedPlugin {
         pod: &Pod,
         settings: &str,
     ) -> Result<Result<Vec<Candidate>, PolicyError>, CallError> {
-        match &self.pre {
-            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
-                    .orca_policy_policy()
-                    .call_select_instance(store, pod, settings)
-            }),
-            Bindings::V0_2(pre) => {
-                let pod = v0_2::pod(pod);
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_select_instance(store, &pod, settings)
-                        .map(v0_2::candidates_up)
-                })
-            }
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(&v0_2::pod(pod));
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_select_instance(store, &pod, settings)
-                        .map(|answer| v0_2::candidates_up(v0_1::candidates_up(answer)))
-                })
-            }
-        }
+        self.call(engine, catalogue, |store, exports| match exports {
+            Exports::V0_3(p) => p
+                .orca_policy_policy()
+                .call_select_instance(store, pod, settings),
+            Exports::V0_2(p) => p
+                .orca_policy_policy()
+                .call_select_instance(store, &v0_2::pod(pod), settings)
+                .map(v0_2::candidates_up),
+            Exports::V0_1(p) => p
+                .orca_policy_policy()
+                .call_select_instance(store, &v0_1::pod(&v0_2::pod(pod)), settings)
+                .map(|answer| v0_2::candidates_up(v0_1::candidates_up(answer))),
+        })
     }
 
     /// # Errors
@@ -206,33 +204,29 @@ impl LoadedPlugin {
         settings: &str,
         candidates: &[Candidate],
     ) -> Result<Result<MarketDecision, PolicyError>, CallError> {
-        match &self.pre {
-            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
-                    .orca_policy_policy()
-                    .call_choose_market(store, pod, settings, candidates)
-            }),
-            Bindings::V0_2(pre) => {
-                let pod = v0_2::pod(pod);
-                let candidates = v0_2::candidates_down(candidates);
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_choose_market(store, &pod, settings, &candidates)
-                        .map(v0_2::market_up)
-                })
-            }
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(&v0_2::pod(pod));
-                let candidates = v0_1::candidates_down(&v0_2::candidates_down(candidates));
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_choose_market(store, &pod, settings, &candidates)
-                        .map(|answer| v0_2::market_up(v0_1::market_up(answer)))
-                })
-            }
-        }
+        self.call(engine, catalogue, |store, exports| match exports {
+            Exports::V0_3(p) => p
+                .orca_policy_policy()
+                .call_choose_market(store, pod, settings, candidates),
+            Exports::V0_2(p) => p
+                .orca_policy_policy()
+                .call_choose_market(
+                    store,
+                    &v0_2::pod(pod),
+                    settings,
+                    &v0_2::candidates_down(candidates),
+                )
+                .map(v0_2::market_up),
+            Exports::V0_1(p) => p
+                .orca_policy_policy()
+                .call_choose_market(
+                    store,
+                    &v0_1::pod(&v0_2::pod(pod)),
+                    settings,
+                    &v0_1::candidates_down(&v0_2::candidates_down(candidates)),
+                )
+                .map(|answer| v0_2::market_up(v0_1::market_up(answer))),
+        })
     }
 
     /// # Errors
@@ -245,55 +239,76 @@ impl LoadedPlugin {
         settings: &str,
         context: &TagContext,
     ) -> Result<Result<Vec<Tag>, PolicyError>, CallError> {
-        match &self.pre {
-            Bindings::V0_3(pre) => self.call(engine, catalogue, |store| {
-                pre.instantiate(&mut *store)?
-                    .orca_policy_policy()
-                    .call_build_tags(store, pod, settings, context)
-            }),
-            Bindings::V0_2(pre) => {
-                let pod = v0_2::pod(pod);
-                let context = v0_2::tag_context(context);
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_build_tags(store, &pod, settings, &context)
-                        .map(v0_2::tags_up)
-                })
-            }
-            Bindings::V0_1(pre) => {
-                let pod = v0_1::pod(&v0_2::pod(pod));
-                let context = v0_1::tag_context(&v0_2::tag_context(context));
-                self.call(engine, catalogue, |store| {
-                    pre.instantiate(&mut *store)?
-                        .orca_policy_policy()
-                        .call_build_tags(store, &pod, settings, &context)
-                        .map(|answer| v0_2::tags_up(v0_1::tags_up(answer)))
-                })
-            }
-        }
+        self.call(engine, catalogue, |store, exports| match exports {
+            Exports::V0_3(p) => p
+                .orca_policy_policy()
+                .call_build_tags(store, pod, settings, context),
+            Exports::V0_2(p) => p
+                .orca_policy_policy()
+                .call_build_tags(
+                    store,
+                    &v0_2::pod(pod),
+                    settings,
+                    &v0_2::tag_context(context),
+                )
+                .map(v0_2::tags_up),
+            Exports::V0_1(p) => p
+                .orca_policy_policy()
+                .call_build_tags(
+                    store,
+                    &v0_1::pod(&v0_2::pod(pod)),
+                    settings,
+                    &v0_1::tag_context(&v0_2::tag_context(context)),
+                )
+                .map(|answer| v0_2::tags_up(v0_1::tags_up(answer))),
+        })
     }
 
-    /// One call in a fresh store: limits, deadline, stdio captured and forwarded to the log.
-    /// `run` instantiates the plugin in the store and calls it.
+    /// One call within the plugin's limits: in a fresh instance, or in its warm one when it is
+    /// reused (and one is idle); stdio captured and forwarded to the log. A reused instance
+    /// goes back to the pool only after a call that returned, and while it has room.
     fn call<R>(
         &self,
         engine: &PluginEngine,
         catalogue: &Arc<dyn CatalogueQuery>,
-        run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
+        run: impl FnOnce(&mut Store<CallState>, &Exports) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        self.call_within(engine.limits, engine, catalogue, run)
+        let limits = self.limits;
+        let reused = limits.instances == InstanceReuse::Reused;
+        let warm = if reused {
+            self.warm.take(self.id)
+        } else {
+            None
+        };
+        let mut instance = match warm {
+            Some(instance) => instance,
+            None => self
+                .instantiate(limits, engine, catalogue)
+                .map_err(|error| self.call_error(limits, error))?,
+        };
+        // Each call has its own deadline and log budget, in a new store or a reused one.
+        instance.store.set_epoch_deadline(limits.deadline_ticks());
+        instance.store.data_mut().log = CallLog::new(limits.max_output_bytes);
+        instance.calls += 1;
+        let result = run(&mut instance.store, &instance.exports);
+        self.forward_output(&mut instance);
+        let answer = result.map_err(|error| self.call_error(limits, error))?;
+        if reused && instance.may_serve_again(&limits) {
+            self.warm.put(self.id, instance);
+        }
+        Ok(answer)
     }
 
-    fn call_within<R>(
+    /// A new store with the plugin instantiated in it. What the instantiation wrote before
+    /// failing is forwarded to the log.
+    fn instantiate(
         &self,
         limits: SandboxLimits,
         engine: &PluginEngine,
         catalogue: &Arc<dyn CatalogueQuery>,
-        run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, CallError> {
-        let stdout = MemoryOutputPipe::new(limits.max_output_bytes);
-        let stderr = MemoryOutputPipe::new(limits.max_output_bytes);
+    ) -> wasmtime::Result<CallInstance> {
+        let stdout = CallOutput::new(limits.max_output_bytes);
+        let stderr = CallOutput::new(limits.max_output_bytes);
         // No preopened directories, environment, arguments or network: stdio only.
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
@@ -311,12 +326,43 @@ impl LoadedPlugin {
         };
         let mut store = Store::new(&engine.engine, state);
         store.limiter(|state| &mut state.budget);
+        // Start functions run within the call's time limit too.
         store.set_epoch_deadline(limits.deadline_ticks());
-        let result = run(&mut store);
-        self.log_rate.count_dropped(store.data().log_dropped);
-        forward_output(&self.name, "stdout", &stdout, &self.log_rate);
-        forward_output(&self.name, "stderr", &stderr, &self.log_rate);
-        result.map_err(|error| match error.downcast_ref::<Trap>() {
+        match self.pre.instantiate(&mut store) {
+            Ok(exports) => Ok(CallInstance {
+                store,
+                exports,
+                stdout,
+                stderr,
+                calls: 0,
+            }),
+            Err(error) => {
+                forward_output(&self.name, "stdout", &stdout.take(), &self.log_rate);
+                forward_output(&self.name, "stderr", &stderr.take(), &self.log_rate);
+                Err(error)
+            }
+        }
+    }
+
+    fn forward_output(&self, instance: &mut CallInstance) {
+        let dropped = std::mem::take(&mut instance.store.data_mut().log_dropped);
+        self.log_rate.count_dropped(dropped);
+        forward_output(
+            &self.name,
+            "stdout",
+            &instance.stdout.take(),
+            &self.log_rate,
+        );
+        forward_output(
+            &self.name,
+            "stderr",
+            &instance.stderr.take(),
+            &self.log_rate,
+        );
+    }
+
+    fn call_error(&self, limits: SandboxLimits, error: wasmtime::Error) -> CallError {
+        match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => CallError::Timeout {
                 plugin: self.name.clone(),
                 timeout: limits.timeout,
@@ -328,7 +374,7 @@ impl LoadedPlugin {
                 plugin: self.name.clone(),
                 message: format!("{error:#}"),
             },
-        })
+        }
     }
 }
 
@@ -381,13 +427,20 @@ impl Bindings {
             Bindings::V0_3(_) => InterfaceVersion::V0_3,
         }
     }
+
+    fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<Exports> {
+        Ok(match self {
+            Bindings::V0_1(pre) => Exports::V0_1(pre.instantiate(store)?),
+            Bindings::V0_2(pre) => Exports::V0_2(pre.instantiate(store)?),
+            Bindings::V0_3(pre) => Exports::V0_3(pre.instantiate(store)?),
+        })
+    }
 }
 
-/// What the call wrote to a stream (bounded by the pipe), one log record per line, within the
+/// What the call wrote to a stream (bounded per call), one log record per line, within the
 /// plugin's share of orca's log.
-fn forward_output(plugin: &str, stream: &'static str, pipe: &MemoryOutputPipe, rate: &LogRate) {
-    let contents = pipe.contents();
-    for line in String::from_utf8_lossy(&contents)
+fn forward_output(plugin: &str, stream: &'static str, contents: &[u8], rate: &LogRate) {
+    for line in String::from_utf8_lossy(contents)
         .lines()
         .filter(|line| !line.trim().is_empty())
     {

@@ -4,7 +4,8 @@
 //! type that does not exist, `bad-tags` answers tags AWS would refuse, `forge-exit-code` sets
 //! the exit-code tag orca reads to decide a pod's outcome, `decline` declines the pod and
 //! `no-match` refuses it, `unsupported` answers that from a hook it lists (well-behaved
-//! answers, for the chain's `onError`). Anything else
+//! answers, for the chain's `onError`), `count` answers how many calls its instance has served
+//! and `hoard` keeps 8 MiB more per call (both show whether an instance is reused). Anything else
 //! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
 //! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
 //! passes them.
@@ -54,6 +55,26 @@ impl Plugin for Hostile {
                 Ok(vec![Candidate {
                     instance_type: "m7i.large".into(),
                     reason: "logged a lot first".into(),
+                }])
+            }
+            "count" => {
+                // Calls this instance has answered: 1 in a fresh instance every time, rising
+                // in one reused between calls.
+                static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+                let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                Ok(vec![Candidate {
+                    instance_type: "m7i.large".into(),
+                    reason: format!("call {calls}"),
+                }])
+            }
+            "hoard" => {
+                // Keeps 8 MiB more than the last call did, across calls of a reused instance.
+                static HOARD: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+                let mut hoard = HOARD.lock().unwrap_or_else(|p| p.into_inner());
+                hoard.push(vec![1u8; 8 << 20]);
+                Ok(vec![Candidate {
+                    instance_type: "m7i.large".into(),
+                    reason: format!("holding {} MiB", hoard.len() * 8),
                 }])
             }
             "long-error" => Err(PolicyError::Failed("z".repeat(2 << 20))),

@@ -1,0 +1,248 @@
+//! Policy plugins written in Python and TypeScript, built from the SDKs' example sources with
+//! their `build` scripts (`plugin-sdk/python`, `plugin-sdk/js`), run by the real orca: in a
+//! chain deciding real pods of the local cluster, and through `orca plugin eval`.
+//!
+//! Both examples are the Rust team selector (`deploy/examples/custom-plugin`) in another
+//! language: a team listed in the settings gets its types in its order, a pod of another team
+//! is declined (the next plugin, the default selector, decides it), and a team pod none of the
+//! team's types fits is `no-match`, which fails it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use orca_e2e::guest_plugins::{Language, team_selector_wasm};
+use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
+use serde_json::Value;
+
+/// The team selectors' settings in every test: team vision's types, best first.
+const SETTINGS: &str = r#"{"teams": {"vision": ["g6.xlarge", "g5.xlarge"]}}"#;
+const VISION_TYPES: [&str; 2] = ["g6.xlarge", "g5.xlarge"];
+/// How long orca may take to decide a pod, and a decided pod to run or fail.
+const DECIDED: Duration = Duration::from_secs(90);
+/// How long orca may take to load the plugins: from the compile cache the build warmed in
+/// milliseconds, but compiling a component again takes a debug orca minutes.
+const LOADED: Duration = Duration::from_secs(420);
+
+/// orca with `wasm` in its plugins directory, the chain
+/// `selectInstance: [<the team selector> with SETTINGS, orca-default-selector]`, and the
+/// limits README recommends for an interpreter's plugin: its own memory, its instance reused.
+fn start_with_team_selector(node: &str, language: Language, wasm: &Path) -> Result<OrcaProcess> {
+    let bytes = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let name = language.team_selector_name();
+    OrcaProcess::start(node, |dir| {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir(&plugins).expect("plugins dir");
+        std::fs::write(plugins.join(format!("{name}.wasm")), &bytes).expect("plugin file");
+        format!(
+            "{}policy:\n  pluginsDir: {}\n  pluginLimits:\n    {name}: {{instances: reused, maxMemory: 96Mi}}\n  selectInstance:\n    - plugin: {name}\n      settings: {SETTINGS}\n    - plugin: orca-default-selector\n",
+            test_config(node, dir, ""),
+            plugins.display()
+        )
+    })
+}
+
+/// A pod for `node` of `team`, asking for `gpus` GPUs when not 0.
+fn team_pod(name: &str, node: &str, team: &str, gpus: u32) -> Pod {
+    let mut pod = burst_pod(name, node, &[]);
+    pod.metadata.labels = Some([("team".to_owned(), team.to_owned())].into());
+    if gpus > 0 {
+        pod.spec.as_mut().expect("spec").containers[0].resources = Some(ResourceRequirements {
+            limits: Some([("nvidia.com/gpu".to_owned(), Quantity(gpus.to_string()))].into()),
+            ..ResourceRequirements::default()
+        });
+    }
+    pod
+}
+
+/// The team selector of `language`, built from source, deciding three real pods in a chain
+/// before the default selector: its team's pod, another team's, and one nothing fits.
+async fn team_selector_decides_real_pods(language: Language) -> Result<()> {
+    let wasm = team_selector_wasm(language)?;
+    let plugin = language.team_selector_name();
+    let client = TestCluster::shared().kube_client().await?;
+    let node = unique_node_name(plugin);
+    let orca = start_with_team_selector(&node, language, &wasm)?;
+    orca.wait_ready(Duration::from_secs(30)).await?;
+    // /readyz says 200 once every plugin the chains name is loaded.
+    orca.wait_serving(LOADED).await?;
+    let namespace = TestNamespace::create(&client, plugin).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+
+    pods::create(&api, &team_pod("vision", &node, "vision", 0)).await?;
+    pods::create(&api, &team_pod("finance", &node, "finance", 0)).await?;
+    // Every type of team vision has one GPU: none fits eight.
+    pods::create(&api, &team_pod("vision-8gpu", &node, "vision", 8)).await?;
+
+    // Team vision: its types in its order, one of them launched, and the pod runs.
+    let vision = pods::wait_for(&api, "vision", "Running", DECIDED, |p| {
+        phase(p) == "Running"
+    })
+    .await
+    .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", orca.log()))?;
+    let recorded = decision(&vision).context("the decision annotation")?;
+    ensure!(
+        recorded["selectInstance"]["plugin"] == plugin,
+        "the team selector chose the type: {recorded}"
+    );
+    ensure!(
+        recorded["selectInstance"]["reason"] == "team vision's types",
+        "{recorded}"
+    );
+    let instance_type = recorded["instanceType"].as_str().unwrap_or_default();
+    ensure!(
+        VISION_TYPES.contains(&instance_type),
+        "a type of team vision, not {instance_type:?}: {recorded}"
+    );
+    ensure!(
+        recorded["candidates"] == serde_json::json!(VISION_TYPES),
+        "{recorded}"
+    );
+
+    // Another team: declined, so the default selector decides, and the record says why.
+    let finance = wait_decided(&api, "finance", DECIDED).await?;
+    ensure!(
+        finance["selectInstance"]["plugin"] == "orca-default-selector",
+        "{finance}"
+    );
+    let declined = &finance["fallbacks"][0];
+    ensure!(
+        declined["kind"] == "declined"
+            && declined["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("\"finance\"")),
+        "the record says the team selector declined team finance: {finance}"
+    );
+    pods::wait_for(&api, "finance", "Running", DECIDED, |p| {
+        phase(p) == "Running"
+    })
+    .await?;
+
+    // A vision pod none of the team's types fits: no-match fails it (onError's default) rather
+    // than letting the default selector pick a bigger type.
+    let failed = pods::wait_for(&api, "vision-8gpu", "Failed", DECIDED, |p| {
+        phase(p) == "Failed"
+    })
+    .await?;
+    let message = pods::message(&failed);
+    ensure!(pods::reason(&failed) == "PolicyError", "{failed:?}");
+    ensure!(
+        message.contains(plugin)
+            && message.contains("none of team vision's types (g6.xlarge, g5.xlarge) fits"),
+        "{message}"
+    );
+    namespace.delete().await
+}
+
+#[tokio::test]
+async fn python_team_selector_decides_real_pods() -> Result<()> {
+    team_selector_decides_real_pods(Language::Python).await
+}
+
+#[tokio::test]
+async fn typescript_team_selector_decides_real_pods() -> Result<()> {
+    team_selector_decides_real_pods(Language::TypeScript).await
+}
+
+/// `orca plugin eval --plugin WASM --pod POD --settings SETTINGS -o json` of a pod of `team`
+/// asking for `gpus`: whether the pod was decided, and the JSON.
+fn eval(wasm: &Path, team: &str, gpus: u32) -> Result<(bool, Value)> {
+    let dir = tempfile::tempdir()?;
+    let pod: PathBuf = dir.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        format!(
+            "metadata: {{name: p, namespace: default, labels: {{team: {team}}}}}\n\
+             spec:\n  containers:\n  - name: main\n    image: busybox\n    \
+             resources: {{limits: {{nvidia.com/gpu: '{gpus}'}}}}\n"
+        ),
+    )?;
+    let output = Command::new(orca_e2e::orca::orca_binary())
+        .args(["plugin", "eval", "-o", "json", "--plugin"])
+        .arg(wasm)
+        .arg("--pod")
+        .arg(&pod)
+        .args(["--settings", SETTINGS])
+        .output()?;
+    let evaluation: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "orca plugin eval ({}): stdout {}, stderr {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    Ok((output.status.success(), evaluation))
+}
+
+/// The team selector of `language`, built from source, through the real `orca plugin eval`.
+fn team_selector_through_plugin_eval(language: Language) -> Result<()> {
+    let wasm = team_selector_wasm(language)?;
+    let plugin = language.team_selector_name();
+
+    // Team vision: the plugin answers with the team's types; the first is the decision.
+    let (decided, evaluation) = eval(&wasm, "vision", 1)?;
+    ensure!(decided && evaluation["decided"] == true, "{evaluation}");
+    let asked = &evaluation["asked"][0];
+    ensure!(
+        asked["plugin"] == plugin
+            && asked["hook"] == "select-instance"
+            && asked["outcome"] == "answered"
+            && asked["interface"] == "0.3.0",
+        "{evaluation}"
+    );
+    let decision = &evaluation["decision"];
+    ensure!(decision["instanceType"] == "g6.xlarge", "{evaluation}");
+    ensure!(
+        decision["candidates"] == serde_json::json!(VISION_TYPES),
+        "{evaluation}"
+    );
+    ensure!(
+        decision["selectInstance"]["plugin"] == plugin
+            && decision["selectInstance"]["reason"] == "team vision's types",
+        "{evaluation}"
+    );
+
+    // Another team: declined, the embedded default selector decides.
+    let (decided, evaluation) = eval(&wasm, "finance", 1)?;
+    ensure!(decided, "{evaluation}");
+    ensure!(
+        evaluation["asked"][0]["plugin"] == plugin
+            && evaluation["asked"][0]["outcome"] == "passedOn",
+        "{evaluation}"
+    );
+    ensure!(
+        evaluation["decision"]["selectInstance"]["plugin"] == "orca-default-selector",
+        "{evaluation}"
+    );
+
+    // Eight GPUs: no-match, the pod would fail (exit status 1), the message naming the types.
+    let (decided, evaluation) = eval(&wasm, "vision", 8)?;
+    ensure!(
+        !decided && evaluation["decided"] == false,
+        "the pod must fail: {evaluation}"
+    );
+    ensure!(
+        evaluation["asked"][0]["outcome"] == "failedThePod"
+            && evaluation["asked"][0]["failure"]["kind"] == "noMatch",
+        "{evaluation}"
+    );
+    let message = evaluation["error"]["message"].as_str().context("message")?;
+    ensure!(message.contains("g6.xlarge, g5.xlarge"), "{message}");
+    Ok(())
+}
+
+#[test]
+fn python_team_selector_through_plugin_eval() -> Result<()> {
+    team_selector_through_plugin_eval(Language::Python)
+}
+
+#[test]
+fn typescript_team_selector_through_plugin_eval() -> Result<()> {
+    team_selector_through_plugin_eval(Language::TypeScript)
+}

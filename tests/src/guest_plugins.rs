@@ -1,0 +1,142 @@
+//! Policy plugins written in Python and TypeScript, built from the SDKs' example sources
+//! (`plugin-sdk/python`, `plugin-sdk/js`) with their own `build` scripts, once per test process.
+//!
+//! A component built this way is new to orca every time (neither componentize-py nor
+//! ComponentizeJS builds reproducibly, so its sha256 changes), and compiling an 12 to 19 MB
+//! component takes a debug orca minutes. So each build is followed by one `orca plugin eval`,
+//! which leaves the compiled plugin in the user's compile cache (`~/.cache/orca/plugins`): the
+//! tests' orca processes and `orca plugin eval` runs then load it in milliseconds instead of
+//! each compiling it at once.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::{Context, Result, ensure};
+
+use crate::cluster::repo_root;
+
+/// A guest language with an SDK, and its example team selector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    Python,
+    TypeScript,
+}
+
+impl Language {
+    /// The name the example team selector reports (`info`), which chains name.
+    pub fn team_selector_name(self) -> &'static str {
+        match self {
+            Language::Python => "team-selector-py",
+            Language::TypeScript => "team-selector-js",
+        }
+    }
+
+    /// The SDK's build script, relative to the repository.
+    fn build_script(self) -> &'static str {
+        match self {
+            Language::Python => "plugin-sdk/python/build",
+            Language::TypeScript => "plugin-sdk/js/build",
+        }
+    }
+
+    /// The example's source folder, relative to the repository.
+    fn team_selector_source(self) -> &'static str {
+        match self {
+            Language::Python => "plugin-sdk/python/examples/team_selector",
+            Language::TypeScript => "plugin-sdk/js/examples/team-selector",
+        }
+    }
+}
+
+/// The example team selector of `language` as a component, built from source (and compiled
+/// into orca's compile cache) the first time a test of this process asks.
+pub fn team_selector_wasm(language: Language) -> Result<PathBuf> {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static TYPESCRIPT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let cell = match language {
+        Language::Python => &PYTHON,
+        Language::TypeScript => &TYPESCRIPT,
+    };
+    cell.get_or_init(|| build_and_compile(language).map_err(|e| format!("{e:#}")))
+        .clone()
+        .map_err(anyhow::Error::msg)
+}
+
+fn build_and_compile(language: Language) -> Result<PathBuf> {
+    let out_dir = output_dir()?;
+    std::fs::create_dir_all(&out_dir)?;
+    let out = out_dir.join(format!("{}.wasm", language.team_selector_name()));
+    let started = Instant::now();
+    build(language, &out)?;
+    let built = started.elapsed();
+    warm_compile_cache(&out, &out_dir)?;
+    println!(
+        "{}: built from {} in {built:.1?}, compiled by orca in {:.1?}",
+        language.team_selector_name(),
+        language.team_selector_source(),
+        started.elapsed() - built
+    );
+    Ok(out)
+}
+
+/// `<build script> <example> <out>`; the script installs its pinned tools on first use.
+fn build(language: Language, out: &Path) -> Result<()> {
+    let root = repo_root();
+    let output = Command::new(root.join(language.build_script()))
+        .arg(root.join(language.team_selector_source()))
+        .arg(out)
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("running {}", language.build_script()))?;
+    ensure!(
+        output.status.success(),
+        "{} {} failed ({}):\n{}{}",
+        language.build_script(),
+        language.team_selector_source(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}
+
+/// One `orca plugin eval` of the component (a pod of no team, which both examples decline with
+/// these settings), which compiles it into the compile cache every orca of this user shares.
+fn warm_compile_cache(wasm: &Path, out_dir: &Path) -> Result<()> {
+    let pod = out_dir.join("warm-pod.yaml");
+    std::fs::write(
+        &pod,
+        "metadata: {name: warm}\nspec:\n  containers:\n  - name: main\n    image: busybox\n",
+    )?;
+    let output = Command::new(crate::orca::orca_binary())
+        .args(["plugin", "eval", "-o", "json", "--plugin"])
+        .arg(wasm)
+        .arg("--pod")
+        .arg(&pod)
+        .args(["--settings", r#"{"teams": {}}"#])
+        .output()
+        .context("running orca plugin eval")?;
+    ensure!(
+        output.status.success(),
+        "orca plugin eval --plugin {} failed ({}):\n{}{}",
+        wasm.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}
+
+/// `<target>/guest-plugins`, beside the wasm32-wasip2 Rust plugins, whatever CARGO_TARGET_DIR
+/// was: rebuilt over on every test process, never accumulating.
+fn output_dir() -> Result<PathBuf> {
+    // <target>/debug/deps/<test binary> → <target>.
+    let exe = std::env::current_exe().context("locating the test binary")?;
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .context("the test binary is not in a cargo target directory")?;
+    Ok(target.join("guest-plugins"))
+}
