@@ -66,6 +66,22 @@ pub enum PluginCommand {
         #[arg(long, default_value_t = 5000)]
         iterations: usize,
     },
+    /// Publishes a plugin component to an OCI registry as a WebAssembly artifact (one
+    /// `application/wasm` layer), after checking that orca loads it, and prints the reference
+    /// pinned to the manifest's digest. `policy.plugins` pulls it from there.
+    Push {
+        /// The plugin component (`.wasm`).
+        file: PathBuf,
+        /// Where to: `oci://REGISTRY/REPOSITORY:TAG`.
+        reference: String,
+        /// Registry credentials, Docker's config.json format (default: `$DOCKER_CONFIG/config.json`,
+        /// else `~/.docker/config.json`, when present).
+        #[arg(long)]
+        docker_config: Option<PathBuf>,
+        /// PEM certificates trusted besides the system's, for a registry with a private CA.
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
+    },
 }
 
 /// What `eval` and `bench` run.

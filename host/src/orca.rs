@@ -43,6 +43,8 @@ pub enum StartError {
         #[source]
         source: notify::Error,
     },
+    #[error("policy.registry: {0}")]
+    PluginRegistryFailed(String),
     #[error("preparing the node")]
     NodeFailed(#[source] RegistrationError),
     #[error("starting the kubelet API")]
@@ -314,6 +316,31 @@ impl Orca {
         // Detached: it ends by itself once every embedded plugin has loaded, or at shutdown.
         let _ =
             reload::spawn_embedded_retry(self.registry.clone(), reporter.clone(), shutdown.clone());
+        if !self.config.policy.plugins.is_empty() {
+            let registry = &self.config.policy.registry;
+            let puller = crate::policy::oci::Puller::new(
+                registry.ca_file.as_deref(),
+                registry.docker_config.clone(),
+            )
+            .map_err(StartError::PluginRegistryFailed)?;
+            let references = self
+                .config
+                .policy
+                .plugins
+                .iter()
+                .filter_map(|text| crate::policy::oci::PluginReference::parse(text).ok())
+                .collect();
+            // Detached: it ends at shutdown. Pods whose chains name a plugin not pulled yet
+            // wait for it, as for a plugin not yet in the plugins directory.
+            drop(crate::policy::oci::spawn_refresh(
+                Arc::new(puller),
+                self.registry.clone(),
+                references,
+                registry.refresh_interval.get(),
+                reporter.clone(),
+                shutdown.clone(),
+            ));
+        }
         let watch_task = match &self.config.policy.plugins_dir {
             Some(dir) => {
                 // Plugins on disk serve from the first pod on.

@@ -422,6 +422,35 @@ mod tests {
     }
 
     #[test]
+    fn plugin_references_must_be_oci_with_a_registry() {
+        for (yaml, field) in [
+            (
+                "policy:\n  plugins: [\"ghcr.io/team/p:v1\"]\n",
+                "policy.plugins[0]",
+            ),
+            (
+                "policy:\n  plugins: [\"oci://ghcr.io/team/p:v1\", \"oci://p:v1\"]\n",
+                "policy.plugins[1]",
+            ),
+            (
+                "policy:\n  registry:\n    refreshInterval: 0s\n",
+                "policy.registry.refreshInterval",
+            ),
+            (
+                "policy:\n  registry:\n    caFile: /no/such/ca.pem\n",
+                "policy.registry.caFile",
+            ),
+        ] {
+            let error = Config::parse(yaml).unwrap_err().to_string();
+            assert!(error.contains(field), "{yaml}: {error}");
+        }
+        let config =
+            Config::parse("policy:\n  plugins: [\"oci://127.0.0.1:5000/team/p@sha256:0000000000000000000000000000000000000000000000000000000000000000\"]\n")
+                .unwrap();
+        assert_eq!(config.policy.plugins.len(), 1);
+    }
+
+    #[test]
     fn unknown_section_is_rejected() {
         let error = Config::parse("nodez: {}\n").unwrap_err().to_string();
         assert!(error.contains("unknown field `nodez`"), "{error}");

@@ -27,6 +27,12 @@ pub struct PolicyConfig {
     /// How long the plugins directory must be quiet before it is rescanned: a copy or a
     /// ConfigMap update is several filesystem events.
     pub reload_debounce: Seconds,
+    /// Plugins pulled from OCI registries: `oci://REGISTRY/REPOSITORY:TAG` (the tag is
+    /// resolved again every `registry.refreshInterval`, and a new digest is loaded without a
+    /// restart) or `oci://REGISTRY/REPOSITORY@sha256:DIGEST` (pinned). A plugin in
+    /// `pluginsDir` overrides a pulled one of the same name.
+    pub plugins: Vec<String>,
+    pub registry: RegistryConfig,
     pub limits: SandboxLimitsConfig,
     /// Limits of one plugin, by the name it reports, over `limits`: an interpreter (a Python
     /// or JavaScript plugin) needs more memory than a Rust one, and runs faster reused.
@@ -37,6 +43,30 @@ pub struct PolicyConfig {
     pub choose_market: Vec<PluginStep>,
     /// Plugins asked for tags, in order.
     pub build_tags: Vec<PluginStep>,
+}
+
+/// How plugins are pulled from OCI registries.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RegistryConfig {
+    /// How often tags are resolved again.
+    pub refresh_interval: Seconds,
+    /// Registry credentials in Docker's config.json format: a mounted
+    /// `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson`. Read at every pull, so a
+    /// rotated Secret is used without a restart. Absent: anonymous pulls.
+    pub docker_config: Option<PathBuf>,
+    /// PEM certificates trusted besides the system's, for a registry with a private CA.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig {
+            refresh_interval: Seconds::from_secs(60),
+            docker_config: None,
+            ca_file: None,
+        }
+    }
 }
 
 /// One plugin in a hook's chain.
@@ -137,6 +167,8 @@ impl Default for PolicyConfig {
             plugins_dir: None,
             compile_cache_dir: None,
             reload_debounce: Seconds::from_millis(50),
+            plugins: Vec::new(),
+            registry: RegistryConfig::default(),
             limits: SandboxLimitsConfig::default(),
             plugin_limits: BTreeMap::new(),
             select_instance: step(DEFAULT_SELECTOR),
@@ -267,6 +299,38 @@ impl PolicyConfig {
                 dir.display(),
                 "an existing directory of .wasm plugins",
             ));
+        }
+        for (index, reference) in self.plugins.iter().enumerate() {
+            if let Err(error) = crate::policy::oci::PluginReference::parse(reference) {
+                return Err(ConfigError::invalid(
+                    format!("policy.plugins[{index}]"),
+                    reference,
+                    &format!(
+                        "oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:DIGEST ({error})"
+                    ),
+                ));
+            }
+        }
+        if self.registry.refresh_interval.get().is_zero() {
+            return Err(ConfigError::invalid(
+                "policy.registry.refreshInterval",
+                self.registry.refresh_interval,
+                "a duration above 0, such as 60s",
+            ));
+        }
+        for (field, path) in [
+            ("policy.registry.dockerConfig", &self.registry.docker_config),
+            ("policy.registry.caFile", &self.registry.ca_file),
+        ] {
+            if let Some(path) = path
+                && !path.is_file()
+            {
+                return Err(ConfigError::invalid(
+                    field,
+                    path.display(),
+                    "an existing file",
+                ));
+            }
         }
         validate_limits(
             "policy.limits",

@@ -11,22 +11,7 @@ use crate::policy::setup::sandbox_limits;
 use crate::policy::wasm::{CatalogueQuery, InterfaceVersion, LoadedPlugin, PluginEngine};
 
 pub fn run(file: &Path) -> Result<(), String> {
-    let bytes =
-        std::fs::read(file).map_err(|error| format!("reading {}: {error}", file.display()))?;
-    let policy = PolicyConfig::default();
-    let mut engine =
-        PluginEngine::new(sandbox_limits(&policy)).map_err(|error| error.to_string())?;
-    // The same compile cache as `eval`, `bench` and a node run by this user: checking a plugin
-    // compiles it once for all of them.
-    if let Some(dir) = policy.compile_cache_dir() {
-        engine = engine.with_compile_cache(&dir);
-    }
-    let catalogue: Arc<dyn CatalogueQuery> =
-        Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(|error| error.to_string())?);
-    let started = Instant::now();
-    let plugin = LoadedPlugin::load(&engine, &bytes, &catalogue)
-        .map_err(|error| format!("{}: orca would refuse this plugin: {error}", file.display()))?;
-    let elapsed = started.elapsed();
+    let (plugin, bytes, elapsed) = load(file)?;
     let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
     println!("file:       {}", file.display());
     println!(
@@ -48,4 +33,28 @@ pub fn run(file: &Path) -> Result<(), String> {
     println!("size:       {} bytes", bytes.len());
     println!("load time:  {elapsed:.1?} (compile or compile cache, link, info call)");
     Ok(())
+}
+
+/// Loads `file` as orca would (the default limits, the user's compile cache): the plugin,
+/// its bytes and how long the load took.
+///
+/// # Errors
+/// Why orca would refuse it.
+pub(super) fn load(file: &Path) -> Result<(LoadedPlugin, Vec<u8>, std::time::Duration), String> {
+    let bytes =
+        std::fs::read(file).map_err(|error| format!("reading {}: {error}", file.display()))?;
+    let policy = PolicyConfig::default();
+    let mut engine =
+        PluginEngine::new(sandbox_limits(&policy)).map_err(|error| error.to_string())?;
+    // The same compile cache as `eval`, `bench` and a node run by this user: checking a plugin
+    // compiles it once for all of them.
+    if let Some(dir) = policy.compile_cache_dir() {
+        engine = engine.with_compile_cache(&dir);
+    }
+    let catalogue: Arc<dyn CatalogueQuery> =
+        Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(|error| error.to_string())?);
+    let started = Instant::now();
+    let plugin = LoadedPlugin::load(&engine, &bytes, &catalogue)
+        .map_err(|error| format!("{}: orca would refuse this plugin: {error}", file.display()))?;
+    Ok((plugin, bytes, started.elapsed()))
 }

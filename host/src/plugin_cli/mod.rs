@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod eval;
+mod push;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +41,12 @@ pub fn run(command: PluginCommand) -> Result<(), String> {
             pipeline,
             iterations,
         } => bench::run(&pipeline, iterations),
+        PluginCommand::Push {
+            file,
+            reference,
+            docker_config,
+            ca_file,
+        } => push::run(&file, &reference, docker_config, ca_file.as_deref()),
     }
 }
 

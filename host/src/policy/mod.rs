@@ -8,6 +8,7 @@ pub mod decision;
 pub mod embedded;
 pub mod explain;
 pub mod native;
+pub mod oci;
 pub mod pipeline;
 mod plugin_text;
 mod pod_view;

@@ -20,6 +20,8 @@ use crate::errors::lock;
 pub enum PluginSource {
     Embedded,
     File(PathBuf),
+    /// Pulled from an OCI registry: the reference as configured.
+    Registry(String),
 }
 
 impl fmt::Display for PluginSource {
@@ -27,6 +29,7 @@ impl fmt::Display for PluginSource {
         match self {
             PluginSource::Embedded => f.write_str("embedded"),
             PluginSource::File(path) => write!(f, "{}", path.display()),
+            PluginSource::Registry(reference) => f.write_str(reference),
         }
     }
 }
@@ -105,6 +108,8 @@ pub struct PluginRegistry {
     /// them again from [`PluginRegistry::load_pending_embedded`].
     pending_embedded: Mutex<Vec<EmbeddedPlugin>>,
     files: Mutex<BTreeMap<PathBuf, FileState>>,
+    /// Plugins pulled from registries, by configured reference.
+    pulled: Mutex<BTreeMap<String, FileState>>,
     current: ArcSwap<PluginSet>,
 }
 
@@ -140,6 +145,7 @@ impl PluginRegistry {
             embedded: Mutex::new(loaded),
             pending_embedded: Mutex::new(pending),
             files: Mutex::new(BTreeMap::new()),
+            pulled: Mutex::new(BTreeMap::new()),
             current: ArcSwap::from_pointee(PluginSet::default()),
         };
         registry.publish(&lock(&registry.files));
@@ -283,14 +289,68 @@ impl PluginRegistry {
         }
         events.extend(self.publish(&files));
         let embedded = lock(&self.embedded);
+        let pulled = lock(&self.pulled);
         let keep: HashSet<&str> = embedded
             .iter()
             .chain(files.values().filter_map(|f| f.serving.as_ref()))
+            .chain(pulled.values().filter_map(|f| f.serving.as_ref()))
             .map(|p| p.plugin.sha256.as_str())
             .collect();
         self.engine.prune_compile_cache(&keep);
+        drop(pulled);
         drop(embedded);
         events
+    }
+
+    /// Loads the verified bytes pulled for `reference` and publishes them in place of what it
+    /// served before; bytes that do not load leave the previous version serving.
+    pub fn offer_pulled(&self, reference: &str, bytes: &[u8]) -> Vec<ReloadEvent> {
+        // Loads run one at a time: the files lock is what every load holds.
+        let files = lock(&self.files);
+        let mut pulled = lock(&self.pulled);
+        let path = PathBuf::from(reference);
+        let sha256 = super::wasm::sha256_hex(bytes);
+        let state = pulled
+            .entry(reference.to_owned())
+            .or_insert_with(|| FileState {
+                seen_sha256: String::new(),
+                serving: None,
+            });
+        if state.seen_sha256 == sha256 {
+            return Vec::new();
+        }
+        let mut events = Vec::new();
+        match LoadedPlugin::load(&self.engine, bytes, &self.catalogue) {
+            Ok(plugin) => {
+                state.seen_sha256 = sha256;
+                events.push(ReloadEvent::Loaded {
+                    path,
+                    name: plugin.name.clone(),
+                    version: plugin.version.clone(),
+                    sha256: plugin.sha256.clone(),
+                });
+                state.serving = Some(Arc::new(RegisteredPlugin {
+                    plugin,
+                    source: PluginSource::Registry(reference.to_owned()),
+                }));
+            }
+            Err(error) => {
+                if !error.is_transient() {
+                    state.seen_sha256 = sha256;
+                }
+                events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
+            }
+        }
+        drop(pulled);
+        events.extend(self.publish(&files));
+        events
+    }
+
+    /// What a failed pull of `reference` reports: the error, and the version still serving.
+    pub fn pull_failed(&self, reference: &str, error: String) -> ReloadEvent {
+        let pulled = lock(&self.pulled);
+        let kept = pulled.get(reference).and_then(|f| f.serving.as_deref());
+        rejected(Path::new(reference), error, kept)
     }
 
     /// Loads one file outside any directory scan (`orca plugin eval`/`bench`) and publishes it.
@@ -318,13 +378,20 @@ impl PluginRegistry {
         Ok(plugin)
     }
 
-    /// Builds and swaps in the set: embedded plugins, overridden by files of the same name.
+    /// Builds and swaps in the set: embedded plugins, overridden by pulled ones of the same
+    /// name, overridden by files of the same name (the operator's local override).
     fn publish(&self, files: &BTreeMap<PathBuf, FileState>) -> Vec<ReloadEvent> {
         let mut shadowed = Vec::new();
         let mut by_name: BTreeMap<String, Arc<RegisteredPlugin>> = lock(&self.embedded)
             .iter()
             .map(|p| (p.plugin.name.clone(), p.clone()))
             .collect();
+        for plugin in lock(&self.pulled)
+            .values()
+            .filter_map(|f| f.serving.clone())
+        {
+            by_name.insert(plugin.plugin.name.clone(), plugin);
+        }
         for plugin in files.values().filter_map(|f| f.serving.clone()) {
             let name = plugin.plugin.name.clone();
             if let Some(previous) = by_name.insert(name.clone(), plugin.clone())

@@ -158,7 +158,7 @@ async fn settle(changes: &mut mpsc::UnboundedReceiver<()>, debounce: Duration) {
     }
 }
 
-fn log(event: &ReloadEvent) {
+pub(crate) fn log(event: &ReloadEvent) {
     match event {
         ReloadEvent::Loaded {
             path,

@@ -1,0 +1,16 @@
+//! Plugins delivered as OCI artifacts (`oci://` in `policy.plugins`), as Istio's `WasmPlugin`
+//! and Kubewarden's policies are: pulled with a well-kept OCI client, every byte checked
+//! against the digest that names it, tags resolved again on an interval, and a failure
+//! leaving the version already serving in place.
+
+mod artifact;
+mod credentials;
+mod puller;
+mod reference;
+mod refresh;
+
+pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, push};
+pub use credentials::DockerConfig;
+pub use puller::{PullError, Pulled, Puller};
+pub use reference::{PluginReference, ReferenceError};
+pub use refresh::spawn_refresh;

@@ -1,0 +1,190 @@
+//! Resolving and pulling plugin artifacts, every byte checked against its digest.
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::wasm::sha256_hex;
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig};
+use oci_client::manifest::{
+    OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest, WASM_LAYER_MEDIA_TYPE,
+};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use super::artifact::LAYER_MEDIA_TYPE;
+use super::credentials::DockerConfig;
+use super::reference::PluginReference;
+
+/// The largest component pulled: an interpreter's plugin is 12-20 MB.
+const MAX_COMPONENT_BYTES: i64 = 256 << 20;
+
+/// Why a plugin could not be resolved or pulled; the version serving keeps serving.
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error("{0}")]
+    Credentials(String),
+    #[error("the registry refused or failed: {0}")]
+    Registry(String),
+    #[error(
+        "the {what} served does not match its digest: expected {expected}, got {got} (tampered with, or corrupted in transit)"
+    )]
+    DigestMismatch {
+        what: &'static str,
+        expected: String,
+        got: String,
+    },
+    #[error("not a plugin artifact: {0}")]
+    NotAPlugin(String),
+}
+
+/// A verified plugin component.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    pub manifest_digest: String,
+    pub layer_digest: String,
+    pub bytes: Vec<u8>,
+}
+
+pub struct Puller {
+    client: Client,
+    docker_config: Option<PathBuf>,
+}
+
+impl Puller {
+    /// # Errors
+    /// The CA file cannot be read.
+    pub fn new(ca_file: Option<&Path>, docker_config: Option<PathBuf>) -> Result<Puller, String> {
+        let mut config = ClientConfig::default();
+        if let Some(path) = ca_file {
+            let data = std::fs::read(path)
+                .map_err(|error| format!("reading the registry CA {}: {error}", path.display()))?;
+            config.extra_root_certificates.push(Certificate {
+                encoding: CertificateEncoding::Pem,
+                data,
+            });
+        }
+        Ok(Puller {
+            client: Client::new(config),
+            docker_config,
+        })
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The credentials for `reference`'s registry, read now (a rotated Secret applies).
+    ///
+    /// # Errors
+    /// [`PullError::Credentials`] when the configured file cannot be used.
+    pub fn auth(&self, reference: &Reference) -> Result<RegistryAuth, PullError> {
+        match &self.docker_config {
+            None => Ok(RegistryAuth::Anonymous),
+            Some(path) => DockerConfig::read(path)
+                .and_then(|config| config.auth_for(reference.resolve_registry()))
+                .map_err(PullError::Credentials),
+        }
+    }
+
+    /// The digest the reference names now: its own when pinned, else the tag's.
+    ///
+    /// # Errors
+    /// [`PullError`] when the registry cannot say.
+    pub async fn resolve(&self, plugin: &PluginReference) -> Result<String, PullError> {
+        if let Some(digest) = plugin.reference.digest() {
+            return Ok(digest.to_owned());
+        }
+        let auth = self.auth(&plugin.reference)?;
+        self.client
+            .fetch_manifest_digest(&plugin.reference, &auth)
+            .await
+            .map_err(|error| PullError::Registry(error.to_string()))
+    }
+
+    /// The component of the manifest `manifest_digest` in `plugin`'s repository: the
+    /// manifest's bytes are checked against that digest and the component's against the
+    /// digest the manifest names, so what loads is exactly what was pushed.
+    ///
+    /// # Errors
+    /// [`PullError`] saying which step failed.
+    pub async fn pull(
+        &self,
+        plugin: &PluginReference,
+        manifest_digest: &str,
+    ) -> Result<Pulled, PullError> {
+        let reference = Reference::with_digest(
+            plugin.reference.registry().to_owned(),
+            plugin.reference.repository().to_owned(),
+            manifest_digest.to_owned(),
+        );
+        let auth = self.auth(&reference)?;
+        let (raw, _) = self
+            .client
+            .pull_manifest_raw(&reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+            .await
+            .map_err(|error| PullError::Registry(error.to_string()))?;
+        check_digest("manifest", manifest_digest, &raw)?;
+        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|error| {
+            PullError::NotAPlugin(format!("its manifest does not parse: {error}"))
+        })?;
+        let layer = plugin_layer(&manifest)?;
+        if layer.size > MAX_COMPONENT_BYTES {
+            return Err(PullError::NotAPlugin(format!(
+                "its component is {} bytes, more than the {MAX_COMPONENT_BYTES} a plugin may be",
+                layer.size
+            )));
+        }
+        let mut bytes = Vec::new();
+        self.client
+            .pull_blob(&reference, layer, &mut bytes)
+            .await
+            .map_err(|error| match error {
+                oci_client::errors::OciDistributionError::DigestError(_) => {
+                    PullError::DigestMismatch {
+                        what: "component",
+                        expected: layer.digest.clone(),
+                        got: error.to_string(),
+                    }
+                }
+                other => PullError::Registry(other.to_string()),
+            })?;
+        // The client checks the stream against the digest; checked again here, on the bytes
+        // that will load, whatever the client version does.
+        check_digest("component", &layer.digest, &bytes)?;
+        Ok(Pulled {
+            manifest_digest: manifest_digest.to_owned(),
+            layer_digest: layer.digest.clone(),
+            bytes,
+        })
+    }
+}
+
+/// The manifest's one WebAssembly layer.
+fn plugin_layer(manifest: &OciImageManifest) -> Result<&OciDescriptor, PullError> {
+    let wasm: Vec<&OciDescriptor> = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == LAYER_MEDIA_TYPE || l.media_type == WASM_LAYER_MEDIA_TYPE)
+        .collect();
+    match wasm.as_slice() {
+        [layer] => Ok(layer),
+        [] => Err(PullError::NotAPlugin(format!(
+            "no layer of media type {LAYER_MEDIA_TYPE} (push it with `orca plugin push`)"
+        ))),
+        _ => Err(PullError::NotAPlugin(format!(
+            "{} WebAssembly layers; a plugin artifact has one",
+            wasm.len()
+        ))),
+    }
+}
+
+fn check_digest(what: &'static str, expected: &str, bytes: &[u8]) -> Result<(), PullError> {
+    let got = format!("sha256:{}", sha256_hex(bytes));
+    if got == expected {
+        return Ok(());
+    }
+    Err(PullError::DigestMismatch {
+        what,
+        expected: expected.to_owned(),
+        got,
+    })
+}
