@@ -318,9 +318,17 @@ impl Orca {
             reload::spawn_embedded_retry(self.registry.clone(), reporter.clone(), shutdown.clone());
         if !self.config.policy.plugins.is_empty() {
             let registry = &self.config.policy.registry;
+            // Beside the compiled plugins: a restart while the registry is unreachable
+            // serves the last verified versions.
+            let store = self
+                .config
+                .policy
+                .compile_cache_dir()
+                .map(|d| d.join("pulled"));
             let puller = crate::policy::oci::Puller::new(
                 registry.ca_file.as_deref(),
                 registry.docker_config.clone(),
+                store.as_deref(),
             )
             .map_err(StartError::PluginRegistryFailed)?;
             let references = self

@@ -3,7 +3,8 @@
 //! `kubernetes.io/dockerconfigjson` Secret holds it): `orca plugin push` publishes v1 and pods
 //! are decided by v1; v2 pushed to the same tag decides new pods within the refresh interval,
 //! no restart; a v3 whose bytes in the registry no longer match their digest is refused,
-//! reported on the Node as `PluginRejected`, and v2 keeps serving.
+//! reported on the Node as `PluginRejected`, and v2 keeps serving; restarted while the registry
+//! is down, orca serves v2 from the components it kept on disk.
 
 use std::path::Path;
 use std::process::Command;

@@ -105,6 +105,16 @@ impl TestRegistry {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Stops the registry (its directory stays, until dropped).
+    pub fn stop(&self) -> Result<()> {
+        let status = Command::new(repo_root().join("tests/registry/down"))
+            .arg(self.dir.path())
+            .status()
+            .context("running tests/registry/down")?;
+        ensure!(status.success(), "tests/registry/down failed");
+        Ok(())
+    }
 }
 
 impl Drop for TestRegistry {

@@ -20,7 +20,7 @@ pub fn run(
     }
     // Refuse to publish what orca would refuse to load.
     let (plugin, bytes, _) = super::check::load(file)?;
-    let puller = Puller::new(ca_file, docker_config.or_else(default_docker_config))?;
+    let puller = Puller::new(ca_file, docker_config.or_else(default_docker_config), None)?;
     let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
     let digest = tokio::runtime::Handle::current()
         .block_on(push(puller.client(), &target.reference, &auth, bytes))

@@ -8,6 +8,7 @@ mod credentials;
 mod puller;
 mod reference;
 mod refresh;
+mod store;
 
 pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, push};
 pub use credentials::DockerConfig;

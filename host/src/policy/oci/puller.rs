@@ -13,6 +13,7 @@ use oci_client::{Client, Reference};
 use super::artifact::LAYER_MEDIA_TYPE;
 use super::credentials::DockerConfig;
 use super::reference::PluginReference;
+use super::store::{ArtifactStore, Remembered};
 
 /// The largest component pulled: an interpreter's plugin is 12-20 MB.
 const MAX_COMPONENT_BYTES: i64 = 256 << 20;
@@ -47,12 +48,20 @@ pub struct Pulled {
 pub struct Puller {
     client: Client,
     docker_config: Option<PathBuf>,
+    /// Verified components kept on disk, when a directory is usable.
+    store: Option<ArtifactStore>,
 }
 
 impl Puller {
+    /// A puller that keeps what it pulls in `store_dir` (when given and usable).
+    ///
     /// # Errors
     /// The CA file cannot be read.
-    pub fn new(ca_file: Option<&Path>, docker_config: Option<PathBuf>) -> Result<Puller, String> {
+    pub fn new(
+        ca_file: Option<&Path>,
+        docker_config: Option<PathBuf>,
+        store_dir: Option<&Path>,
+    ) -> Result<Puller, String> {
         let mut config = ClientConfig::default();
         if let Some(path) = ca_file {
             let data = std::fs::read(path)
@@ -65,7 +74,13 @@ impl Puller {
         Ok(Puller {
             client: Client::new(config),
             docker_config,
+            store: store_dir.and_then(ArtifactStore::open),
         })
+    }
+
+    /// What `plugin` last resolved to, with its verified component, from the disk.
+    pub fn remembered(&self, plugin: &PluginReference) -> Option<Remembered> {
+        self.store.as_ref()?.remembered(&plugin.text)
     }
 
     pub fn client(&self) -> &Client {
@@ -133,9 +148,33 @@ impl Puller {
                 layer.size
             )));
         }
+        let kept = self
+            .store
+            .as_ref()
+            .and_then(|store| store.component(&layer.digest));
+        let bytes = match kept {
+            Some(bytes) => bytes,
+            None => self.download(&reference, layer).await?,
+        };
+        if let Some(store) = &self.store {
+            store.keep(&plugin.text, manifest_digest, &layer.digest, &bytes);
+        }
+        Ok(Pulled {
+            manifest_digest: manifest_digest.to_owned(),
+            layer_digest: layer.digest.clone(),
+            bytes,
+        })
+    }
+
+    /// The layer's bytes from the registry, checked against its digest.
+    async fn download(
+        &self,
+        reference: &Reference,
+        layer: &OciDescriptor,
+    ) -> Result<Vec<u8>, PullError> {
         let mut bytes = Vec::new();
         self.client
-            .pull_blob(&reference, layer, &mut bytes)
+            .pull_blob(reference, layer, &mut bytes)
             .await
             .map_err(|error| match error {
                 oci_client::errors::OciDistributionError::DigestError(_) => {
@@ -150,11 +189,7 @@ impl Puller {
         // The client checks the stream against the digest; checked again here, on the bytes
         // that will load, whatever the client version does.
         check_digest("component", &layer.digest, &bytes)?;
-        Ok(Pulled {
-            manifest_digest: manifest_digest.to_owned(),
-            layer_digest: layer.digest.clone(),
-            bytes,
-        })
+        Ok(bytes)
     }
 }
 

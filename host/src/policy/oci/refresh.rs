@@ -62,7 +62,27 @@ pub fn spawn_refresh(
                     Err(error) if state.reported.as_deref() == Some(error.as_str()) => Vec::new(),
                     Err(error) => {
                         state.reported = Some(error.clone());
-                        vec![registry.pull_failed(&plugin.text, error)]
+                        let mut events = Vec::new();
+                        // Nothing serving yet (a start while the registry is unreachable): the
+                        // last version verified before, if it is on disk.
+                        if state.settled.is_none()
+                            && let Some(remembered) = puller.remembered(plugin)
+                        {
+                            tracing::warn!(reference = %plugin.text, manifest = %remembered.manifest_digest, %error, "the registry cannot be reached; loading the version last pulled from disk");
+                            let registry = registry.clone();
+                            let text = plugin.text.clone();
+                            let bytes = remembered.bytes;
+                            events.extend(
+                                tokio::task::spawn_blocking(move || {
+                                    registry.offer_pulled(&text, &bytes)
+                                })
+                                .await
+                                .unwrap_or_default(),
+                            );
+                            state.settled = Some(remembered.manifest_digest);
+                        }
+                        events.push(registry.pull_failed(&plugin.text, error));
+                        events
                     }
                 };
                 for event in &events {

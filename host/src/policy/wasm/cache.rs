@@ -182,7 +182,7 @@ impl CompileCache {
 }
 
 /// Creates `dir` private to orca's user, or checks that an existing one is.
-fn private_dir(dir: &Path) -> Result<(), CacheDirError> {
+pub(crate) fn private_dir(dir: &Path) -> Result<(), CacheDirError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

@@ -3,7 +3,7 @@
 
 pub(crate) mod bindings;
 mod budget;
-mod cache;
+pub(crate) mod cache;
 mod engine;
 mod limits;
 mod log_limit;
