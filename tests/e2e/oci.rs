@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use orca_e2e::orca::orca_binary;
 use orca_e2e::plugins::hostile_wasm;
-use orca_e2e::pods::{self, burst_pod, events_about, wait_decided};
+use orca_e2e::pods::{self, burst_pod, wait_decided, wait_for_node_event};
 use orca_e2e::registry::TestRegistry;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
@@ -189,18 +189,9 @@ async fn a_plugin_pulled_by_tag_is_swapped_when_the_tag_moves_and_tampered_bytes
         &url("stable"),
     ])?;
 
-    let rejected = poll_until("the PluginRejected event", SWAPPED, TICK, || {
-        let client = client.clone();
-        let node = node.clone();
-        async move {
-            let events = events_about(&client, "default", &node).await?;
-            Ok(events
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("PluginRejected")))
-        }
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("{e:#}\norca log:\n{}", orca.log()))?;
+    let rejected = wait_for_node_event(&client, &node, "PluginRejected", SWAPPED)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}\norca log:\n{}", orca.log()))?;
     let note = rejected.note.unwrap_or_default();
     ensure!(
         note.contains("does not match its digest") && note.contains("keeps serving"),

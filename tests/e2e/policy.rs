@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use orca_e2e::plugins::{hostile_wasm, publish_like_kubelet};
-use orca_e2e::pods::events_about;
 use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
+use orca_e2e::pods::{events_about, wait_for_node_event};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 
@@ -225,22 +225,7 @@ async fn a_plugin_delivered_as_a_configmap_goes_live_without_a_restart() -> Resu
         "2026_11_22_v2",
         &BTreeMap::from([("hostile.wasm".to_owned(), b"\0asm broken".to_vec())]),
     )?;
-    poll_until(
-        "the PluginRejected event",
-        Duration::from_secs(20),
-        TICK,
-        || {
-            let client = client.clone();
-            let node = node.clone();
-            async move {
-                let events = events_about(&client, "default", &node).await?;
-                Ok(events
-                    .into_iter()
-                    .find(|e| e.reason.as_deref() == Some("PluginRejected")))
-            }
-        },
-    )
-    .await?;
+    wait_for_node_event(&client, &node, "PluginRejected", Duration::from_secs(20)).await?;
     pods::create(&api, &burst_pod("still", &node, &[])).await?;
     let still = wait_decided(&api, "still", DECIDED).await?;
     assert_eq!(still["selectInstance"]["plugin"], "hostile");

@@ -110,6 +110,28 @@ pub async fn events_about(
         .collect())
 }
 
+/// Waits until an Event with `reason` is recorded about the Node `node` (cluster-scoped
+/// objects' Events land in `default`), returning it.
+pub async fn wait_for_node_event(
+    client: &kube::Client,
+    node: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Result<k8s_openapi::api::events::v1::Event> {
+    crate::wait::poll_until(
+        &format!("the {reason} event on node {node}"),
+        timeout,
+        Duration::from_millis(200),
+        || async move {
+            let events = events_about(client, "default", node).await?;
+            Ok(events
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some(reason)))
+        },
+    )
+    .await
+}
+
 /// Waits until the pod is in `wanted` phase, returning it.
 pub async fn wait_for_phase(
     api: &Api<Pod>,

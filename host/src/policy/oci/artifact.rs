@@ -7,7 +7,7 @@ use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use crate::policy::wasm::sha256_hex;
+use super::puller::digest_of;
 
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -22,7 +22,7 @@ pub async fn push(
     auth: &RegistryAuth,
     component: Vec<u8>,
 ) -> Result<String, String> {
-    let layer_digest = format!("sha256:{}", sha256_hex(&component));
+    let layer_digest = digest_of(&component);
     let config = serde_json::json!({
         "architecture": "wasm",
         "os": "wasip2",

@@ -212,8 +212,13 @@ fn plugin_layer(manifest: &OciImageManifest) -> Result<&OciDescriptor, PullError
     }
 }
 
+/// The OCI digest of `bytes` (`sha256:<hex>`), as manifests and references name content.
+pub(super) fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
 fn check_digest(what: &'static str, expected: &str, bytes: &[u8]) -> Result<(), PullError> {
-    let got = format!("sha256:{}", sha256_hex(bytes));
+    let got = digest_of(bytes);
     if got == expected {
         return Ok(());
     }

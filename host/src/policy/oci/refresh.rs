@@ -69,15 +69,10 @@ pub fn spawn_refresh(
                             && let Some(remembered) = puller.remembered(plugin)
                         {
                             tracing::warn!(reference = %plugin.text, manifest = %remembered.manifest_digest, %error, "the registry cannot be reached; loading the version last pulled from disk");
-                            let registry = registry.clone();
-                            let text = plugin.text.clone();
-                            let bytes = remembered.bytes;
                             events.extend(
-                                tokio::task::spawn_blocking(move || {
-                                    registry.offer_pulled(&text, &bytes)
-                                })
-                                .await
-                                .unwrap_or_default(),
+                                load(&registry, plugin, remembered.bytes)
+                                    .await
+                                    .unwrap_or_default(),
                             );
                             state.settled = Some(remembered.manifest_digest);
                         }
@@ -118,11 +113,20 @@ async fn refresh(
         .await
         .map_err(|e| format!("pulling {digest}: {e}"))?;
     tracing::info!(reference = %plugin.text, manifest = %pulled.manifest_digest, component = %pulled.layer_digest, bytes = pulled.bytes.len(), "pulled a plugin; loading it");
+    let events = load(registry, plugin, pulled.bytes).await?;
+    Ok(Some((digest, events)))
+}
+
+/// Offers verified bytes for `plugin` to the registry. Loading compiles the component:
+/// seconds of CPU, off the runtime's threads.
+async fn load(
+    registry: &Arc<PluginRegistry>,
+    plugin: &PluginReference,
+    bytes: Vec<u8>,
+) -> Result<Vec<ReloadEvent>, String> {
     let registry = registry.clone();
     let text = plugin.text.clone();
-    // Loading compiles the component: seconds of CPU, off the runtime's threads.
-    let events = tokio::task::spawn_blocking(move || registry.offer_pulled(&text, &pulled.bytes))
+    tokio::task::spawn_blocking(move || registry.offer_pulled(&text, &bytes))
         .await
-        .map_err(|error| format!("loading the pulled plugin panicked: {error}"))?;
-    Ok(Some((digest, events)))
+        .map_err(|error| format!("loading the pulled plugin panicked: {error}"))
 }

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::puller::digest_of;
 use crate::policy::wasm::cache::private_dir;
 use crate::policy::wasm::sha256_hex;
 
@@ -51,7 +52,7 @@ impl ArtifactStore {
     pub fn component(&self, digest: &str) -> Option<Vec<u8>> {
         let path = self.component_path(digest);
         let bytes = std::fs::read(&path).ok()?;
-        if format!("sha256:{}", sha256_hex(&bytes)) == digest {
+        if digest_of(&bytes) == digest {
             return Some(bytes);
         }
         tracing::warn!(path = %path.display(), "a kept component does not match its digest; discarded");
@@ -105,7 +106,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let store = ArtifactStore::open(&root.path().join("pulled")).unwrap();
         let bytes = b"\0asm component".to_vec();
-        let layer = format!("sha256:{}", sha256_hex(&bytes));
+        let layer = digest_of(&bytes);
         let reference = "oci://127.0.0.1:5000/team/p:stable";
         assert!(store.remembered(reference).is_none());
         store.keep(reference, "sha256:manifest", &layer, &bytes);

@@ -35,6 +35,9 @@ pub struct PluginEngine {
     pub(super) limits: SandboxLimits,
     /// Limits of plugins that have their own, by the name they report.
     plugin_limits: BTreeMap<String, SandboxLimits>,
+    /// The largest of all of them, field by field: what the pool is sized for and what a
+    /// load runs with.
+    largest: SandboxLimits,
     /// Instances of reused plugins between their calls.
     pub(super) warm: Arc<WarmPool>,
     cache: Option<CompileCache>,
@@ -60,9 +63,7 @@ impl PluginEngine {
         plugin_limits: BTreeMap<String, SandboxLimits>,
         warm_plugins: usize,
     ) -> Result<PluginEngine, EngineError> {
-        let every = || std::iter::once(&limits).chain(plugin_limits.values());
-        let max_memory_bytes = every().map(|l| l.max_memory_bytes).max().unwrap_or(0);
-        let max_table_elements = every().map(|l| l.max_table_elements).max().unwrap_or(0);
+        let largest = largest(&limits, &plugin_limits);
         // Idle instances of reused plugins: one per concurrent decision for each, so a burst
         // finds every decision's instance warm. A chain of reused plugins must not evict its
         // own instances from one hook to the next.
@@ -79,8 +80,8 @@ impl PluginEngine {
             .total_core_instances(slots)
             .total_memories(slots)
             .total_tables(slots)
-            .max_memory_size(max_memory_bytes)
-            .table_elements(max_table_elements)
+            .max_memory_size(largest.max_memory_bytes)
+            .table_elements(largest.max_table_elements)
             // A fresh instance per call reuses a warm slot: resetting the pages the last call
             // touched with memset (found by PAGEMAP_SCAN where the kernel has it) is far
             // cheaper than madvise followed by a page fault per page on the next call.
@@ -109,6 +110,7 @@ impl PluginEngine {
             linker,
             limits,
             plugin_limits,
+            largest,
             warm: Arc::new(WarmPool::new(warm)),
             cache: None,
         })
@@ -122,18 +124,7 @@ impl PluginEngine {
     /// The limits of a plugin's load (its `info` call), before its name is known: the largest
     /// any plugin may have, with the load timeout.
     pub(super) fn load_limits(&self) -> SandboxLimits {
-        let every = || std::iter::once(&self.limits).chain(self.plugin_limits.values());
-        SandboxLimits {
-            timeout: every()
-                .map(|l| l.timeout)
-                .max()
-                .unwrap_or(self.limits.timeout),
-            max_memory_bytes: every().map(|l| l.max_memory_bytes).max().unwrap_or(0),
-            max_table_elements: every().map(|l| l.max_table_elements).max().unwrap_or(0),
-            instances: InstanceReuse::Fresh,
-            ..self.limits
-        }
-        .for_load()
+        self.largest.for_load()
     }
 
     /// Keeps compiled plugins in `dir` (created if missing) so restarts do not recompile.
@@ -181,6 +172,21 @@ impl PluginEngine {
     /// Instances of reused plugins idle between calls.
     pub fn warm_instances(&self) -> usize {
         self.warm.idle()
+    }
+}
+
+/// `limits` with each bound raised to the largest any plugin has; new instances per call.
+fn largest(
+    limits: &SandboxLimits,
+    plugin_limits: &BTreeMap<String, SandboxLimits>,
+) -> SandboxLimits {
+    let every = || std::iter::once(limits).chain(plugin_limits.values());
+    SandboxLimits {
+        timeout: every().map(|l| l.timeout).max().unwrap_or(limits.timeout),
+        max_memory_bytes: every().map(|l| l.max_memory_bytes).max().unwrap_or(0),
+        max_table_elements: every().map(|l| l.max_table_elements).max().unwrap_or(0),
+        instances: InstanceReuse::Fresh,
+        ..*limits
     }
 }
 
