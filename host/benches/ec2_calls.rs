@@ -167,6 +167,7 @@ async fn connect(endpoint: &str, region: &str, node: &str) -> (AwsProvider, Arc<
         Identity {
             node: node.to_owned(),
             cluster: node.to_owned(),
+            cluster_id: "00000000-0000-4000-8000-0000000bec2c".to_owned(),
         },
         AwsConfig {
             default_ami: Some("ami-0123456789abcdef0".to_owned()),

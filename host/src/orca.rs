@@ -24,8 +24,10 @@ use crate::policy::{Pipeline, Planner};
 use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
 use crate::provider::aws::sdk::SdkEc2;
+use crate::provider::aws::strays::{ApiPodPresence, StraySweep};
 use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
+use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
 use crate::replicas::NodeSharing;
 use crate::served_nodes::ServedNodes;
@@ -37,6 +39,8 @@ pub enum StartError {
     SimulatedProviderFailed(#[source] crate::provider::simulated::JournalError),
     #[error("preparing the policy plugins")]
     PolicyFailed(#[source] PolicySetupError),
+    #[error("reading the cluster's identity")]
+    ClusterIdFailed(#[source] crate::provider::ownership::ClusterIdError),
     #[error("watching the plugins directory {dir}")]
     PluginWatchFailed {
         dir: String,
@@ -76,6 +80,8 @@ pub struct Orca {
     health: Arc<Health>,
     /// The interruption queue (`provider.aws.interruptionQueue`), when configured.
     interruption_queue: Option<Arc<dyn NoticeQueue>>,
+    /// The cluster's id (its `kube-system` namespace's UID) when the aws provider runs.
+    cluster_id: String,
 }
 
 impl Orca {
@@ -115,6 +121,11 @@ impl Orca {
         let ec2_calls = Arc::new(Ec2Calls::default());
         let served = Arc::new(ServedNodes::default());
         let metrics = Metrics::new(served.clone(), ec2_calls.clone());
+        // Which instances are this cluster's: read before anything can list or launch one.
+        let cluster_id = match config.provider.kind {
+            ProviderKind::Simulated => String::new(),
+            ProviderKind::Aws => read_cluster_id(&client, &config).await?,
+        };
         let ec2: Option<Arc<dyn Ec2Api>> = match config.provider.kind {
             ProviderKind::Simulated => None,
             ProviderKind::Aws => {
@@ -178,6 +189,7 @@ impl Orca {
                     let identity = Identity {
                         node: declared.node.name.clone(),
                         cluster: declared.node.cluster_name.clone(),
+                        cluster_id: cluster_id.clone(),
                     };
                     let grace = config.pods.launch_visibility_grace.get();
                     let zone = declared.zone.clone();
@@ -221,6 +233,7 @@ impl Orca {
             _ => None,
         };
         Ok(Orca {
+            cluster_id,
             interruption_queue,
             config,
             client,
@@ -287,6 +300,22 @@ impl Orca {
         })?;
         let kubelet_api_task = self.spawn_kubelet_api(&shutdown);
         let refresh = self.config.provider.aws.catalogue_refresh.get();
+        // Instances of this cluster under node names no node here declares (a renamed
+        // node): terminated once their pods are gone.
+        let sweep_task = self.ec2.as_ref().map(|api| {
+            let sweep = StraySweep {
+                api: api.clone(),
+                pods: Arc::new(ApiPodPresence(self.client.clone())),
+                cluster_id: self.cluster_id.clone(),
+                declared: self
+                    .nodes
+                    .iter()
+                    .map(|node| node.name().to_owned())
+                    .collect(),
+                grace: self.config.pods.orphan_grace_period.get(),
+            };
+            tokio::spawn(sweep.run(shutdown.clone()))
+        });
         if let Some(api) = &self.ec2
             && !refresh.is_zero()
         {
@@ -428,6 +457,11 @@ impl Orca {
             if let Some(watch_task) = watch_task {
                 let _ = watch_task.await;
             }
+            if let Some(sweep_task) = sweep_task
+                && let Err(error) = sweep_task.await
+            {
+                tracing::error!(%error, "the sweep for instances of undeclared nodes ended abnormally");
+            }
             let _ = metrics_task.await;
         })
         .await;
@@ -439,6 +473,31 @@ impl Orca {
         }
         Ok(())
     }
+}
+
+/// The cluster's identity, with a word on names left at the shipped placeholders.
+async fn read_cluster_id(client: &kube::Client, config: &Config) -> Result<String, StartError> {
+    let cluster_id = crate::provider::ownership::read_cluster_id(client)
+        .await
+        .map_err(StartError::ClusterIdFailed)?;
+    tracing::info!(%cluster_id, cluster = %config.node.cluster_name, "this cluster's instances are tagged and listed by orca.research/cluster-id, the UID of its kube-system namespace");
+    let mut placeholders: Vec<String> = config
+        .declared_nodes()
+        .iter()
+        .filter(|declared| PLACEHOLDER_NAMES.contains(&declared.node.name.as_str()))
+        .map(|declared| format!("node.name {:?}", declared.node.name))
+        .collect();
+    if PLACEHOLDER_NAMES.contains(&config.node.cluster_name.as_str()) {
+        placeholders.push(format!("node.clusterName {:?}", config.node.cluster_name));
+    }
+    if !placeholders.is_empty() {
+        tracing::warn!(
+            placeholders = %placeholders.join(", "),
+            %cluster_id,
+            "left at the shipped placeholder: instances are still told apart from other clusters' by the cluster's id, but the tags orca.research/node and orca.research/cluster (and EC2's console and bill) will not say which cluster and node an instance serves; set node.clusterName (and node.name) to names of your own"
+        );
+    }
+    Ok(cluster_id)
 }
 
 /// The simulated provider's settings for one node. Several nodes keep separate journals

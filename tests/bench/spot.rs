@@ -73,6 +73,7 @@ async fn round(pods: usize, api: LaunchApi, short: f64, seed: u64) -> Result<Tal
         Identity {
             node: node.clone(),
             cluster: "bench".to_owned(),
+            cluster_id: "00000000-0000-4000-8000-00000000be7c".to_owned(),
         },
         AwsConfig {
             default_ami: Some("ami-0123456789abcdef0".to_owned()),

@@ -232,6 +232,8 @@ struct Grant {
     /// `resource` or `resource/subresource`, as the audit log names it.
     resource: String,
     namespace: Option<String>,
+    /// The one object the rule allows (`resourceNames`), if it names one.
+    name: Option<String>,
 }
 
 impl Grant {
@@ -242,6 +244,10 @@ impl Grant {
             ("", _) => self.resource.clone(),
             (group, Some((resource, sub))) => format!("{resource}.{group}/{sub}"),
             (group, None) => format!("{}.{group}", self.resource),
+        };
+        let qualified = match &self.name {
+            Some(name) => format!("{qualified}/{name}"),
+            None => qualified,
         };
         service_account_can(&self.verb, &qualified, self.namespace.as_deref())
     }
@@ -267,13 +273,22 @@ fn granted_by_deploy() -> Result<BTreeSet<Grant>> {
         for rule in role["rules"].as_array().into_iter().flatten() {
             for group in strings(&rule["apiGroups"]) {
                 for resource in strings(&rule["resources"]) {
+                    let names = strings(&rule["resourceNames"]);
+                    let names: Vec<Option<String>> = if names.is_empty() {
+                        vec![None]
+                    } else {
+                        names.into_iter().map(Some).collect()
+                    };
                     for verb in strings(&rule["verbs"]) {
-                        granted.insert(Grant {
-                            verb,
-                            group: group.clone(),
-                            resource: resource.clone(),
-                            namespace: namespace.clone(),
-                        });
+                        for name in &names {
+                            granted.insert(Grant {
+                                verb: verb.clone(),
+                                group: group.clone(),
+                                resource: resource.clone(),
+                                namespace: namespace.clone(),
+                                name: name.clone(),
+                            });
+                        }
                     }
                 }
             }
@@ -462,6 +477,8 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         ("create", "pods/exec", None),
         ("create", "events", None),
         ("delete", "nodes", None),
+        ("get", "namespaces", None),
+        ("list", "namespaces", None),
         ("update", "nodes", None),
         ("get", "nodes/proxy", None),
         ("list", "secrets", None),

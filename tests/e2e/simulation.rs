@@ -20,7 +20,13 @@
 //!    EC2 answers (time orca was down or the instance protected does not count);
 //! 4. each pod's final phase and reason match what happened to its instance (exit code, spot
 //!    interruption, stop; a failed launch had no instance);
-//! 5. orca's per-pod state is empty once every pod is gone.
+//! 5. orca's per-pod state is empty once every pod is gone;
+//! 6. (see `check_interruption_queue`) every spot notice for a present pod is acted on;
+//! 7. no instance orca launched for a pod is asked to terminate while its pod lives and its
+//!    workload runs, whatever else carries the pod's tags: a person's look-alike ("launch
+//!    more like this" copies every tag) is the extra, never the instance it copies;
+//! 8. another cluster's instances under the same node and cluster names (another cluster id,
+//!    or none: launched before instances carried one) are never asked to terminate.
 //!
 //! A failing run names its seed; `ORCA_SIM_SEEDS=<seed>[,<seed>…]` replays exactly those.
 
@@ -153,6 +159,10 @@ struct Run {
     warned: BTreeMap<String, Timestamp>,
     /// Messages about other clusters' instances: orca must leave them all.
     foreign: Vec<String>,
+    /// Look-alikes a person launched from a pod's instance: (copy, original).
+    look_alikes: Vec<(String, String)>,
+    /// Instances another cluster launched under this node's names.
+    foreign_instances: Vec<String>,
     /// What the driver did, for the failure message.
     log: Vec<String>,
     next_pod: u32,
@@ -187,6 +197,8 @@ impl Run {
             queue: Arc::new(ModelQueue::default()),
             warned: BTreeMap::new(),
             foreign: Vec::new(),
+            look_alikes: Vec::new(),
+            foreign_instances: Vec::new(),
             log: Vec::new(),
             next_pod: 0,
         };
@@ -349,20 +361,24 @@ impl Run {
         record(self.delete_everything().await);
         record(self.check_no_leak().await);
         record(self.check_one_instance_per_pod());
+        record(self.check_no_live_workload_killed());
+        record(self.check_foreign_instances_untouched());
         record(self.check_termination_times());
         record(self.check_no_hot_loop());
         record(self.check_state_is_empty().await);
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages",
+            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages, {} look-alikes, {} other clusters' instances",
             self.tracked.len(),
             history.len(),
             self.downtime.len() - self.takeovers.len(),
             self.takeovers.len(),
             self.takeovers,
             self.warned.len(),
-            self.foreign.len()
+            self.foreign.len(),
+            self.look_alikes.len(),
+            self.foreign_instances.len()
         ))
     }
 
@@ -451,6 +467,49 @@ impl Run {
                     ));
                     self.start_standby()?;
                 }
+            }
+            80..83 => {
+                // A person at the console: "launch more like this" from a pod's instance.
+                if let Some(id) = self.random_instance(|spot| spot.is_some())
+                    && let Some(copy) = self.model.launch_look_alike(now, &id)
+                {
+                    self.note(format!("someone launched {copy}, a look-alike of {id}"));
+                    self.look_alikes.push((copy, id));
+                }
+            }
+            83..85 => {
+                // Another cluster in the account at the same node and cluster names: its
+                // instance carries another cluster id, or none (launched by an orca from
+                // before instances carried one).
+                let uid = format!("{:032x}", self.rng.u128(..));
+                let mut tags = BTreeMap::from([
+                    ("ManagedBy".to_owned(), "ORCA".to_owned()),
+                    ("orca.research/node".to_owned(), self.node.clone()),
+                    ("orca.research/cluster".to_owned(), self.node.clone()),
+                    (
+                        "orca.research/pod-namespace".to_owned(),
+                        self.namespace.name.clone(),
+                    ),
+                    ("orca.research/pod-name".to_owned(), "p1".to_owned()),
+                    (POD_UID_TAG.to_owned(), uid),
+                ]);
+                let with_id = self.rng.bool();
+                if with_id {
+                    tags.insert(
+                        "orca.research/cluster-id".to_owned(),
+                        format!("{:032x}", self.rng.u128(..)),
+                    );
+                }
+                let id = self.model.launch_by_someone(now, "m5.large", &tags);
+                self.note(format!(
+                    "another cluster launched {id} under this node's names ({})",
+                    if with_id {
+                        "its own cluster id"
+                    } else {
+                        "no cluster id"
+                    }
+                ));
+                self.foreign_instances.push(id);
             }
             _ => {}
         }
@@ -557,6 +616,12 @@ impl Run {
                     .is_some_and(|uid| live.contains(uid))
             })
             .filter(|h| market(Some(h.spot)))
+            .filter(|h| {
+                !self
+                    .look_alikes
+                    .iter()
+                    .any(|(copy, _)| *copy == h.instance_id)
+            })
             .filter(|h| state_at(h, now) == Some(State::Running))
             .map(|h| h.instance_id)
             .collect();
@@ -588,7 +653,7 @@ impl Run {
         let deadline = Instant::now() + GRACE * 3 + Duration::from_secs(20);
         loop {
             let listed = self.pods.list(&ListParams::default()).await?.items;
-            let history = self.model.history();
+            let history = self.launched_by_orca();
             let now = Timestamp::now();
             let unsettled: Vec<String> = listed
                 .iter()
@@ -935,7 +1000,8 @@ impl Run {
         }
     }
 
-    /// Invariant 2, at quiescence: every instance is shutting down or terminated.
+    /// Invariant 2, at quiescence: every instance is shutting down or terminated (another
+    /// cluster's are that cluster's business).
     async fn check_no_leak(&self) -> Result<()> {
         let deadline = Instant::now() + ORPHAN_GRACE + GRACE + Duration::from_secs(20);
         loop {
@@ -944,6 +1010,7 @@ impl Run {
                 .model
                 .history()
                 .into_iter()
+                .filter(|h| !self.foreign_instances.contains(&h.instance_id))
                 .filter(|h| {
                     !matches!(
                         state_at(h, now),
@@ -969,10 +1036,86 @@ impl Run {
         }
     }
 
+    /// The instances orca launched: not a person's look-alikes, not another cluster's.
+    fn launched_by_orca(&self) -> Vec<orca_ec2_model::InstanceHistory> {
+        self.model
+            .history()
+            .into_iter()
+            .filter(|h| {
+                !self.foreign_instances.contains(&h.instance_id)
+                    && !self
+                        .look_alikes
+                        .iter()
+                        .any(|(copy, _)| *copy == h.instance_id)
+            })
+            .collect()
+    }
+
+    /// Invariant 7: no instance orca launched for a pod was asked to terminate while the pod
+    /// lived (not deleted) and the workload ran (no ending but orca's own termination).
+    fn check_no_live_workload_killed(&self) -> Result<()> {
+        let launched = self.launched_by_orca();
+        let mut problems = Vec::new();
+        for (name, tracked) in &self.tracked {
+            let Some(h) = launched
+                .iter()
+                .find(|h| h.tags.get(POD_UID_TAG) == Some(&tracked.uid))
+            else {
+                continue;
+            };
+            let ended = h
+                .ending
+                .as_ref()
+                .filter(|ending| !matches!(ending, Ending::TerminatedByClient { .. }))
+                .map(Ending::at);
+            let may_end_from = [tracked.deleted_at, ended].into_iter().flatten().min();
+            let early: Vec<&Timestamp> = h
+                .termination_requests
+                .iter()
+                .filter(|at| may_end_from.is_none_or(|from| **at < from))
+                .collect();
+            if !early.is_empty() {
+                let copies: Vec<&String> = self
+                    .look_alikes
+                    .iter()
+                    .filter(|(_, original)| *original == h.instance_id)
+                    .map(|(copy, _)| copy)
+                    .collect();
+                problems.push(format!(
+                    "{} of {name} was asked to terminate at {early:?} while its pod lived and its workload ran (look-alikes of it: {copies:?})",
+                    h.instance_id
+                ));
+            }
+        }
+        ensure!(
+            problems.is_empty(),
+            "running workloads killed:\n  {}",
+            problems.join("\n  ")
+        );
+        Ok(())
+    }
+
+    /// Invariant 8: another cluster's instances are never asked to terminate.
+    fn check_foreign_instances_untouched(&self) -> Result<()> {
+        let touched: Vec<String> = self
+            .model
+            .history()
+            .into_iter()
+            .filter(|h| self.foreign_instances.contains(&h.instance_id))
+            .filter(|h| !h.termination_requests.is_empty())
+            .map(|h| format!("{} ({:?})", h.instance_id, h.tags))
+            .collect();
+        ensure!(
+            touched.is_empty(),
+            "another cluster's instances asked to terminate: {touched:?}"
+        );
+        Ok(())
+    }
+
     /// Invariant 1.
     fn check_one_instance_per_pod(&self) -> Result<()> {
         let mut by_pod: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for h in self.model.history() {
+        for h in self.launched_by_orca() {
             let uid = h.tags.get(POD_UID_TAG).cloned().unwrap_or_default();
             by_pod.entry(uid).or_default().push(h.instance_id);
         }

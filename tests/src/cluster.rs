@@ -150,9 +150,94 @@ pub fn repo_root() -> &'static Path {
         .expect("the tests crate lives one level below the repository root")
 }
 
+/// A second control plane of its own (etcd, kube-apiserver, scheduler, controller-manager,
+/// and a moto it does not use), for tests of two clusters sharing one AWS account: its orcas
+/// talk to the shared cluster's moto. Stopped, and its state removed, when dropped.
+pub struct SecondCluster {
+    state: tempfile::TempDir,
+    env: BTreeMap<String, String>,
+}
+
+impl SecondCluster {
+    /// Starts it with `tests/cluster/up` in a state directory of its own (the binaries are
+    /// the shared cluster's, cached).
+    ///
+    /// # Errors
+    /// The harness could not start it.
+    pub fn start() -> Result<SecondCluster> {
+        // The shared cluster first: the binaries are built once, by it.
+        TestCluster::shared();
+        let state = tempfile::Builder::new()
+            .prefix("orca-second-cluster-")
+            .tempdir()?;
+        let env_file = run_up_in(Some(state.path()))?;
+        let text = std::fs::read_to_string(&env_file)
+            .with_context(|| format!("reading {}", env_file.display()))?;
+        Ok(SecondCluster {
+            state,
+            env: parse_env_file(&text),
+        })
+    }
+
+    /// A value from its env file.
+    pub fn var(&self, key: &str) -> &str {
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("the second cluster's env file has no {key}"))
+    }
+
+    /// Its admin's kubeconfig.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        PathBuf::from(self.var("KUBECONFIG"))
+    }
+
+    /// The kubeconfig orca runs with there.
+    pub fn orca_kubeconfig(&self) -> PathBuf {
+        PathBuf::from(self.var("ORCA_KUBECONFIG"))
+    }
+
+    /// A kube client as its admin.
+    ///
+    /// # Errors
+    /// Its kubeconfig cannot be read.
+    pub async fn kube_client(&self) -> Result<kube::Client> {
+        let kubeconfig = Kubeconfig::read_from(self.var("KUBECONFIG"))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+impl Drop for SecondCluster {
+    fn drop(&mut self) {
+        let down = repo_root().join("tests/cluster/down");
+        let stopped = Command::new(&down)
+            .env("ORCA_CLUSTER_STATE", self.state.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .status();
+        if !matches!(stopped, Ok(status) if status.success()) {
+            eprintln!(
+                "stopping the second cluster in {} failed: {stopped:?}",
+                self.state.path().display()
+            );
+        }
+    }
+}
+
 fn run_up() -> Result<PathBuf> {
+    run_up_in(None)
+}
+
+/// `tests/cluster/up`, in `state` when given (`ORCA_CLUSTER_STATE`), else where it defaults.
+fn run_up_in(state: Option<&Path>) -> Result<PathBuf> {
     let up = repo_root().join("tests/cluster/up");
-    let output = Command::new(&up)
+    let mut command = Command::new(&up);
+    if let Some(state) = state {
+        command.env("ORCA_CLUSTER_STATE", state);
+    }
+    let output = command
         .stderr(std::process::Stdio::inherit())
         .output()
         .with_context(|| format!("running {}", up.display()))?;

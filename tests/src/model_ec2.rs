@@ -2,7 +2,7 @@
 //! the wall-clock time it happens, so the in-process orca meets the model's lags, stale reads
 //! and faults in real time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ::orca::plan::AllocationStrategy;
@@ -168,6 +168,16 @@ impl Ec2Api for ModelEc2 {
         self.model
             .terminate_instances(Timestamp::now(), instance_ids)
             .map(|changes| changes.into_iter().map(|c| c.instance_id).collect())
+            .map_err(api_error)
+    }
+
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        self.model
+            .create_tags(Timestamp::now(), instance_ids, tags)
             .map_err(api_error)
     }
 

@@ -69,6 +69,10 @@ pub struct OrcaProcess {
     child: Option<Child>,
     /// The Nodes this orca registers (`nodes:`), when not `node_name` alone.
     declared_nodes: Vec<String>,
+    /// Another cluster's admin kubeconfig, when orca runs there (its Nodes are deleted there).
+    other_cluster: Option<PathBuf>,
+    /// Names the log file (`orca-<log_name>.log`): the node's name unless two orcas share it.
+    log_name: String,
 }
 
 impl OrcaProcess {
@@ -87,6 +91,35 @@ impl OrcaProcess {
     ) -> Result<OrcaProcess> {
         let kubeconfig = PathBuf::from(TestCluster::shared().var("ORCA_KUBECONFIG"));
         Self::spawn(node_name, &kubeconfig, false, config)
+    }
+
+    /// orca in `cluster` (a control plane of its own), with the shared cluster's AWS endpoint:
+    /// two clusters in one account. Its log is `orca-<log_name>.log`, since its node may have
+    /// the same name as one in the shared cluster.
+    pub fn start_in_cluster(
+        cluster: &crate::cluster::SecondCluster,
+        log_name: &str,
+        node_name: &str,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
+        let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
+        let (kubelet_port, metrics_port) = (free_port()?, free_port()?);
+        let config = with_test_listeners(&config(dir.path()), kubelet_port, metrics_port);
+        std::fs::write(dir.path().join("config.yaml"), config)?;
+        let mut process = OrcaProcess {
+            node_name: node_name.to_owned(),
+            dir,
+            kubelet_port,
+            metrics_port,
+            kubeconfig: cluster.orca_kubeconfig(),
+            debug_logs: true,
+            child: None,
+            declared_nodes: Vec::new(),
+            other_cluster: Some(cluster.admin_kubeconfig()),
+            log_name: log_name.to_owned(),
+        };
+        process.restart()?;
+        Ok(process)
     }
 
     /// [`Self::start`] with the credentials in `kubeconfig` (e.g. a ServiceAccount's token).
@@ -117,6 +150,8 @@ impl OrcaProcess {
             debug_logs,
             child: None,
             declared_nodes: Vec::new(),
+            other_cluster: None,
+            log_name: node_name.to_owned(),
         };
         process.restart()?;
         Ok(process)
@@ -160,7 +195,7 @@ impl OrcaProcess {
     /// and `tests/run` can keep it when something failed.
     pub fn log_path(&self) -> PathBuf {
         let logs = PathBuf::from(TestCluster::shared().var("ORCA_CLUSTER_STATE")).join("logs");
-        logs.join(format!("orca-{}.log", self.node_name))
+        logs.join(format!("orca-{}.log", self.log_name))
     }
 
     /// A path inside this process's temp dir (for state and outage files).
@@ -291,8 +326,11 @@ impl Drop for OrcaProcess {
     /// cluster (they would pile up run after run).
     fn drop(&mut self) {
         let _ = self.kill();
-        let _ = TestCluster::shared()
-            .kubectl()
+        let mut kubectl = TestCluster::shared().kubectl();
+        if let Some(kubeconfig) = &self.other_cluster {
+            kubectl.env("KUBECONFIG", kubeconfig);
+        }
+        let _ = kubectl
             .args(["delete", "node", "--ignore-not-found", "--wait=false"])
             .args(self.node_names())
             .stdout(Stdio::null())

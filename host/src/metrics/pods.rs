@@ -114,6 +114,12 @@ pub struct ReconcileMetrics {
     durations: Family<ReconcileLabels, Histogram>,
     records: Gauge,
     terminations: Gauge,
+    unclaimed: Family<NodeLabel, Gauge>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabel {
+    pub node: String,
 }
 
 impl ReconcileMetrics {
@@ -142,10 +148,17 @@ impl ReconcileMetrics {
             "Instances whose termination orca asked for and does not yet see going",
             terminations.clone(),
         );
+        let unclaimed = Family::<NodeLabel, Gauge>::default();
+        registry.register(
+            "orca_unclaimed_instances",
+            "Live instances tagged for the node by an orca from before instances carried the cluster's id, whose pods are not the node's: never terminated by orca; check them by hand",
+            unclaimed.clone(),
+        );
         ReconcileMetrics {
             durations,
             records,
             terminations,
+            unclaimed,
         }
     }
 
@@ -154,6 +167,15 @@ impl ReconcileMetrics {
         self.records.set(i64::try_from(records).unwrap_or(i64::MAX));
         self.terminations
             .set(i64::try_from(terminations).unwrap_or(i64::MAX));
+    }
+
+    /// What the node's last claim of untagged instances left alone.
+    pub fn unclaimed(&self, node: &str, count: usize) {
+        self.unclaimed
+            .get_or_create(&NodeLabel {
+                node: node.to_owned(),
+            })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     pub fn observe(&self, result: &str, elapsed: Duration) {

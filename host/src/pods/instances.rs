@@ -76,17 +76,27 @@ impl InstanceCache {
     }
 
     /// Replaces the whole view with a fresh listing; returns the pods whose instance appeared,
-    /// changed or disappeared, so only those are reconciled. The view is updated in place: a
-    /// node with thousands of pods lists them every sync, and a second map beside the first
-    /// would double what the listing costs at that moment.
-    pub fn replace(&self, mut listing: Vec<InstanceStatus>) -> Vec<PodKey> {
+    /// changed or disappeared, so only those are reconciled. `named` holds, by pod UID, the
+    /// instance the pod's status or this process's launch names: that one is the pod's, and
+    /// any other instance tagged for the pod is an extra, even while a listing misses the
+    /// named one (see [`Choice`]). The view is updated in place: a node with thousands of
+    /// pods lists them every sync, and a second map beside the first would double what the
+    /// listing costs at that moment.
+    pub fn replace(
+        &self,
+        listing: Vec<InstanceStatus>,
+        named: &HashMap<String, String>,
+    ) -> Vec<PodKey> {
+        // A pod's instances other than the one it names are never its own.
+        let (mut listing, mut extras): (Vec<_>, Vec<_>) = listing.into_iter().partition(|status| {
+            named
+                .get(&status.pod.uid)
+                .is_none_or(|id| *id == status.instance_id)
+        });
+        extras.retain(|status| status.state.needs_termination());
         // Each pod's instances side by side, its chosen one last.
         listing.sort_unstable_by(|a, b| {
-            (a.pod.uid.as_str(), rank(a), a.instance_id.as_str()).cmp(&(
-                b.pod.uid.as_str(),
-                rank(b),
-                b.instance_id.as_str(),
-            ))
+            (a.pod.uid.as_str(), Choice::of(a)).cmp(&(b.pod.uid.as_str(), Choice::of(b)))
         });
         let mut inner = self.write();
         let inner = &mut *inner;
@@ -101,7 +111,6 @@ impl InstanceCache {
             }
             listed
         });
-        let mut extras = Vec::new();
         let mut listing = listing.into_iter().peekable();
         while let Some(status) = listing.next() {
             let chosen = listing
@@ -142,10 +151,30 @@ impl InstanceCache {
     }
 }
 
-/// How a pod's instances rank for being the pod's own: one still holding resources, else the
-/// newest (the instance id breaks a tie, so the choice is the same at every listing).
-fn rank(status: &InstanceStatus) -> (bool, jiff::Timestamp) {
-    (status.state.needs_termination(), status.launched_at)
+/// How the instances of a pod that names none rank for being its own, the greatest chosen:
+/// one still holding resources, then the oldest (the instance id breaks a tie, so the choice is
+/// the same at every listing).
+///
+/// Never the newest: a second live instance tagged for a pod comes from a person ("launch more
+/// like this" copies the tags), a stale replica or a token moved on, and the pod's workload runs
+/// on the first. Keeping the newest terminated the instance running the workload and kept the
+/// copy (issue 39, case 3). A pod whose status or record names its instance does not get here:
+/// that one is its own.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Choice<'a> {
+    live: bool,
+    older: std::cmp::Reverse<jiff::Timestamp>,
+    instance_id: &'a str,
+}
+
+impl<'a> Choice<'a> {
+    fn of(status: &'a InstanceStatus) -> Choice<'a> {
+        Choice {
+            live: status.state.needs_termination(),
+            older: std::cmp::Reverse(status.launched_at),
+            instance_id: &status.instance_id,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -174,17 +203,64 @@ mod tests {
         }
     }
 
+    fn none_named() -> HashMap<String, String> {
+        HashMap::new()
+    }
+
+    fn named(uid: &str, instance_id: &str) -> HashMap<String, String> {
+        HashMap::from([(uid.to_owned(), instance_id.to_owned())])
+    }
+
+    fn extra_ids(cache: &InstanceCache) -> Vec<String> {
+        let mut ids: Vec<String> = cache.extras().into_iter().map(|i| i.instance_id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Regression (issue 39, case 3): with two live instances for one pod, the newest was kept
+    /// and the older one, which the workload runs on, collected as an extra. A look-alike
+    /// (a person's "launch more like this", a stale replica's launch) is the newer one.
     #[test]
-    fn a_second_live_instance_of_a_pod_is_an_extra_not_hidden() {
+    fn a_look_alike_of_a_pods_instance_is_the_extra_not_the_instance_it_copies() {
         let cache = InstanceCache::default();
-        cache.replace(vec![
-            instance("i-old", "u", InstanceState::Running, 10),
-            instance("i-new", "u", InstanceState::Running, 20),
-            instance("i-gone", "u", InstanceState::Terminated, 30),
-        ]);
-        assert_eq!(cache.get("u").unwrap().instance_id, "i-new");
-        let extras: Vec<String> = cache.extras().into_iter().map(|i| i.instance_id).collect();
-        assert_eq!(extras, ["i-old"]);
+        cache.replace(
+            vec![
+                instance("i-old", "u", InstanceState::Running, 10),
+                instance("i-new", "u", InstanceState::Running, 20),
+                instance("i-gone", "u", InstanceState::Terminated, 30),
+            ],
+            &none_named(),
+        );
+        assert_eq!(cache.get("u").unwrap().instance_id, "i-old");
+        assert_eq!(extra_ids(&cache), ["i-new"]);
+    }
+
+    /// The instance the pod's status (or this process's launch) names is the pod's whatever
+    /// the others are: older, or live while it has ended.
+    #[test]
+    fn the_instance_a_pod_names_is_its_own_whatever_else_is_tagged_for_it() {
+        let cache = InstanceCache::default();
+        let listing = || {
+            vec![
+                instance("i-first", "u", InstanceState::Running, 10),
+                instance("i-named", "u", InstanceState::Terminated, 20),
+                instance("i-third", "u", InstanceState::Pending, 30),
+            ]
+        };
+        cache.replace(listing(), &named("u", "i-named"));
+        assert_eq!(cache.get("u").unwrap().instance_id, "i-named");
+        assert_eq!(extra_ids(&cache), ["i-first", "i-third"]);
+
+        // A listing that misses the named instance (EC2 lists late) leaves the pod without
+        // one: the others are still extras, never its instance.
+        let missing: Vec<InstanceStatus> = listing()
+            .into_iter()
+            .filter(|i| i.instance_id != "i-named")
+            .collect();
+        let changed = cache.replace(missing, &named("u", "i-named"));
+        assert_eq!(changed.len(), 1, "the pod's instance disappeared");
+        assert!(cache.get("u").is_none());
+        assert_eq!(extra_ids(&cache), ["i-first", "i-third"]);
     }
 
     /// Two live instances launched at the same moment: the same one is the pod's at every
@@ -194,9 +270,9 @@ mod tests {
         let cache = InstanceCache::default();
         let a = instance("i-a", "u", InstanceState::Running, 10);
         let b = instance("i-b", "u", InstanceState::Running, 10);
-        cache.replace(vec![a.clone(), b.clone()]);
+        cache.replace(vec![a.clone(), b.clone()], &none_named());
         assert_eq!(cache.get("u").unwrap().instance_id, "i-b");
-        let changed = cache.replace(vec![b, a]);
+        let changed = cache.replace(vec![b, a], &none_named());
         assert!(changed.is_empty(), "{changed:?}");
         assert_eq!(cache.get("u").unwrap().instance_id, "i-b");
         assert_eq!(cache.extras()[0].instance_id, "i-a");
@@ -205,18 +281,30 @@ mod tests {
     #[test]
     fn only_pods_whose_instance_changed_are_reported() {
         let cache = InstanceCache::default();
-        let first = cache.replace(vec![instance("i-a", "a", InstanceState::Pending, 1)]);
+        let first = cache.replace(
+            vec![instance("i-a", "a", InstanceState::Pending, 1)],
+            &none_named(),
+        );
         assert_eq!(first.len(), 1);
-        let same = cache.replace(vec![instance("i-a", "a", InstanceState::Pending, 1)]);
+        let same = cache.replace(
+            vec![instance("i-a", "a", InstanceState::Pending, 1)],
+            &none_named(),
+        );
         assert!(same.is_empty());
-        let running = cache.replace(vec![
-            instance("i-a", "a", InstanceState::Running, 1),
-            instance("i-b", "b", InstanceState::Pending, 2),
-        ]);
+        let running = cache.replace(
+            vec![
+                instance("i-a", "a", InstanceState::Running, 1),
+                instance("i-b", "b", InstanceState::Pending, 2),
+            ],
+            &none_named(),
+        );
         let mut running: Vec<&str> = running.iter().map(|key| key.uid.as_str()).collect();
         running.sort_unstable();
         assert_eq!(running, ["a", "b"], "a changed, b appeared");
-        let gone = cache.replace(vec![instance("i-b", "b", InstanceState::Pending, 2)]);
+        let gone = cache.replace(
+            vec![instance("i-b", "b", InstanceState::Pending, 2)],
+            &none_named(),
+        );
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].uid, "a");
         assert!(cache.get("a").is_none());
@@ -226,11 +314,14 @@ mod tests {
     fn instances_are_found_by_id_as_listings_come_and_go() {
         let cache = InstanceCache::default();
         let id = |cache: &InstanceCache, id: &str| cache.by_instance_id(id).map(|s| s.pod.uid);
-        cache.replace(vec![
-            instance("i-a", "a", InstanceState::Running, 1),
-            instance("i-old", "b", InstanceState::Running, 1),
-            instance("i-new", "b", InstanceState::Running, 2),
-        ]);
+        cache.replace(
+            vec![
+                instance("i-a", "a", InstanceState::Running, 1),
+                instance("i-old", "b", InstanceState::Running, 1),
+                instance("i-new", "b", InstanceState::Running, 2),
+            ],
+            &none_named(),
+        );
         assert_eq!(id(&cache, "i-a").as_deref(), Some("a"));
         assert_eq!(id(&cache, "i-new").as_deref(), Some("b"));
         assert_eq!(
@@ -241,7 +332,10 @@ mod tests {
         assert_eq!(id(&cache, "i-other"), None);
 
         // Pod a's instance replaced by another; pod b gone.
-        cache.replace(vec![instance("i-a2", "a", InstanceState::Pending, 3)]);
+        cache.replace(
+            vec![instance("i-a2", "a", InstanceState::Pending, 3)],
+            &none_named(),
+        );
         assert_eq!(id(&cache, "i-a2").as_deref(), Some("a"));
         for gone in ["i-a", "i-new", "i-old"] {
             assert_eq!(id(&cache, gone), None, "{gone}");

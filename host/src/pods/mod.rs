@@ -89,10 +89,16 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         ledger: ledger.clone(),
         config: deps.config.clone(),
         metrics: deps.metrics.clone(),
+        node: deps.node_name.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
-    while sync.sync_once(&changed_tx, None).await.is_none() {
+    // The pods already listed (a takeover) name their instances for the first choice too.
+    while sync
+        .sync_once(&changed_tx, sync::named_instances(&deps.pods.store()), None)
+        .await
+        .is_none()
+    {
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(delay) => {}

@@ -233,6 +233,16 @@ impl PodRecords {
         lock(&self.by_uid).len()
     }
 
+    /// Adds to `named` the instance this process's launch got for each pod (UID → instance
+    /// id): the pod's own, whatever else a listing shows tagged for it.
+    pub fn answered_launches(&self, named: &mut std::collections::HashMap<String, String>) {
+        for (uid, record) in lock(&self.by_uid).iter() {
+            if let Launch::Answered { launch, .. } = &record.launch {
+                named.insert(uid.clone(), launch.instance_id.clone());
+            }
+        }
+    }
+
     /// The pods waiting for a plugin to load, made due now; answers their UIDs.
     pub fn wake_policy_waiters(&self) -> HashSet<String> {
         let mut by_uid = lock(&self.by_uid);

@@ -3,7 +3,7 @@
 //! (and extra instances of a pod), past a grace period, are terminated; records of pods that
 //! left the store are dropped.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::channel::mpsc;
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::instances::InstanceCache;
 use super::record::PodRecords;
 use super::terminations::TerminationLedger;
+use super::view::PodView;
 use crate::config::PodsConfig;
 use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
@@ -33,17 +34,33 @@ pub struct StatusSync {
     pub ledger: Arc<TerminationLedger>,
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
+    /// The node served, for the log and the metrics.
+    pub node: String,
+}
+
+/// Instances launched before instances carried the cluster's id are claimed (see
+/// [`Provider::claim_untagged`]) at every sync of a serving turn's first `launchVisibilityGrace`,
+/// then while a sync still claims some: an instance launched by an earlier orca just before
+/// it stopped shows up in listings that late.
+struct Claiming {
+    since: Timestamp,
+    done: bool,
+    /// The unclaimed instances last reported, so the warning is given once per change.
+    reported: Vec<String>,
 }
 
 impl StatusSync {
     /// One listing; returns how many instances the provider listed (its whole listing, before
-    /// anything is set aside), or `None` when it could not be listed. With `present`
-    /// (the store's pod UIDs, once complete), instances that are gone or going and whose pod
-    /// is gone too concern nobody and are not kept: EC2 lists terminated instances for about
-    /// an hour, and a busy node would otherwise hold an hour of them.
+    /// anything is set aside), or `None` when it could not be listed. `named` holds the
+    /// instance each pod's status names (see [`named_instances`]); this process's own launches
+    /// are added to it. With `present` (the store's pod UIDs, once complete), instances that
+    /// are gone or going and whose pod is gone too concern nobody and are not kept: EC2 lists
+    /// terminated instances for about an hour, and a busy node would otherwise hold an hour of
+    /// them.
     pub async fn sync_once(
         &self,
         changed: &mpsc::UnboundedSender<ObjectRef<Pod>>,
+        mut named: HashMap<String, String>,
         present: Option<&HashSet<String>>,
     ) -> Option<usize> {
         match self.provider.statuses().await {
@@ -61,7 +78,9 @@ impl StatusSync {
                     });
                 }
                 let count = listing.len();
-                let changed_pods = self.instances.replace(listing);
+                // After the listing: a launch answered while EC2 listed is named too.
+                self.records.answered_launches(&mut named);
+                let changed_pods = self.instances.replace(listing, &named);
                 // When each pod's instance was last listed: the clock of the second look.
                 for instance in self.instances.all() {
                     self.records.update(&instance.pod.uid, |record| {
@@ -100,6 +119,11 @@ impl StatusSync {
         let mut tick = tokio::time::interval(self.config.sync_interval.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_sync = tokio::time::Instant::now();
+        let mut claiming = Claiming {
+            since: Timestamp::now(),
+            done: false,
+            reported: Vec::new(),
+        };
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -113,11 +137,14 @@ impl StatusSync {
                 }
             }
             last_sync = tokio::time::Instant::now();
+            let named = named_instances(&store);
             if !*listed.borrow() {
-                self.sync_once(&changed, None).await;
+                self.sync_once(&changed, named, None).await;
                 continue;
             }
-            let listing = self.sync_once(&changed, Some(&pod_uids(&store))).await;
+            let listing = self
+                .sync_once(&changed, named, Some(&pod_uids(&store)))
+                .await;
             let synced = listing.is_some();
             last_listing = listing.unwrap_or(last_listing);
             // The store as it is now, not as it was before the listing: a pod that arrived
@@ -143,6 +170,9 @@ impl StatusSync {
             }
             if synced {
                 self.collect_orphans(&present).await;
+            }
+            if !claiming.done {
+                self.claim_untagged(&present, &mut claiming).await;
             }
             self.metrics.held(self.records.len(), self.ledger.len());
         }
@@ -181,12 +211,49 @@ impl StatusSync {
         }
     }
 
+    /// One pass of claiming (see [`Claiming`]); the instances claimed show in a later listing.
+    async fn claim_untagged(&self, present: &HashSet<String>, claiming: &mut Claiming) {
+        match self.provider.claim_untagged(present).await {
+            Ok(found) => {
+                if !found.claimed.is_empty() {
+                    tracing::info!(node = %self.node, instances = ?found.claimed, "claimed instances an earlier orca launched for this node's pods before instances carried the cluster's id (orca.research/cluster-id)");
+                    self.sync_now.notify_one();
+                }
+                if found.unclaimed != claiming.reported && !found.unclaimed.is_empty() {
+                    tracing::warn!(node = %self.node, instances = ?found.unclaimed, "instances tagged for this node by an earlier orca, without a cluster id, whose pods are not this node's: another cluster's under the same node.name and node.clusterName, or pods force-deleted while no orca ran. orca never terminates them; check each and terminate those of this cluster by hand");
+                }
+                self.metrics.unclaimed(&self.node, found.unclaimed.len());
+                let grace = SignedDuration::try_from(self.config.launch_visibility_grace.get())
+                    .unwrap_or(SignedDuration::MAX);
+                let late = Timestamp::now().duration_since(claiming.since) > grace;
+                claiming.done = late && found.claimed.is_empty();
+                claiming.reported = found.unclaimed;
+            }
+            Err(error) => {
+                tracing::warn!(node = %self.node, %error, "claiming instances launched before instances carried the cluster's id failed; retrying next sync");
+            }
+        }
+    }
+
     fn asked_recently(&self, instance: &InstanceStatus, now: Timestamp) -> bool {
         let again_after = 2 * self.config.sync_interval.get();
         self.ledger
             .get(&instance.instance_id)
             .is_some_and(|asked| now.duration_since(asked.at).unsigned_abs() < again_after)
     }
+}
+
+/// The instance each pod in `store` names in its status (UID → instance id): the pod's own,
+/// whatever else EC2 lists tagged for it.
+pub(super) fn named_instances(store: &Store<Pod>) -> HashMap<String, String> {
+    store
+        .state()
+        .iter()
+        .filter_map(|pod| {
+            let view = PodView::of(pod)?;
+            Some((view.key.uid, view.launched?.instance_id))
+        })
+        .collect()
 }
 
 /// The UIDs of the pods in `store` now.

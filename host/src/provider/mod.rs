@@ -64,6 +64,32 @@ pub trait Provider: Send + Sync + 'static {
     fn retain_pods(&self, present: &std::collections::HashSet<String>) {
         let _ = present;
     }
+
+    /// Claims the instances an earlier orca launched for this node before instances carried
+    /// the cluster's id (see [`ownership`]): those whose pod is in `present` (the node's pods,
+    /// completely listed) get the id, so listings show them again; the others are left alone
+    /// and reported, since nothing tells another cluster's instance at the same names from
+    /// an instance whose pod was force-deleted while no orca ran. The default: nothing to
+    /// claim.
+    ///
+    /// # Errors
+    /// The listing or the tagging failed; asking again is harmless.
+    async fn claim_untagged(
+        &self,
+        present: &std::collections::HashSet<String>,
+    ) -> Result<Claimed, ProviderError> {
+        let _ = present;
+        Ok(Claimed::default())
+    }
+}
+
+/// What [`Provider::claim_untagged`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claimed {
+    /// Instance ids that carry the cluster's id now.
+    pub claimed: Vec<String>,
+    /// Instance ids left alone, with no pod here: never terminated by orca.
+    pub unclaimed: Vec<String>,
 }
 
 /// What became of a termination request.

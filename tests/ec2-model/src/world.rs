@@ -182,4 +182,55 @@ impl Ec2Model {
             _ => false,
         }
     }
+
+    /// Someone at the console "launches more like this" from instance `id`:
+    /// a new on-demand instance of the same type in the same zone and subnet,
+    /// with every tag the original has now (its ownership tags too), launched
+    /// as `RunInstances` would (visibility and tag lags, boot). Answers the new
+    /// id; `None` for an unknown id.
+    pub fn launch_look_alike(&self, now: Timestamp, id: &str) -> Option<String> {
+        let mut world = self.world();
+        let now = world.effective(now);
+        let (instance_type, zone, subnet_id, tags) = {
+            let record = world.record(id)?;
+            (
+                record.instance_type.clone(),
+                record.zone.clone(),
+                record.subnet_id.clone(),
+                record.tags.final_values(),
+            )
+        };
+        let order = crate::spawn::Order {
+            instance_type: &instance_type,
+            spot: false,
+            subnet_id: subnet_id.as_deref(),
+            zone: &zone,
+            tags: &tags,
+            client_token: None,
+        };
+        Some(crate::spawn::spawn(&mut world, now, &order).instance_id)
+    }
+
+    /// Someone else launches an on-demand instance with `tags` (another
+    /// cluster's controller, a person) in the default subnet's zone, as
+    /// `RunInstances` would. Answers its id.
+    pub fn launch_by_someone(
+        &self,
+        now: Timestamp,
+        instance_type: &str,
+        tags: &std::collections::BTreeMap<String, String>,
+    ) -> String {
+        let mut world = self.world();
+        let now = world.effective(now);
+        let zone = world.behaviour.zone_for(None).to_owned();
+        let order = crate::spawn::Order {
+            instance_type,
+            spot: false,
+            subnet_id: None,
+            zone: &zone,
+            tags,
+            client_token: None,
+        };
+        crate::spawn::spawn(&mut world, now, &order).instance_id
+    }
 }

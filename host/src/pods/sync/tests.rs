@@ -33,6 +33,7 @@ fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
         ledger: Arc::new(TerminationLedger::default()),
         config: PodsConfig::default(),
         metrics: Arc::new(ReconcileMetrics::register(&mut Registry::default())),
+        node: "node".into(),
     }
 }
 
@@ -59,7 +60,8 @@ async fn a_request_is_done_once_its_instance_is_listed_going_even_with_its_pod_g
 
     let (changed, _pending) = mpsc::unbounded();
     assert_eq!(
-        sync.sync_once(&changed, Some(&HashSet::new())).await,
+        sync.sync_once(&changed, HashMap::new(), Some(&HashSet::new()))
+            .await,
         Some(1),
         "the whole listing is counted (what the heap trims wait for), the gone pod's instance too"
     );
@@ -90,7 +92,7 @@ async fn a_request_for_an_instance_not_listed_yet_is_kept() {
 
     let (changed, _pending) = mpsc::unbounded();
     assert!(
-        sync.sync_once(&changed, Some(&HashSet::new()))
+        sync.sync_once(&changed, HashMap::new(), Some(&HashSet::new()))
             .await
             .is_some()
     );

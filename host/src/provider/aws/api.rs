@@ -246,6 +246,12 @@ pub trait Ec2Api: Send + Sync + 'static {
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError>;
     /// Returns the ids EC2 accepted.
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError>;
+    /// Adds (or overwrites) `tags` on every instance in `instance_ids`; all or nothing.
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError>;
     /// The latest serial console output, decoded; `None` when there is none yet.
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError>;
     async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError>;
@@ -286,6 +292,14 @@ impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
         (**self).terminate_instances(instance_ids).await
+    }
+
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        (**self).create_tags(instance_ids, tags).await
     }
 
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {

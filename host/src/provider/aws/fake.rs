@@ -162,6 +162,25 @@ impl FakeEc2 {
         lock(&self.state).instances.clone()
     }
 
+    /// An instance launched outside orca (a person at the console, another cluster's orca, an
+    /// orca from before instances carried the cluster's id), running with `tags`, launched
+    /// `ago` before now. Answers its id.
+    pub fn launch_outside(&self, tags: &[(&str, &str)], ago: std::time::Duration) -> String {
+        let mut state = lock(&self.state);
+        let tags = tags
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut instance = state.launch("m5.large", Market::OnDemand, &tags, None);
+        instance.state = InstanceState::Running;
+        instance.launch_time = Timestamp::now() - jiff::SignedDuration::try_from(ago).unwrap();
+        let id = instance.instance_id.clone();
+        if let Some(listed) = state.instances.iter_mut().find(|i| i.instance_id == id) {
+            *listed = instance;
+        }
+        id
+    }
+
     pub fn set_tag(&self, instance_id: &str, key: &str, value: &str) {
         let mut state = lock(&self.state);
         if let Some(instance) = state
@@ -398,6 +417,31 @@ impl Ec2Api for FakeEc2 {
             }
         }
         Ok(instance_ids.to_vec())
+    }
+
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        let mut state = self.begin("CreateTags")?;
+        if let Some(unknown) = instance_ids
+            .iter()
+            .find(|id| !state.instances.iter().any(|i| &i.instance_id == *id))
+        {
+            return Err(ApiError::service(
+                "InvalidInstanceID.NotFound",
+                format!("The instance ID '{unknown}' does not exist"),
+            ));
+        }
+        for instance in &mut state.instances {
+            if instance_ids.contains(&instance.instance_id) {
+                instance
+                    .tags
+                    .extend(tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        Ok(())
     }
 
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {

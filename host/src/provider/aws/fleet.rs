@@ -329,7 +329,7 @@ impl AwsProvider {
                 Market::OnDemand => None,
             },
             user_data: user_data.to_owned(),
-            tags: plan.tags.clone(),
+            tags: self.launch_tags(plan),
         }
     }
 

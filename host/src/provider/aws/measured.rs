@@ -2,7 +2,7 @@
 //! It sits inside the rate limit, so the latency is EC2's (with SDK retries), not the wait
 //! for a token.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -79,6 +79,15 @@ impl<A: Ec2Api> Ec2Api for Measured<A> {
             self.inner.terminate_instances(instance_ids),
         )
         .await
+    }
+
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        self.measure("CreateTags", self.inner.create_tags(instance_ids, tags))
+            .await
     }
 
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {

@@ -25,6 +25,7 @@ mod rate;
 pub mod sdk;
 mod sdk_fleet;
 mod status;
+pub mod strays;
 mod template;
 mod token;
 mod unavailable;
@@ -55,11 +56,13 @@ use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
 use self::workload::EnvSource;
 use super::logs::render;
-use super::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID};
+use super::ownership::{
+    MANAGED_BY_VALUE, TAG_CLUSTER, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID,
+};
 use super::zones::ZoneConstraint;
 use super::{
-    InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey, Provider,
-    ProviderError, Termination, WorkloadExit, offerings,
+    Claimed, InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey,
+    Provider, ProviderError, Termination, WorkloadExit, offerings,
 };
 use crate::config::{AwsConfig, LaunchApi};
 use crate::plan::{LaunchPlan, Market};
@@ -75,6 +78,8 @@ const BATCH_WINDOW: Duration = Duration::from_millis(50);
 const MAX_FILTER_VALUES: usize = 200;
 /// Instance ids per `TerminateInstances` call (EC2 accepts up to 1000).
 const MAX_TERMINATE: usize = 1000;
+/// Resource ids per `CreateTags` call (EC2 accepts up to 1000).
+const MAX_TAGGED: usize = 1000;
 
 /// What one instance id of a termination batch got.
 type TerminationAnswer = Result<Termination, api::ApiError>;
@@ -89,11 +94,16 @@ pub(crate) struct Place {
     pub zone: Option<String>,
 }
 
-/// Who this provider launches for: the node and cluster its tags name.
+/// Who this provider launches for: the node and cluster its tags name. Instances are listed by
+/// the node's name and the cluster's id (the `kube-system` namespace's UID), never by the
+/// configured cluster name, which two clusters may share (see [`super::ownership`]).
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub node: String,
+    /// `node.clusterName`, tagged for people.
     pub cluster: String,
+    /// The UID of the cluster's `kube-system` namespace.
+    pub cluster_id: String,
 }
 
 pub struct AwsProvider {
@@ -318,8 +328,17 @@ impl AwsProvider {
                 encrypted: volume.encrypted,
             }),
             user_data: user_data.to_owned(),
-            tags: plan.tags.clone(),
+            tags: self.launch_tags(plan),
         }
+    }
+
+    /// The tags of a launch: the plan's (the ownership tags among them) and the cluster's id,
+    /// set here, beside the filter every listing uses, so no instance is ever launched
+    /// without what finds it again.
+    fn launch_tags(&self, plan: &LaunchPlan) -> std::collections::BTreeMap<String, String> {
+        let mut tags = plan.tags.clone();
+        tags.insert(TAG_CLUSTER_ID.to_owned(), self.identity.cluster_id.clone());
+        tags
     }
 
     /// One `RunInstances` for one offering: the instance, or why not. A capacity refusal
@@ -373,7 +392,7 @@ fn identity_filters(identity: &Identity) -> Vec<Filter> {
     vec![
         Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
         Filter::tag(TAG_NODE, identity.node.clone()),
-        Filter::tag(TAG_CLUSTER, identity.cluster.clone()),
+        Filter::tag(TAG_CLUSTER_ID, identity.cluster_id.clone()),
     ]
 }
 
@@ -389,9 +408,20 @@ async fn live_instances_of(
         "instance-state-name",
         LIVE_STATES.map(str::to_owned),
     ));
-    let mut found = HashMap::new();
+    let mut found: HashMap<String, Ec2Instance> = HashMap::new();
     for instance in api.describe_instances(&filters).await? {
-        if let Some(uid) = instance.tags.get(TAG_POD_UID).cloned() {
+        let Some(uid) = instance.tags.get(TAG_POD_UID).cloned() else {
+            continue;
+        };
+        // Of two live instances for one pod, the oldest is its own (a look-alike is newer),
+        // as the pod controller decides (`pods::instances`).
+        let keep = found.get(&uid).is_none_or(|kept| {
+            (
+                instance.launch_time,
+                std::cmp::Reverse(&instance.instance_id),
+            ) < (kept.launch_time, std::cmp::Reverse(&kept.instance_id))
+        });
+        if keep {
             found.insert(uid, instance);
         }
     }
@@ -628,6 +658,59 @@ impl Provider for AwsProvider {
     fn retain_pods(&self, present: &std::collections::HashSet<String>) {
         self.fleets.retain(present);
     }
+
+    async fn claim_untagged(
+        &self,
+        present: &std::collections::HashSet<String>,
+    ) -> Result<Claimed, ProviderError> {
+        // What identified this node's instances before they carried the cluster's id.
+        let filters = [
+            Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
+            Filter::tag(TAG_NODE, self.identity.node.clone()),
+            Filter::tag(TAG_CLUSTER, self.identity.cluster.clone()),
+            Filter::new("instance-state-name", LIVE_STATES.map(str::to_owned)),
+        ];
+        let listed = self
+            .api
+            .describe_instances(&filters)
+            .await
+            .map_err(provider_error)?;
+        let decided = claims(&listed, present);
+        let tags = std::collections::BTreeMap::from([(
+            TAG_CLUSTER_ID.to_owned(),
+            self.identity.cluster_id.clone(),
+        )]);
+        for ids in decided.claimed.chunks(MAX_TAGGED) {
+            self.api
+                .create_tags(ids, &tags)
+                .await
+                .map_err(provider_error)?;
+        }
+        Ok(decided)
+    }
+}
+
+/// Which of `listed` (instances under this node's names) to claim for this cluster: those
+/// without any cluster id whose pod is in `present`. One with a cluster id is claimed already,
+/// by this cluster or another; one whose pod is not here is left alone.
+fn claims(listed: &[Ec2Instance], present: &std::collections::HashSet<String>) -> Claimed {
+    let mut decided = Claimed::default();
+    for instance in listed {
+        if instance.tags.contains_key(TAG_CLUSTER_ID) {
+            continue;
+        }
+        let ours = instance
+            .tags
+            .get(TAG_POD_UID)
+            .is_some_and(|uid| present.contains(uid));
+        let list = if ours {
+            &mut decided.claimed
+        } else {
+            &mut decided.unclaimed
+        };
+        list.push(instance.instance_id.clone());
+    }
+    decided
 }
 
 /// A launch error in the pod's words. A token EC2 already answered means the pod's instance

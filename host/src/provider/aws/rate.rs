@@ -2,7 +2,7 @@
 //! buckets, one for mutating calls and one for describes, so a burst of a thousand pods waits
 //! briefly here instead of tripping `RequestLimitExceeded` for everyone.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU32;
 
 use async_trait::async_trait;
@@ -68,6 +68,15 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
         self.mutating.until_ready().await;
         self.inner.terminate_instances(instance_ids).await
+    }
+
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        self.mutating.until_ready().await;
+        self.inner.create_tags(instance_ids, tags).await
     }
 
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {

@@ -238,6 +238,25 @@ impl Ec2Api for SdkEc2 {
             .collect())
     }
 
+    async fn create_tags(
+        &self,
+        instance_ids: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<(), ApiError> {
+        let tags = tags
+            .iter()
+            .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
+            .collect();
+        self.client
+            .create_tags()
+            .set_resources(Some(instance_ids.to_vec()))
+            .set_tags(Some(tags))
+            .send()
+            .await
+            .map_err(api_error)?;
+        Ok(())
+    }
+
     async fn console_output(&self, instance_id: &str) -> Result<Option<String>, ApiError> {
         let output = self
             .client

@@ -38,6 +38,9 @@ impl EnvSource for NoObjects {
     }
 }
 
+/// The `kube-system` UID of the cluster the tests' provider launches for.
+pub(super) const CLUSTER_ID: &str = "0b9f4c1e-5d2a-4f6b-9a43-7c1d2e3f4a5b";
+
 /// The walk: one `RunInstances` per offering (`launchApi: runInstances`); fleets have their
 /// own tests in `fleet/tests.rs`.
 fn provider(fake: Arc<FakeEc2>) -> AwsProvider {
@@ -58,6 +61,7 @@ pub(super) fn provider_with(fake: Arc<FakeEc2>, config: AwsConfig) -> AwsProvide
         Identity {
             node: "orca-aws-node".to_owned(),
             cluster: "research".to_owned(),
+            cluster_id: CLUSTER_ID.to_owned(),
         },
         AwsConfig {
             default_ami: Some("ami-0123456789abcdef0".to_owned()),
@@ -544,4 +548,112 @@ async fn an_adopted_on_demand_instance_is_reported_on_demand_whatever_the_plan_s
         .unwrap();
     assert!(adopted.adopted);
     assert_eq!(adopted.offering.market, Market::OnDemand);
+}
+
+/// The tags of an instance of node `orca-aws-node`, cluster name `research`, for pod `uid`,
+/// with `cluster_id` when it carries one.
+fn owned_tags<'a>(cluster_id: Option<&'a str>, uid: &'a str) -> Vec<(&'a str, &'a str)> {
+    let mut tags = vec![
+        ("ManagedBy", "ORCA"),
+        ("orca.research/node", "orca-aws-node"),
+        ("orca.research/cluster", "research"),
+        ("orca.research/pod-namespace", "ml"),
+        ("orca.research/pod-name", uid),
+        ("orca.research/pod-uid", uid),
+    ];
+    if let Some(id) = cluster_id {
+        tags.push((TAG_CLUSTER_ID, id));
+    }
+    tags
+}
+
+/// Regression (issue 39, case 1): two clusters in one account at the same `node.name` and
+/// `node.clusterName` listed each other's instances, and each terminated the other's as
+/// orphans. Listings filter on the cluster's id: another cluster's instance under the same
+/// names is never seen, and every launch carries this cluster's id.
+#[tokio::test]
+async fn another_clusters_instances_under_the_same_names_are_never_listed() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    fake.launch_outside(
+        &owned_tags(Some("8e2f0a11-0000-4000-8000-0000000000ff"), "theirs"),
+        Duration::from_secs(600),
+    );
+    let launched = create_on_demand(&provider, "trainer").await.unwrap();
+    let listed: Vec<String> = provider
+        .statuses()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.instance_id)
+        .collect();
+    assert_eq!(listed, std::slice::from_ref(&launched.instance_id));
+    let ours = fake
+        .instances()
+        .into_iter()
+        .find(|i| i.instance_id == launched.instance_id)
+        .unwrap();
+    assert_eq!(
+        ours.tags.get(TAG_CLUSTER_ID).map(String::as_str),
+        Some(CLUSTER_ID)
+    );
+}
+
+/// Instances launched before instances carried the cluster's id are claimed when their pod
+/// is this node's, and left alone (never listed, so never collected) when it is not: they
+/// may be another cluster's at the same names.
+#[tokio::test]
+async fn instances_from_before_cluster_ids_are_claimed_only_for_this_nodes_pods() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    let old = Duration::from_secs(600);
+    let here = fake.launch_outside(&owned_tags(None, "here"), old);
+    let elsewhere = fake.launch_outside(&owned_tags(None, "elsewhere"), old);
+    let theirs = fake.launch_outside(
+        &owned_tags(Some("8e2f0a11-0000-4000-8000-0000000000ff"), "here-too"),
+        old,
+    );
+    assert!(provider.statuses().await.unwrap().is_empty());
+
+    let present = std::collections::HashSet::from(["here".to_owned(), "here-too".to_owned()]);
+    let found = provider.claim_untagged(&present).await.unwrap();
+    assert_eq!(found.claimed, std::slice::from_ref(&here));
+    assert_eq!(found.unclaimed, [elsewhere]);
+    let listed: Vec<String> = provider
+        .statuses()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.instance_id)
+        .collect();
+    assert_eq!(listed, [here], "claimed, and listed from now on");
+    assert!(!listed.contains(&theirs));
+
+    // Claiming again finds nothing more to claim.
+    let again = provider.claim_untagged(&present).await.unwrap();
+    assert!(again.claimed.is_empty());
+}
+
+/// Regression (issue 39, case 3): the adoption before a launch took whichever of a pod's live
+/// instances EC2 listed last, so after a restart a pod without a status could take a
+/// look-alike for its own, and its first instance (the workload's) was then collected.
+#[tokio::test]
+async fn adoption_takes_the_pods_oldest_instance_not_a_look_alike() {
+    let fake = Arc::new(FakeEc2::default());
+    let original = fake.launch_outside(
+        &owned_tags(Some(CLUSTER_ID), "uid-trainer"),
+        Duration::from_secs(600),
+    );
+    let _copy = fake.launch_outside(
+        &owned_tags(Some(CLUSTER_ID), "uid-trainer"),
+        Duration::from_secs(60),
+    );
+    let pod = pod("trainer");
+    let launched = provider(fake.clone())
+        .create(&pod, &plan_for(&pod))
+        .await
+        .unwrap();
+    assert!(launched.adopted);
+    assert_eq!(launched.instance_id, original);
+    assert_eq!(fake.count("RunInstances"), 0);
 }

@@ -2,6 +2,7 @@
 //! to the faults of the behaviour profile.
 
 mod console_output;
+mod create_tags;
 mod describe;
 mod describe_fleets;
 mod fleet;
