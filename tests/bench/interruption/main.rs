@@ -1,14 +1,21 @@
 //! `interruption-bench`: the time from a spot interruption warning landing in the queue to
-//! the pod's `DisruptionTarget` condition, for N pods warned at once.
+//! the pod's `DisruptionTarget` condition, for N pods warned at once, or for one pod warned
+//! behind a flood of messages that are not its orca's.
 //!
 //!   set -a; . "$(tests/cluster/up | tail -n1)"; set +a
 //!   cargo run --release -p orca-e2e --bin interruption-bench -- [--rounds R] N...
+//!   cargo run --release -p orca-e2e --bin interruption-bench -- [--rounds R] \
+//!       --flood F [--warn-after S]
 //!
 //! Each round: an orca in this process (aws provider over a calm EC2 model, the interruption
 //! queue over an in-memory SQS with SQS's long-poll semantics), N spot pods Running on the
 //! local cluster, then N warnings sent at once; the bench polls the pods every 10 ms and
 //! takes, per pod, the first poll that shows the condition. Prints median, p99 and max per
 //! round.
+//!
+//! `--flood F` (see [`flood`]): the queue is a queue of moto's SQS, as the README's stack makes
+//! it (30 s visibility timeout, 5-minute retention); F messages that are not this orca's go in
+//! first, the one warning for the pod's instance S seconds after the last of them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,6 +36,8 @@ use orca_e2e::pods::{self, burst_pod, instance_id};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
 use orca_ec2_model::{Behaviour, Ec2Model};
+
+mod flood;
 
 fn config(node: &str) -> Result<String> {
     Ok(format!(
@@ -76,6 +85,42 @@ fn warned(pod: &Pod) -> bool {
         })
 }
 
+/// One spot pod per name on `node`; answers once every pod is Running, with each pod's name
+/// and instance id.
+async fn running_pods(
+    api: &Api<Pod>,
+    node: &str,
+    names: &[String],
+) -> Result<Vec<(String, String)>> {
+    for name in names {
+        let pod = burst_pod(
+            name,
+            node,
+            &[
+                ("orca.research/instance-type", "m5.large"),
+                ("orca.research/launch-type", "spot"),
+            ],
+        );
+        pods::create(api, &pod).await?;
+    }
+    let count = names.len();
+    poll_until(
+        "every pod Running",
+        Duration::from_secs(120),
+        Duration::from_millis(200),
+        || async {
+            let listed = api.list(&ListParams::default()).await?.items;
+            let ids: Vec<(String, String)> = listed
+                .iter()
+                .filter(|p| pods::phase(p) == "Running")
+                .filter_map(|p| Some((p.metadata.name.clone()?, instance_id(p)?)))
+                .collect();
+            Ok((ids.len() == count).then_some(ids))
+        },
+    )
+    .await
+}
+
 /// One round: the latencies of `count` pods, sorted.
 async fn round(count: usize, seed: u64) -> Result<Vec<Duration>> {
     let cluster = TestCluster::shared();
@@ -92,32 +137,8 @@ async fn round(count: usize, seed: u64) -> Result<Vec<Duration>> {
         Some(notices),
     )?;
     let api: Api<Pod> = Api::namespaced(client, &namespace.name);
-    for n in 0..count {
-        let pod = burst_pod(
-            &format!("w{n}"),
-            &node,
-            &[
-                ("orca.research/instance-type", "m5.large"),
-                ("orca.research/launch-type", "spot"),
-            ],
-        );
-        pods::create(&api, &pod).await?;
-    }
-    let running = poll_until(
-        "every pod Running",
-        Duration::from_secs(120),
-        Duration::from_millis(200),
-        || async {
-            let listed = api.list(&ListParams::default()).await?.items;
-            let ids: Vec<(String, String)> = listed
-                .iter()
-                .filter(|p| pods::phase(p) == "Running")
-                .filter_map(|p| Some((p.metadata.name.clone()?, instance_id(p)?)))
-                .collect();
-            Ok((ids.len() == count).then_some(ids))
-        },
-    )
-    .await?;
+    let names: Vec<String> = (0..count).map(|n| format!("w{n}")).collect();
+    let running = running_pods(&api, &node, &names).await?;
     // The pods have settled: no write of orca's is still on its way.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let sent = Instant::now();
@@ -161,14 +182,35 @@ async fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut rounds = 3u64;
     let mut sizes = Vec::new();
+    let mut flooded: Option<usize> = None;
+    let mut warn_after = Duration::ZERO;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--rounds" => rounds = args.next().context("--rounds R")?.parse()?,
+            "--flood" => {
+                flooded = Some(
+                    args.next()
+                        .context("--flood F: messages that are not this orca's")?
+                        .parse()?,
+                );
+            }
+            "--warn-after" => {
+                warn_after = Duration::from_secs(
+                    args.next()
+                        .context("--warn-after S: seconds after the flood")?
+                        .parse()?,
+                );
+            }
             size => sizes.push(size.parse::<usize>().context("N: pods warned at once")?),
         }
     }
+    if let Some(foreign) = flooded {
+        return flood::run(foreign, warn_after, rounds).await;
+    }
     if sizes.is_empty() {
-        bail!("usage: interruption-bench [--rounds R] N...");
+        bail!(
+            "usage: interruption-bench [--rounds R] N... | [--rounds R] --flood F [--warn-after S]"
+        );
     }
     println!("| pods warned at once | round | median | p99 | max |");
     println!("|---|---|---|---|---|");
