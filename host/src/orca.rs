@@ -8,7 +8,9 @@ use tokio_util::sync::CancellationToken;
 use crate::catalogue_refresh;
 use crate::config::{Config, DeclaredNode, ProviderKind, SimulatedConfig};
 use crate::health::Health;
-use crate::interruption::{NodeSinks, NoticeQueue, SqsQueue};
+use crate::interruption::{
+    ConsumerParts, Ec2Owners, NodeSinks, NoticeQueue, Origin, SqsQueue, ThisOrca,
+};
 use crate::metrics::Metrics;
 use crate::node::RegistrationError;
 use crate::node::plugin_events::NodePluginEvents;
@@ -41,6 +43,8 @@ pub enum StartError {
     PolicyFailed(#[source] PolicySetupError),
     #[error("reading the cluster's identity")]
     ClusterIdFailed(#[source] crate::provider::ownership::ClusterIdError),
+    #[error("reading the account whose interruption notices count")]
+    AccountFailed(#[source] crate::interruption::AccountError),
     #[error("watching the plugins directory {dir}")]
     PluginWatchFailed {
         dir: String,
@@ -79,7 +83,7 @@ pub struct Orca {
     served: Arc<ServedNodes>,
     health: Arc<Health>,
     /// The interruption queue (`provider.aws.interruptionQueue`), when configured.
-    interruption_queue: Option<Arc<dyn NoticeQueue>>,
+    interruptions: Option<Interruptions>,
     /// The cluster's id (its `kube-system` namespace's UID) when the aws provider runs.
     cluster_id: String,
 }
@@ -105,9 +109,13 @@ impl Orca {
     }
 
     /// Reads EC2's advance warnings from `queue` instead of the configured SQS queue (a model
-    /// of the queue in tests).
-    pub fn with_interruption_queue(mut self, queue: Arc<dyn NoticeQueue>) -> Orca {
-        self.interruption_queue = Some(queue);
+    /// of the queue in tests), taking those from `account` (and `provider.region`) as this
+    /// orca's.
+    pub fn with_interruption_queue(mut self, queue: Arc<dyn NoticeQueue>, account: &str) -> Orca {
+        self.interruptions = Some(Interruptions {
+            queue,
+            account: account.to_owned(),
+        });
         self
     }
 
@@ -218,23 +226,30 @@ impl Orca {
                 new_provider,
             }));
         }
-        let interruption_queue: Option<Arc<dyn NoticeQueue>> = match (
+        let interruptions = match (
             config.provider.kind,
             &config.provider.aws.interruption_queue,
         ) {
-            (ProviderKind::Aws, Some(queue)) => Some(Arc::new(
-                SqsQueue::connect(
-                    &queue.url,
-                    &config.provider.region,
-                    queue.endpoint_url.as_deref(),
-                )
-                .await,
-            )),
+            (ProviderKind::Aws, Some(queue)) => {
+                let account = crate::interruption::caller_account(&config.provider.region)
+                    .await
+                    .map_err(StartError::AccountFailed)?;
+                tracing::info!(%account, queue = %queue.url, "interruption notices are acted on only from this account and provider.region");
+                let queue: Arc<dyn NoticeQueue> = Arc::new(
+                    SqsQueue::connect(
+                        &queue.url,
+                        &config.provider.region,
+                        queue.endpoint_url.as_deref(),
+                    )
+                    .await,
+                );
+                Some(Interruptions { queue, account })
+            }
             _ => None,
         };
         Ok(Orca {
             cluster_id,
-            interruption_queue,
+            interruptions,
             config,
             client,
             nodes,
@@ -257,7 +272,7 @@ impl Orca {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), StartError> {
         let (policy_ready, policy_ready_rx) = tokio::sync::watch::channel(true);
         // One consumer for the queue: each notice goes to the node whose instance it names.
-        let notice_sinks = self.interruption_queue.as_ref().map(|_| {
+        let notice_sinks = self.interruptions.as_ref().map(|_| {
             Arc::new(if self.config.replicas.share_nodes {
                 NodeSinks::sharing(self.nodes.len())
             } else {
@@ -398,11 +413,35 @@ impl Orca {
             }
             None => None,
         };
-        if let (Some(queue), Some(sinks)) = (&self.interruption_queue, &notice_sinks) {
+        if let (Some(interruptions), Some(sinks), Some(api)) =
+            (&self.interruptions, &notice_sinks, &self.ec2)
+        {
+            let parts = ConsumerParts {
+                queue: interruptions.queue.clone(),
+                sink: sinks.clone(),
+                owners: Arc::new(Ec2Owners {
+                    api: api.clone(),
+                    this: ThisOrca {
+                        cluster_id: self.cluster_id.clone(),
+                        nodes: self
+                            .nodes
+                            .iter()
+                            .map(|node| node.name().to_owned())
+                            .collect(),
+                        grace: jiff::SignedDuration::try_from(
+                            self.config.pods.launch_visibility_grace.get(),
+                        )
+                        .unwrap_or(jiff::SignedDuration::MAX),
+                    },
+                }),
+                origin: Origin {
+                    account: interruptions.account.clone(),
+                    region: self.config.provider.region.clone(),
+                },
+                metrics: self.metrics.interruption.clone(),
+            };
             tokio::spawn(crate::interruption::consume(
-                queue.clone(),
-                sinks.clone(),
-                self.metrics.interruption.clone(),
+                parts,
                 shutdown.clone().cancelled_owned(),
             ));
         }
@@ -473,6 +512,13 @@ impl Orca {
         }
         Ok(())
     }
+}
+
+/// The interruption queue and the account whose notices count.
+struct Interruptions {
+    queue: Arc<dyn NoticeQueue>,
+    /// The account this orca's instances live in.
+    account: String,
 }
 
 /// The cluster's identity, with a word on names left at the shipped placeholders.

@@ -23,7 +23,8 @@ pub struct InProcessOrca {
 
 impl InProcessOrca {
     /// Starts orca with `config` (YAML, as a file would hold it), the credentials in
-    /// `kubeconfig`, and `ec2` as its EC2.
+    /// `kubeconfig`, and `ec2` as its EC2; with `interruptions`, it reads EC2's notices from
+    /// that queue, from the tests' account ([`crate::notices::ACCOUNT`]).
     ///
     /// # Errors
     /// A config orca refuses, or a runtime that cannot be built.
@@ -55,7 +56,7 @@ impl InProcessOrca {
             match ::orca::orca::Orca::with_ec2(config, client, ec2).await {
                 Ok(orca) => {
                     let orca = match interruptions {
-                        Some(queue) => orca.with_interruption_queue(queue),
+                        Some(queue) => orca.with_interruption_queue(queue, crate::notices::ACCOUNT),
                         None => orca,
                     };
                     if let Err(error) = orca.run(stop).await {

@@ -1,12 +1,12 @@
 //! The loop that reads the interruption queue and hands the notices for this node's instances
 //! to a [`NoticeSink`].
 //!
-//! The queue may be read by more than one consumer (another cluster in the account), so a
-//! message is deleted only when this node acted on everything in it; what it cannot read or
-//! does not own is left for the visibility timeout to hand to someone else, or handed on at
-//! once when another replica of this orca serves a node (see [`NoticeSink::shared_elsewhere`]).
+//! The queue belongs to one orca deployment (see [`triage`](super::triage)): a message is
+//! deleted once nothing in it is left for this orca to act on, and kept only for a notice
+//! another replica of this orca may act on, or one the sink could not act on yet.
 
 use futures::future::join_all;
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +16,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::backoff::Backoff;
-use super::notice::{self, Notice, NoticeError};
+use super::notice::{Notice, Origin};
+use super::owners::{Asked, InstanceOwners};
 use super::queue::NoticeQueue;
 use super::seen::SeenBodies;
+use super::triage::{self, Fate, Reading, Wrong};
 use crate::errors::error_chain;
 use crate::metrics::{InterruptionMetrics, MessageOutcome, QueueOperation};
 
@@ -79,35 +81,47 @@ pub const HAND_ON_AFTER: Duration = Duration::from_secs(1);
 /// for the visibility timeout, so a message nobody owns is not passed around until it expires.
 const HAND_ON_TIMES: u32 = 5;
 
-/// Reads `queue` until `shutdown` completes, delivering to `sink`.
+/// What the consumer reads, where it hands notices, and what it checks them against.
+pub struct ConsumerParts {
+    pub queue: Arc<dyn NoticeQueue>,
+    pub sink: Arc<dyn NoticeSink>,
+    /// Whose the instances are that notices name and no node served here lists.
+    pub owners: Arc<dyn InstanceOwners>,
+    /// The account and region this orca's instances live in: a notice from any other is not
+    /// acted on.
+    pub origin: Origin,
+    pub metrics: Arc<InterruptionMetrics>,
+}
+
+/// Reads the queue until `shutdown` completes, delivering to the sink.
 ///
-/// Each round is one receive, then for each message: delivered then deleted when all its
-/// notices are for instances `sink` owns; delivered in part and left when it also names
-/// another owner's instances (that owner still needs it); left when it names none of ours or
-/// cannot be read (warned once per message). A message left for another owner's instances is
-/// handed on (visible again after [`HAND_ON_AFTER`]) while `sink` says another replica may own
-/// them, at most [`HAND_ON_TIMES`] times. Failed receives back off from 1 s to 30 s and never
-/// end the loop.
+/// Each round is one receive, then for each message: read, and checked against this orca's
+/// account and region; its notices for instances the sink owns delivered, while EC2 is asked
+/// (once per receive) whose the other instances are; then the message is deleted unless it
+/// names an instance of this orca that no node served here lists, or a notice could not be
+/// acted on yet. Messages from another account or region, bodies orca cannot read and notices
+/// about instances that are not this orca's are deleted without acting on them (warned once
+/// per origin or body). A kept message is handed on (visible again after [`HAND_ON_AFTER`])
+/// while the sink says another replica may own its instances, at most [`HAND_ON_TIMES`] times;
+/// otherwise it comes back after the queue's visibility timeout. Failed receives back off from
+/// 1 s to 30 s and never end the loop.
 ///
 /// # Caveats
 /// Shutdown cancels the round in progress, deliveries included; what was not deleted comes
 /// back after the queue's visibility timeout.
-pub async fn consume(
-    queue: Arc<dyn NoticeQueue>,
-    sink: Arc<dyn NoticeSink>,
-    metrics: Arc<InterruptionMetrics>,
-    shutdown: impl Future<Output = ()>,
-) {
+pub async fn consume(parts: ConsumerParts, shutdown: impl Future<Output = ()>) {
     let mut shutdown = std::pin::pin!(shutdown);
     let mut consumer = Consumer {
-        queue: queue.as_ref(),
-        sink: sink.as_ref(),
-        metrics: &metrics,
+        queue: parts.queue.as_ref(),
+        sink: parts.sink.as_ref(),
+        owners: parts.owners.as_ref(),
+        origin: &parts.origin,
+        metrics: &parts.metrics,
         backoff: Backoff::new(),
         warned: SeenBodies::default(),
         handed_on: SeenBodies::default(),
     };
-    let serving = sink.serving();
+    let serving = parts.sink.serving();
     loop {
         if let Some(serving) = &serving
             && !*serving.borrow()
@@ -155,8 +169,11 @@ async fn until_some(serving: Option<&watch::Receiver<bool>>, value: bool) {
 struct Consumer<'a> {
     queue: &'a dyn NoticeQueue,
     sink: &'a dyn NoticeSink,
+    owners: &'a dyn InstanceOwners,
+    origin: &'a Origin,
     metrics: &'a InterruptionMetrics,
     backoff: Backoff,
+    /// Bodies and origins already warned about.
     warned: SeenBodies,
     handed_on: SeenBodies,
 }
@@ -169,16 +186,6 @@ enum Settled {
     HandOn,
     /// Left for its visibility timeout.
     Leave,
-}
-
-/// What a message's notices say about whose it is.
-enum Disposition {
-    /// Every notice is for this node's instances: deliver, then delete.
-    Ours(Vec<Notice>),
-    /// Some are ours, some another owner's: deliver ours, leave the message for the other.
-    Shared(Vec<Notice>),
-    Foreign,
-    Unparsed(NoticeError),
 }
 
 impl Consumer<'_> {
@@ -204,24 +211,24 @@ impl Consumer<'_> {
         if messages.is_empty() {
             return (started.elapsed() < EARLY).then_some(EMPTY_PAUSE);
         }
-        // The messages of one receive are acted on together: a hundred instances warned at
-        // once should not wait for each other's status writes.
-        let dispositions = join_all(messages.iter().map(|m| self.disposition(&m.body))).await;
+        let readings = join_all(messages.iter().map(|m| self.read(&m.body))).await;
+        let asked: Vec<Asked> = readings.iter().flat_map(triage::to_ask).collect();
+        // The messages of one receive are acted on together (a hundred instances warned at
+        // once should not wait for each other's status writes), and while EC2 is asked whose
+        // the other instances are.
         let this = &*self;
-        let deliveries = join_all(dispositions.iter().map(|disposition| async move {
-            match disposition {
-                Disposition::Ours(notices) | Disposition::Shared(notices) => {
-                    this.deliver(notices.clone()).await
+        let deliveries = join_all(readings.iter().map(|reading| async move {
+            match reading {
+                Reading::Notices { here, .. } if !here.is_empty() => {
+                    this.deliver(here.clone()).await
                 }
-                Disposition::Foreign | Disposition::Unparsed(_) => Delivery::Done,
+                _ => Delivery::Done,
             }
-        }))
-        .await;
+        }));
+        let (deliveries, kept) = tokio::join!(deliveries, this.ask(&asked));
         let (mut done, mut handed_on) = (Vec::new(), Vec::new());
-        for ((message, disposition), delivery) in
-            messages.into_iter().zip(dispositions).zip(deliveries)
-        {
-            match self.settle(&message.body, disposition, delivery) {
+        for ((message, reading), delivery) in messages.into_iter().zip(readings).zip(deliveries) {
+            match self.settle(&message.body, &reading, kept.as_ref(), delivery) {
                 Settled::Delete => done.push(message.receipt_handle),
                 Settled::HandOn => handed_on.push(message.receipt_handle),
                 Settled::Leave => {}
@@ -233,7 +240,8 @@ impl Consumer<'_> {
             self.metrics.queue_error(QueueOperation::Delete);
             tracing::warn!(
                 error = error_chain(&error),
-                "deleting handled interruption notices failed; they will be delivered again"
+                "deleting interruption messages failed; they come back after their visibility \
+                 timeout and are handled again"
             );
         }
         if !handed_on.is_empty()
@@ -249,10 +257,52 @@ impl Consumer<'_> {
         None
     }
 
+    /// Reads one message: checked against this orca's origin, its notices split by whether
+    /// the sink owns their instance.
+    async fn read(&self, body: &str) -> Reading {
+        let notices = match triage::read(body, self.origin) {
+            Ok(notices) => notices,
+            Err(reading) => return reading,
+        };
+        let (mut here, mut unlisted) = (Vec::new(), Vec::new());
+        for notice in notices {
+            if self.sink.owns(&notice.instance_id).await {
+                here.push(notice);
+            } else {
+                unlisted.push(notice);
+            }
+        }
+        Reading::Notices { here, unlisted }
+    }
+
+    /// Which of the instances asked about may be this orca's; `None` when EC2 could not say.
+    async fn ask(&self, asked: &[Asked]) -> Option<HashSet<String>> {
+        if asked.is_empty() {
+            return Some(HashSet::new());
+        }
+        match self.owners.ours(asked).await {
+            Ok(kept) => Some(kept),
+            Err(error) => {
+                tracing::warn!(
+                    error = error_chain(&error),
+                    "could not tell whose the instances of interruption notices are; their \
+                     messages are kept as if this orca's"
+                );
+                None
+            }
+        }
+    }
+
     /// Counts and logs one message whose notices were delivered; what becomes of it.
-    fn settle(&mut self, body: &str, disposition: Disposition, delivery: Delivery) -> Settled {
-        match disposition {
-            Disposition::Ours(_) | Disposition::Shared(_) if delivery == Delivery::Again => {
+    fn settle(
+        &mut self,
+        body: &str,
+        reading: &Reading,
+        kept: Option<&HashSet<String>>,
+        delivery: Delivery,
+    ) -> Settled {
+        match triage::fate(reading, kept, delivery) {
+            Fate::Retry => {
                 self.metrics.message(MessageOutcome::Retried);
                 tracing::info!(
                     "an interruption notice could not be acted on yet; left on the queue to come \
@@ -260,64 +310,60 @@ impl Consumer<'_> {
                 );
                 Settled::Leave
             }
-            Disposition::Ours(_) => {
-                self.metrics.message(MessageOutcome::Delivered);
+            Fate::Keep(outcome) => {
+                self.metrics.message(outcome);
+                tracing::debug!(
+                    "interruption notice names instances of this orca that no node served here \
+                     lists; kept for whoever acts on them"
+                );
+                if self.sink.shared_elsewhere() && self.handed_on.times(body) <= HAND_ON_TIMES {
+                    Settled::HandOn
+                } else {
+                    Settled::Leave
+                }
+            }
+            Fate::Delete(outcome) => {
+                self.metrics.message(outcome);
+                self.deleted(body, reading);
                 Settled::Delete
             }
-            Disposition::Shared(_) => {
-                self.metrics.message(MessageOutcome::Delivered);
-                tracing::debug!(
-                    "interruption notice also names instances of another owner; left on the queue"
-                );
-                self.left_for_another(body)
-            }
-            Disposition::Foreign => {
-                self.metrics.message(MessageOutcome::Foreign);
-                tracing::debug!("interruption notice for instances of another owner; left");
-                self.left_for_another(body)
-            }
-            Disposition::Unparsed(error) => {
-                self.metrics.message(MessageOutcome::Unparsed);
+        }
+    }
+
+    /// The log line of a message deleted: once per body or origin for what should not be on
+    /// this orca's queue at all.
+    fn deleted(&mut self, body: &str, reading: &Reading) {
+        match reading {
+            Reading::Unparsed(error) => {
                 if self.warned.first_time(body) {
                     tracing::warn!(
-                        error = error_chain(&error),
-                        "a message on the interruption queue is not a notice orca reads; left on \
-                         the queue (it may be another consumer's)"
+                        error = error_chain(error),
+                        "a message on the interruption queue is not a notice orca reads; \
+                         deleted (does a rule send other events to this queue?)"
                     );
                 }
-                Settled::Leave
             }
-        }
-    }
-
-    /// A message left for instances this replica does not own: handed on while another
-    /// replica may own them, a few times per message.
-    fn left_for_another(&mut self, body: &str) -> Settled {
-        if self.sink.shared_elsewhere() && self.handed_on.times(body) <= HAND_ON_TIMES {
-            Settled::HandOn
-        } else {
-            Settled::Leave
-        }
-    }
-
-    async fn disposition(&self, body: &str) -> Disposition {
-        let notices = match notice::parse(body) {
-            Ok(notices) => notices,
-            Err(error) => return Disposition::Unparsed(error),
-        };
-        let mut ours = Vec::with_capacity(notices.len());
-        let mut foreign = false;
-        for notice in notices {
-            if self.sink.owns(&notice.instance_id).await {
-                ours.push(notice);
-            } else {
-                foreign = true;
+            Reading::Misdirected { origin, wrong } => {
+                if self.warned.first_time(&origin.to_string()) {
+                    let which = match wrong {
+                        Wrong::Account => "account",
+                        Wrong::Region => "region",
+                    };
+                    tracing::warn!(
+                        from = %origin,
+                        expected = %self.origin,
+                        "interruption notices from another {which} than this orca's instances \
+                         live in; deleted without acting on them (the queue's policy should let \
+                         only this account's rules send)"
+                    );
+                }
             }
-        }
-        match (ours.is_empty(), foreign) {
-            (true, _) => Disposition::Foreign,
-            (false, false) => Disposition::Ours(ours),
-            (false, true) => Disposition::Shared(ours),
+            Reading::Notices { here, .. } if here.is_empty() => {
+                tracing::debug!(
+                    "interruption notice for instances that are not this orca's; deleted"
+                );
+            }
+            Reading::Notices { .. } => {}
         }
     }
 

@@ -4,8 +4,9 @@
 //! Four events are notices (the queue's rules route exactly these; see the README's
 //! "Interruption queue"): a spot interruption warning, a rebalance recommendation, an AWS Health
 //! scheduled change for EC2, and an instance state change. Everything else is a
-//! [`NoticeError`]: the queue may carry another consumer's messages, so an event orca does not
-//! know is reported, never guessed at.
+//! [`NoticeError`]: an event orca does not know is reported, never guessed at. Every event says
+//! which account and region it comes from ([`Origin`]); whether that is this orca's is the
+//! consumer's to check.
 
 use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
@@ -71,10 +72,35 @@ pub struct Notice {
     pub description: String,
 }
 
+/// Where an event comes from: the account and region EventBridge names in every event (its
+/// `account` and `region`), which for EC2's events are the instance's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The 12-digit AWS account id.
+    pub account: String,
+    pub region: String,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "account {}, region {}", self.account, self.region)
+    }
+}
+
+/// One message body read: where it comes from, and its notices (never none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub origin: Origin,
+    pub notices: Vec<Notice>,
+}
+
 /// Why a message body is not a notice orca acts on.
 #[derive(Debug, thiserror::Error)]
 pub enum NoticeError {
-    #[error("not an EventBridge event (JSON with source, detail-type, time and detail)")]
+    #[error(
+        "not an EventBridge event (JSON with source, detail-type, account, region, time and \
+         detail)"
+    )]
     NotAnEvent(#[source] serde_json::Error),
     #[error(
         "unexpected event: source {event_source:?}, detail-type {detail_type:?}; expected one of \
@@ -152,6 +178,8 @@ struct Event {
     source: String,
     #[serde(rename = "detail-type")]
     detail_type: String,
+    account: String,
+    region: String,
     time: String,
     #[serde(default)]
     resources: Vec<String>,
@@ -196,13 +224,25 @@ struct AffectedEntity {
     entity_value: String,
 }
 
-/// Reads one message body into its notices, one per instance named; never empty.
+/// Reads one message body into where it comes from and its notices, one per instance named.
 ///
 /// # Errors
 /// [`NoticeError`] for anything but the four events above with well-formed instance ids and
 /// times.
-pub fn parse(body: &str) -> Result<Vec<Notice>, NoticeError> {
-    let event: Event = serde_json::from_str(body).map_err(NoticeError::NotAnEvent)?;
+pub fn parse(body: &str) -> Result<Parsed, NoticeError> {
+    let mut event: Event = serde_json::from_str(body).map_err(NoticeError::NotAnEvent)?;
+    let origin = Origin {
+        account: std::mem::take(&mut event.account),
+        region: std::mem::take(&mut event.region),
+    };
+    Ok(Parsed {
+        origin,
+        notices: notices(event)?,
+    })
+}
+
+/// The notices of one event.
+fn notices(event: Event) -> Result<Vec<Notice>, NoticeError> {
     let Some(&(_, detail_type, kind)) = EVENTS.iter().find(|(source, detail_type, _)| {
         *source == event.source && *detail_type == event.detail_type
     }) else {

@@ -85,7 +85,8 @@ pub fn spot(instance_id: &str) -> String {
     SPOT_INTERRUPTION.replace("i-1234567890abcdef0", instance_id)
 }
 
-/// An AWS Health scheduled change naming `instance_ids` in its affected entities.
+/// An AWS Health scheduled change naming `instance_ids` in its affected entities, from the
+/// account and region of [`spot`]'s warnings.
 pub fn scheduled(instance_ids: &[&str]) -> String {
     let entities: Vec<String> = instance_ids
         .iter()
@@ -99,7 +100,7 @@ pub fn scheduled(instance_ids: &[&str]) -> String {
     "source": "aws.health",
     "account": "123456789012",
     "time": "2023-01-27T01:43:21Z",
-    "region": "us-east-1",
+    "region": "us-east-2",
     "resources": [],
     "detail": {{
         "service": "EC2",

@@ -1,13 +1,13 @@
-//! Which messages were already seen, and how often. An unreadable message is left on the queue
-//! (it may be another consumer's), so it comes back after every visibility timeout until the
-//! queue drops it; one warning per message says everything, the repeats only bury other lines.
-//! A message for another replica's instances is handed on a few times, not forever.
+//! Which messages (or origins) were already seen, and how often. What should not be on this
+//! orca's queue at all (a body orca cannot read, another account's notices) is deleted and
+//! warned about once per body or origin: a flood of them, or a delete that failed and brought
+//! one back, repeats no warning. A message for another replica's instances is handed on a few
+//! times, not forever.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-/// How many bodies are remembered; the oldest is forgotten first. With the queue's five-minute
-/// retention far fewer are ever alive at once.
+/// How many bodies are remembered; the oldest is forgotten first.
 const REMEMBERED: usize = 1024;
 
 #[derive(Debug, Default)]

@@ -1,6 +1,8 @@
 //! The interruption queue consumer's metrics: notices acted on by kind, messages by what became
-//! of them, and failed queue calls. A queue that is misrouted (all `foreign`) or carries events
-//! orca cannot read (`unparsed`) shows here before it shows as pods lost without warning.
+//! of them, and failed queue calls. A queue that is misrouted (mostly `foreign`), carries events
+//! orca cannot read (`unparsed`) or receives another account's or region's events
+//! (`other-account`, `other-region`: its policy lets others send) shows here before it shows as
+//! pods lost without warning.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -12,23 +14,35 @@ use crate::interruption::NoticeKind;
 /// What became of one received message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessageOutcome {
-    /// Its notices for this node's instances were delivered (and the message deleted unless it
-    /// also named another owner's instances).
+    /// Its notices for instances of a node served here were acted on; deleted unless it also
+    /// named instances of this orca that no node served here lists.
     Delivered,
-    /// It named only instances this node does not own; left for their owner.
+    /// It named only instances that are not this orca's (by their tags, or unknown to EC2):
+    /// deleted.
     Foreign,
-    /// Not a notice orca reads; left on the queue.
+    /// It named only instances of this orca that no node served here lists (another replica
+    /// serves their node, or they are not listed yet): handed on or left for whoever acts on
+    /// them.
+    Elsewhere,
+    /// Not a notice orca reads: deleted.
     Unparsed,
+    /// From another AWS account than the one orca's instances live in: deleted, not acted on.
+    OtherAccount,
+    /// From another region than `provider.region`: deleted, not acted on.
+    OtherRegion,
     /// Ours, but not acted on yet (the pod not yet in the cache, a failed status write): left
     /// on the queue to come back after its visibility timeout.
     Retried,
 }
 
 impl MessageOutcome {
-    pub const ALL: [MessageOutcome; 4] = [
+    pub const ALL: [MessageOutcome; 7] = [
         MessageOutcome::Delivered,
         MessageOutcome::Foreign,
+        MessageOutcome::Elsewhere,
         MessageOutcome::Unparsed,
+        MessageOutcome::OtherAccount,
+        MessageOutcome::OtherRegion,
         MessageOutcome::Retried,
     ];
 
@@ -36,8 +50,11 @@ impl MessageOutcome {
         match self {
             MessageOutcome::Delivered => "delivered",
             MessageOutcome::Foreign => "foreign",
-            MessageOutcome::Retried => "retried",
+            MessageOutcome::Elsewhere => "elsewhere",
             MessageOutcome::Unparsed => "unparsed",
+            MessageOutcome::OtherAccount => "other-account",
+            MessageOutcome::OtherRegion => "other-region",
+            MessageOutcome::Retried => "retried",
         }
     }
 }
@@ -114,7 +131,8 @@ impl InterruptionMetrics {
         registry.register(
             "orca_interruption_messages",
             "Messages received from the interruption queue, by outcome: delivered, foreign \
-             (another owner's instances), unparsed",
+             (not this orca's instances: deleted), elsewhere (this orca's, not listed here: \
+             kept), unparsed, other-account, other-region (deleted), retried",
             metrics.messages.clone(),
         );
         registry.register(
@@ -173,6 +191,7 @@ mod tests {
             "orca_interruptions_total{kind=\"state-change\"} 0",
             "orca_interruption_messages_total{outcome=\"foreign\"} 1",
             "orca_interruption_messages_total{outcome=\"unparsed\"} 0",
+            "orca_interruption_messages_total{outcome=\"other-account\"} 0",
             "orca_interruption_queue_errors_total{operation=\"receive\"} 1",
             "orca_interruption_queue_errors_total{operation=\"delete\"} 0",
         ] {

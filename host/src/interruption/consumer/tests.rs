@@ -6,15 +6,19 @@ use std::sync::Mutex;
 
 use prometheus_client::registry::Registry;
 
+use super::super::owners::OwnersError;
 use super::super::queue::{QueueError, Received};
 use super::super::samples;
 use super::*;
 use crate::errors::lock;
 use crate::interruption::NoticeKind;
+use crate::provider::aws::api::ApiError;
 
 const OURS: &str = "i-0aaaaaaaaaaaaaaa1";
 const OURS_TOO: &str = "i-0aaaaaaaaaaaaaaa2";
 const THEIRS: &str = "i-0bbbbbbbbbbbbbbb1";
+/// An instance of this orca that no node served here lists (another replica serves its node).
+const ELSEWHERE: &str = "i-0ccccccccccccccc1";
 
 /// What the fakes saw, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,8 @@ enum Step {
     Delivered(NoticeKind, String),
     Deleted(Vec<String>),
     HandedOn(Vec<String>, Duration),
+    /// EC2 answered whose these instances are.
+    Asked(Vec<String>),
 }
 
 type Steps = Arc<Mutex<Vec<Step>>>;
@@ -129,38 +135,86 @@ fn receive_error() -> QueueError {
     }
 }
 
+/// Says which instances are this orca's ([`ELSEWHERE`]), after `delay`; or fails.
+struct FakeOwners {
+    delay: Duration,
+    fails: bool,
+    steps: Steps,
+}
+
+#[async_trait]
+impl InstanceOwners for FakeOwners {
+    async fn ours(&self, asked: &[Asked]) -> Result<HashSet<String>, OwnersError> {
+        tokio::time::sleep(self.delay).await;
+        let ids: Vec<String> = asked.iter().map(|a| a.instance_id.clone()).collect();
+        lock(&self.steps).push(Step::Asked(ids.clone()));
+        if self.fails {
+            return Err(OwnersError::DescribeFailed {
+                count: ids.len(),
+                source: ApiError::transport("connection refused"),
+            });
+        }
+        Ok(ids.into_iter().filter(|id| id == ELSEWHERE).collect())
+    }
+}
+
+/// How a run's fakes behave besides the script.
+#[derive(Default)]
+struct Setup {
+    /// Owned instances whose notices the sink cannot act on yet.
+    again: Vec<&'static str>,
+    /// Whether another replica serves a node this one shares.
+    elsewhere: bool,
+    /// How long EC2 takes to say whose instances are.
+    lookup_delay: Duration,
+    lookup_fails: bool,
+}
+
+/// The account and region of the samples' notices.
+fn origin() -> Origin {
+    Origin {
+        account: "123456789012".to_owned(),
+        region: "us-east-2".to_owned(),
+    }
+}
+
+fn parts(
+    queue: Arc<dyn NoticeQueue>,
+    sink: Arc<dyn NoticeSink>,
+    setup: &Setup,
+    steps: &Steps,
+    registry: &mut Registry,
+) -> ConsumerParts {
+    ConsumerParts {
+        queue,
+        sink,
+        owners: Arc::new(FakeOwners {
+            delay: setup.lookup_delay,
+            fails: setup.lookup_fails,
+            steps: steps.clone(),
+        }),
+        origin: origin(),
+        metrics: Arc::new(InterruptionMetrics::register(registry)),
+    }
+}
+
 /// Runs the loop for `duration` of simulated time; what the fakes saw and the metrics' text.
 async fn run(queue: Arc<FakeQueue>, duration: Duration) -> (Vec<Step>, String) {
-    run_with(queue, duration, Vec::new()).await
+    run_with(queue, duration, Setup::default()).await
 }
 
-/// As [`run`], with a sink that cannot act yet on notices for the instances in `again`.
-async fn run_with(
-    queue: Arc<FakeQueue>,
-    duration: Duration,
-    again: Vec<&'static str>,
-) -> (Vec<Step>, String) {
-    run_sharing(queue, duration, again, false).await
-}
-
-/// As [`run_with`], for a replica that shares its nodes (`elsewhere`: one is served by
-/// another replica now).
-async fn run_sharing(
-    queue: Arc<FakeQueue>,
-    duration: Duration,
-    again: Vec<&'static str>,
-    elsewhere: bool,
-) -> (Vec<Step>, String) {
+/// As [`run`], with the fakes set up as `setup` says.
+async fn run_with(queue: Arc<FakeQueue>, duration: Duration, setup: Setup) -> (Vec<Step>, String) {
     let steps = queue.steps.clone();
     let sink = Arc::new(FakeSink {
         owned: vec![OURS, OURS_TOO],
-        again,
-        elsewhere,
+        again: setup.again.clone(),
+        elsewhere: setup.elsewhere,
         steps: steps.clone(),
     });
     let mut registry = Registry::default();
-    let metrics = Arc::new(InterruptionMetrics::register(&mut registry));
-    consume(queue, sink, metrics, tokio::time::sleep(duration)).await;
+    let parts = parts(queue, sink, &setup, &steps, &mut registry);
+    consume(parts, tokio::time::sleep(duration)).await;
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     let steps = lock(&steps).clone();
@@ -209,7 +263,11 @@ async fn a_notice_that_could_not_be_acted_on_is_left_to_come_back() {
         message("h1", samples::spot(OURS)),
         message("h2", samples::spot(OURS_TOO)),
     ])));
-    let (steps, metrics) = run_with(queue, Duration::from_secs(30), vec![OURS_TOO]).await;
+    let setup = Setup {
+        again: vec![OURS_TOO],
+        ..Setup::default()
+    };
+    let (steps, metrics) = run_with(queue, Duration::from_secs(30), setup).await;
     assert_eq!(
         steps,
         [
@@ -227,49 +285,167 @@ async fn a_notice_that_could_not_be_acted_on_is_left_to_come_back() {
     );
 }
 
+/// Issue 39, case 7: a message about an instance that is not this orca's was left on the queue
+/// until its retention dropped it, coming back after every visibility timeout ahead of real
+/// warnings. EC2 is asked whose the instance is, and the message deleted.
 #[tokio::test(start_paused = true)]
-async fn notices_for_another_owners_instances_are_left_on_the_queue() {
+async fn notices_for_instances_that_are_not_this_orcas_are_deleted() {
     let steps = Steps::default();
-    let queue =
-        Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![message("h1", samples::spot(THEIRS))])));
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(THEIRS)),
+        message("h2", samples::scheduled(&[THEIRS, "i-0bbbbbbbbbbbbbbb2"])),
+    ])));
     let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
-    assert_eq!(steps, []);
+    assert_eq!(
+        steps,
+        [
+            Step::Asked(vec![
+                THEIRS.to_owned(),
+                THEIRS.to_owned(),
+                "i-0bbbbbbbbbbbbbbb2".to_owned()
+            ]),
+            Step::Deleted(vec!["h1".to_owned(), "h2".to_owned()]),
+        ]
+    );
     assert_counted(
         &metrics,
-        &["orca_interruption_messages_total{outcome=\"foreign\"} 1"],
+        &["orca_interruption_messages_total{outcome=\"foreign\"} 2"],
     );
 }
 
+/// Issue 39, case 7: an unreadable message was left on the queue to come back until its
+/// retention dropped it.
 #[tokio::test(start_paused = true)]
-async fn a_message_orca_cannot_read_is_left_on_the_queue() {
+async fn a_message_orca_cannot_read_is_deleted() {
     let steps = Steps::default();
     let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
         message("h1", "{\"hello\": \"world\"}"),
         message("h2", samples::spot(OURS).replace("aws.ec2", "aws.s3")),
     ])));
     let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
-    assert_eq!(steps, []);
+    assert_eq!(
+        steps,
+        [Step::Deleted(vec!["h1".to_owned(), "h2".to_owned()])]
+    );
     assert_counted(
         &metrics,
         &["orca_interruption_messages_total{outcome=\"unparsed\"} 2"],
     );
 }
 
+/// Issue 39, case 7: a spot warning naming this node's instance was acted on whatever account
+/// and region it came from, so any account's rule that could send to the queue could end pods
+/// `SpotInterrupted`. Another account's or region's notice is deleted, never delivered.
 #[tokio::test(start_paused = true)]
-async fn a_health_event_shared_with_another_owner_is_delivered_in_part_and_left() {
+async fn a_notice_from_another_account_or_region_is_deleted_and_never_acted_on() {
     let steps = Steps::default();
-    let queue = Arc::new(
-        FakeQueue::new(&steps, true)
-            .then(Ok(vec![message("h1", samples::scheduled(&[THEIRS, OURS]))])),
-    );
-    let (steps, _) = run(queue, Duration::from_secs(30)).await;
+    let forged = samples::spot(OURS).replace("123456789012", "210987654321");
+    let elsewhere = samples::spot(OURS).replace("us-east-2", "eu-west-1");
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", forged),
+        message("h2", elsewhere),
+        message("h3", samples::spot(OURS_TOO)),
+    ])));
+    let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
     assert_eq!(
         steps,
-        [Step::Delivered(
-            NoticeKind::ScheduledChange,
-            OURS.to_owned()
-        )],
-        "ours delivered, the message not deleted: the other owner still needs it"
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS_TOO.to_owned()),
+            Step::Deleted(vec!["h1".to_owned(), "h2".to_owned(), "h3".to_owned()]),
+        ],
+        "only the notice from this orca's account and region is acted on"
+    );
+    assert_counted(
+        &metrics,
+        &[
+            "orca_interruption_messages_total{outcome=\"other-account\"} 1",
+            "orca_interruption_messages_total{outcome=\"other-region\"} 1",
+            "orca_interruption_messages_total{outcome=\"delivered\"} 1",
+        ],
+    );
+}
+
+/// An instance of this orca that no node served here lists (another replica serves its node,
+/// or the listing has not caught up): its message is kept for whoever acts on it.
+#[tokio::test(start_paused = true)]
+async fn a_notice_for_this_orcas_instance_not_listed_here_is_kept() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(ELSEWHERE)),
+        message("h2", samples::scheduled(&[ELSEWHERE, OURS])),
+        message("h3", samples::scheduled(&[THEIRS, OURS_TOO])),
+    ])));
+    let (steps, metrics) = run(queue, Duration::from_secs(30)).await;
+    assert_eq!(
+        steps,
+        [
+            Step::Delivered(NoticeKind::ScheduledChange, OURS.to_owned()),
+            Step::Delivered(NoticeKind::ScheduledChange, OURS_TOO.to_owned()),
+            Step::Asked(vec![
+                ELSEWHERE.to_owned(),
+                ELSEWHERE.to_owned(),
+                THEIRS.to_owned()
+            ]),
+            Step::Deleted(vec!["h3".to_owned()]),
+        ],
+        "ours delivered; kept while it names this orca's instance, deleted when the rest is \
+         not this orca's"
+    );
+    assert_counted(
+        &metrics,
+        &[
+            "orca_interruption_messages_total{outcome=\"elsewhere\"} 1",
+            "orca_interruption_messages_total{outcome=\"delivered\"} 2",
+        ],
+    );
+}
+
+/// EC2 could not say whose an instance is: its message is kept, as it may be this orca's; a
+/// state change is never worth asking about (the next listing shows it).
+#[tokio::test(start_paused = true)]
+async fn when_ec2_cannot_say_whose_an_instance_is_its_message_is_kept() {
+    let steps = Steps::default();
+    let state_change = samples::STATE_CHANGE
+        .replace("i-abcd1111", THEIRS)
+        .replace("us-east-1", "us-east-2");
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(THEIRS)),
+        message("h2", state_change),
+    ])));
+    let setup = Setup {
+        lookup_fails: true,
+        ..Setup::default()
+    };
+    let (steps, _) = run_with(queue, Duration::from_secs(30), setup).await;
+    assert_eq!(
+        steps,
+        [
+            Step::Asked(vec![THEIRS.to_owned()]),
+            Step::Deleted(vec!["h2".to_owned()]),
+        ]
+    );
+}
+
+/// Asking EC2 about other instances does not hold up this node's own warnings.
+#[tokio::test(start_paused = true)]
+async fn our_notices_are_acted_on_while_ec2_is_asked_about_the_others() {
+    let steps = Steps::default();
+    let queue = Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![
+        message("h1", samples::spot(THEIRS)),
+        message("h2", samples::spot(OURS)),
+    ])));
+    let setup = Setup {
+        lookup_delay: Duration::from_secs(5),
+        ..Setup::default()
+    };
+    let (steps, _) = run_with(queue, Duration::from_secs(30), setup).await;
+    assert_eq!(
+        steps,
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS.to_owned()),
+            Step::Asked(vec![THEIRS.to_owned()]),
+            Step::Deleted(vec!["h1".to_owned(), "h2".to_owned()]),
+        ]
     );
 }
 
@@ -352,15 +528,16 @@ async fn the_queue_is_read_only_while_a_node_is_served_here() {
     let queue = Arc::new(FakeQueue::new(&steps, true));
     let sinks = Arc::new(crate::interruption::NodeSinks::default());
     let mut registry = Registry::default();
-    let metrics = Arc::new(InterruptionMetrics::register(&mut registry));
-    let start = Instant::now();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let consumer = tokio::spawn(consume(
+    let parts = parts(
         queue.clone(),
         sinks.clone(),
-        metrics,
-        shutdown.clone().cancelled_owned(),
-    ));
+        &Setup::default(),
+        &steps,
+        &mut registry,
+    );
+    let start = Instant::now();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let consumer = tokio::spawn(consume(parts, shutdown.clone().cancelled_owned()));
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert!(
         queue.receive_times(start).is_empty(),
@@ -388,24 +565,30 @@ fn the_loop_can_be_spawned() {
     fn assert_send<T: Send + 'static>(_: &T) {}
     let steps = Steps::default();
     let mut registry = Registry::default();
-    let future = consume(
+    let sink = Arc::new(FakeSink {
+        owned: Vec::new(),
+        again: Vec::new(),
+        elsewhere: false,
+        steps: steps.clone(),
+    });
+    let parts = parts(
         Arc::new(FakeQueue::new(&steps, true)),
-        Arc::new(FakeSink {
-            owned: Vec::new(),
-            again: Vec::new(),
-            elsewhere: false,
-            steps,
-        }),
-        Arc::new(InterruptionMetrics::register(&mut registry)),
+        sink,
+        &Setup::default(),
+        &steps,
+        &mut registry,
+    );
+    let future = consume(
+        parts,
         tokio_util::sync::CancellationToken::new().cancelled_owned(),
     );
     assert_send(&future);
 }
 
 /// A replica that shares its nodes, while another replica serves one of them, hands a message
-/// about an instance it does not own on at once (visible again to whoever polls next) rather
-/// than hiding it from the owner for the visibility timeout; a few times, then it is left.
-/// Alone, or serving every node, it leaves such a message as before.
+/// about this orca's instance it does not list on at once (visible again to whoever polls
+/// next) rather than hiding it from the owner for the visibility timeout; a few times, then it
+/// is left. Alone, or serving every node, it leaves such a message as before.
 #[tokio::test(start_paused = true)]
 async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_left() {
     let receipts = (HAND_ON_TIMES + 2) as usize;
@@ -413,15 +596,18 @@ async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_le
         let mut queue = FakeQueue::new(steps, true);
         for _ in 0..receipts {
             queue = queue.then(Ok(vec![
-                message("theirs", samples::spot(THEIRS)),
-                message("both", samples::scheduled(&[OURS, THEIRS])),
+                message("theirs", samples::spot(ELSEWHERE)),
+                message("both", samples::scheduled(&[OURS, ELSEWHERE])),
             ]));
         }
         Arc::new(queue)
     };
+    let sharing = |elsewhere| Setup {
+        elsewhere,
+        ..Setup::default()
+    };
     let steps = Steps::default();
-    let (seen, metrics) =
-        run_sharing(script(&steps), Duration::from_secs(600), Vec::new(), true).await;
+    let (seen, metrics) = run_with(script(&steps), Duration::from_secs(600), sharing(true)).await;
     let handed: Vec<&Step> = seen
         .iter()
         .filter(|step| matches!(step, Step::HandedOn(..)))
@@ -431,7 +617,7 @@ async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_le
     assert!(handed.iter().all(|step| **step == both_handed), "{seen:?}");
     assert!(
         !seen.iter().any(|step| matches!(step, Step::Deleted(_))),
-        "a message naming another's instance is never deleted: {seen:?}"
+        "a message naming another replica's instance is never deleted: {seen:?}"
     );
     assert_eq!(
         seen.iter()
@@ -443,12 +629,12 @@ async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_le
     assert_counted(
         &metrics,
         &[&format!(
-            "orca_interruption_messages_total{{outcome=\"foreign\"}} {receipts}"
+            "orca_interruption_messages_total{{outcome=\"elsewhere\"}} {receipts}"
         )],
     );
 
     let steps = Steps::default();
-    let (seen, _) = run_sharing(script(&steps), Duration::from_secs(600), Vec::new(), false).await;
+    let (seen, _) = run_with(script(&steps), Duration::from_secs(600), sharing(false)).await;
     assert!(
         !seen.iter().any(|step| matches!(step, Step::HandedOn(..))),
         "nobody else serves: left for the visibility timeout: {seen:?}"

@@ -9,7 +9,7 @@ fn at(text: &str) -> Timestamp {
 
 #[test]
 fn a_spot_warning_gives_the_instance_two_minutes() {
-    let notices = parse(samples::SPOT_INTERRUPTION).unwrap();
+    let notices = parse(samples::SPOT_INTERRUPTION).unwrap().notices;
     assert_eq!(
         notices,
         [Notice {
@@ -29,14 +29,14 @@ fn a_spot_warning_gives_the_instance_two_minutes() {
 #[test]
 fn a_hibernating_spot_instance_has_no_warning_time() {
     let body = samples::SPOT_INTERRUPTION.replace("\"terminate\"", "\"hibernate\"");
-    let notice = &parse(&body).unwrap()[0];
+    let notice = &parse(&body).unwrap().notices[0];
     assert_eq!(notice.deadline, Some(notice.time));
     assert_eq!(notice.action.as_deref(), Some("hibernate"));
 }
 
 #[test]
 fn a_rebalance_recommendation_names_its_instance() {
-    let notices = parse(samples::REBALANCE_RECOMMENDATION).unwrap();
+    let notices = parse(samples::REBALANCE_RECOMMENDATION).unwrap().notices;
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, NoticeKind::RebalanceRecommendation);
     assert_eq!(notices[0].instance_id, "i-1234567890abcdef0");
@@ -46,7 +46,7 @@ fn a_rebalance_recommendation_names_its_instance() {
 
 #[test]
 fn a_state_change_carries_the_new_state() {
-    let notices = parse(samples::STATE_CHANGE).unwrap();
+    let notices = parse(samples::STATE_CHANGE).unwrap().notices;
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, NoticeKind::StateChange);
     assert_eq!(notices[0].instance_id, "i-abcd1111");
@@ -59,7 +59,7 @@ fn a_state_change_carries_the_new_state() {
 
 #[test]
 fn a_health_scheduled_change_gives_one_notice_per_instance_with_its_start_time() {
-    let notices = parse(samples::SCHEDULED_CHANGE).unwrap();
+    let notices = parse(samples::SCHEDULED_CHANGE).unwrap().notices;
     let ids: Vec<&str> = notices.iter().map(|n| n.instance_id.as_str()).collect();
     // i-abcd1111 is in both resources and affectedEntities; the volume is not an instance.
     assert_eq!(ids, ["i-abcd1111", "i-0123456789abcdef0"]);
@@ -84,17 +84,36 @@ fn a_health_start_time_may_be_iso_8601() {
         "\"startTime\": \"2023-02-06T10:00:00.000Z\"",
     );
     assert_eq!(
-        parse(&body).unwrap()[0].deadline,
+        parse(&body).unwrap().notices[0].deadline,
         Some(at("2023-02-06T10:00:00Z"))
     );
 }
 
 #[test]
+fn every_event_says_which_account_and_region_it_comes_from() {
+    assert_eq!(
+        parse(samples::SPOT_INTERRUPTION).unwrap().origin,
+        Origin {
+            account: "123456789012".to_owned(),
+            region: "us-east-2".to_owned(),
+        }
+    );
+    assert_eq!(
+        parse(samples::SCHEDULED_CHANGE).unwrap().origin.to_string(),
+        "account 123456789012, region us-east-1"
+    );
+}
+
+#[test]
 fn garbage_is_an_error_that_says_what_was_wrong() {
-    let cases: [(String, &str); 9] = [
+    let cases: [(String, &str); 10] = [
         ("".to_owned(), "not an EventBridge event"),
         ("{not json".to_owned(), "not an EventBridge event"),
         ("[1, 2]".to_owned(), "not an EventBridge event"),
+        (
+            samples::SPOT_INTERRUPTION.replace("\"account\": \"123456789012\",", ""),
+            "missing field `account`",
+        ),
         (
             samples::SPOT_INTERRUPTION.replace("Interruption Warning", "Surprise"),
             "unexpected event",

@@ -210,6 +210,7 @@ fn matches(instance: &Ec2Instance, filter: &Filter) -> bool {
             .is_some_and(|value| filter.values.contains(value));
     }
     match filter.name.as_str() {
+        "instance-id" => filter.values.contains(&instance.instance_id),
         "instance-state-name" => {
             let name = serde_json::to_value(instance.state)
                 .ok()

@@ -1,0 +1,214 @@
+//! Whose an instance is, as a table of what EC2 may answer; then the EC2 lookup against the
+//! fake EC2 (which filters by `instance-id` as EC2 does).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::provider::InstanceState;
+use crate::provider::aws::fake::FakeEc2;
+
+const CLUSTER: &str = "5f0c8a4e-1b2d-4c6e-9f00-1234567890ab";
+
+fn this() -> ThisOrca {
+    ThisOrca {
+        cluster_id: CLUSTER.to_owned(),
+        nodes: BTreeSet::from(["n1".to_owned(), "n2".to_owned()]),
+        grace: SignedDuration::from_secs(120),
+    }
+}
+
+fn at(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+fn instance(tags: &[(&str, &str)], state: InstanceState, launched: &str) -> Ec2Instance {
+    Ec2Instance {
+        instance_id: "i-0123456789abcdef0".to_owned(),
+        instance_type: "m5.large".to_owned(),
+        state,
+        private_ip: None,
+        launch_time: at(launched),
+        spot: true,
+        state_reason: None,
+        tags: tags
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>(),
+        zone: None,
+    }
+}
+
+const OURS: [(&str, &str); 3] = [
+    ("ManagedBy", "ORCA"),
+    ("orca.research/node", "n2"),
+    ("orca.research/cluster-id", CLUSTER),
+];
+
+#[test]
+fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_show_it_yet() {
+    use InstanceState::{Running, ShuttingDown, Terminated};
+    use Verdict::{NotOurs, Ours, Unsettled};
+    let now = at("2024-03-05T14:30:00Z");
+    let long_ago = "2024-03-05T12:00:00Z";
+    let just_now = "2024-03-05T14:29:30Z";
+    let other_cluster = [
+        ("ManagedBy", "ORCA"),
+        ("orca.research/node", "n2"),
+        ("orca.research/cluster-id", "another-cluster"),
+    ];
+    let other_node = [
+        ("ManagedBy", "ORCA"),
+        ("orca.research/node", "n3"),
+        ("orca.research/cluster-id", CLUSTER),
+    ];
+    let before_cluster_ids = [("ManagedBy", "ORCA"), ("orca.research/node", "n1")];
+    let not_orcas = [("Name", "batch-worker")];
+    // (what EC2 lists for the id, when the notice was sent, the verdict)
+    let cases: [(&str, Option<Ec2Instance>, &str, Verdict); 12] = [
+        (
+            "ours, running",
+            Some(instance(&OURS, Running, long_ago)),
+            long_ago,
+            Ours,
+        ),
+        (
+            "ours, before cluster ids (claimed by this orca when its pod is the node's)",
+            Some(instance(&before_cluster_ids, Running, long_ago)),
+            long_ago,
+            Ours,
+        ),
+        (
+            "ours, terminated just after the notice: the listing may not have caught up",
+            Some(instance(&OURS, ShuttingDown, long_ago)),
+            just_now,
+            Ours,
+        ),
+        (
+            "ours, terminated long after the notice: nothing left to act on",
+            Some(instance(&OURS, Terminated, long_ago)),
+            long_ago,
+            NotOurs,
+        ),
+        (
+            "another cluster's at the same names",
+            Some(instance(&other_cluster, Running, long_ago)),
+            long_ago,
+            NotOurs,
+        ),
+        (
+            "a node this process does not declare",
+            Some(instance(&other_node, Running, long_ago)),
+            long_ago,
+            NotOurs,
+        ),
+        (
+            "not orca's",
+            Some(instance(&not_orcas, Running, just_now)),
+            just_now,
+            NotOurs,
+        ),
+        (
+            "ManagedBy someone else",
+            Some(instance(
+                &[("ManagedBy", "karpenter"), ("orca.research/node", "n1")],
+                Running,
+                long_ago,
+            )),
+            long_ago,
+            NotOurs,
+        ),
+        (
+            "no tags, just launched: EC2 may not show them yet",
+            Some(instance(&[], Running, just_now)),
+            long_ago,
+            Unsettled,
+        ),
+        (
+            "no tags, launched long ago",
+            Some(instance(&[], Running, long_ago)),
+            just_now,
+            NotOurs,
+        ),
+        (
+            "not listed, noticed just now: EC2 may not show a new instance yet",
+            None,
+            just_now,
+            Unsettled,
+        ),
+        (
+            "not listed, noticed long ago: EC2 does not know it",
+            None,
+            long_ago,
+            NotOurs,
+        ),
+    ];
+    for (situation, listed, noticed, expected) in cases {
+        assert_eq!(
+            verdict(listed.as_ref(), at(noticed), now, &this()),
+            expected,
+            "{situation}"
+        );
+    }
+    assert!(Ours.keeps() && Unsettled.keeps() && !NotOurs.keeps());
+}
+
+fn asked(instance_id: &str, noticed: Timestamp) -> Asked {
+    Asked {
+        instance_id: instance_id.to_owned(),
+        noticed,
+    }
+}
+
+#[tokio::test]
+async fn ec2_is_asked_once_by_instance_id_and_only_this_orcas_instances_are_kept() {
+    let ec2 = Arc::new(FakeEc2::default());
+    let hour = Duration::from_secs(3600);
+    let ours = ec2.launch_outside(&OURS, hour);
+    let theirs = ec2.launch_outside(&[("ManagedBy", "ORCA"), ("orca.research/node", "n9")], hour);
+    let someone = ec2.launch_outside(&[("Name", "web")], hour);
+    let owners = Ec2Owners {
+        api: ec2.clone(),
+        this: this(),
+    };
+    let long_ago = Timestamp::now() - SignedDuration::from_hours(1);
+    let kept = owners
+        .ours(&[
+            asked(&ours, long_ago),
+            asked(&theirs, long_ago),
+            asked(&someone, long_ago),
+            asked(&ours, long_ago),
+            asked("i-0fffffffffffffff0", long_ago),
+            asked("i-0fffffffffffffff1", Timestamp::now()),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        kept,
+        HashSet::from([ours, "i-0fffffffffffffff1".to_owned()]),
+        "ours, and an id EC2 may not show yet"
+    );
+    assert_eq!(ec2.calls(), ["DescribeInstances"]);
+}
+
+#[tokio::test]
+async fn a_failed_lookup_says_how_many_instances_it_was_for() {
+    let ec2 = Arc::new(FakeEc2::default());
+    ec2.fail_next_call(ApiError::service(
+        "RequestLimitExceeded",
+        "Request limit exceeded.",
+    ));
+    let owners = Ec2Owners {
+        api: ec2,
+        this: this(),
+    };
+    let error = owners
+        .ours(&[asked("i-0fffffffffffffff0", Timestamp::now())])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        crate::errors::error_chain(&error),
+        "DescribeInstances of 1 instance(s) named by interruption notices failed: \
+         RequestLimitExceeded: Request limit exceeded."
+    );
+}
