@@ -16,7 +16,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use orca_e2e::ec2::{finish_workload, state_of, tags_of};
-use orca_e2e::notices::{rebalance_recommendation, spot_warning};
+use orca_e2e::notices::{
+    ACCOUNT, REGION, rebalance_recommendation, spot_warning, spot_warning_from,
+};
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
@@ -392,7 +394,6 @@ async fn a_notice_handed_on_is_received_again_long_before_its_visibility_timeout
 async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()> {
     let cluster = TestCluster::shared();
     let sqs = cluster.sqs_client().await;
-    // A short visibility timeout: another cluster's message orca leaves is visible again soon.
     let queue_url = create_queue(&sqs, "interruptions", 1).await?;
     let extra = format!(
         "interruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
@@ -447,8 +448,11 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
     ));
     assert_eq!(phase(&recommended), "Running");
 
-    // Another cluster's instance shares the account and the queue.
-    let foreign = spot_warning("i-0fedcba9876543210", jiff::Timestamp::now());
+    // An instance EC2 does not know, warned about an hour ago.
+    let foreign = spot_warning(
+        "i-0fedcba9876543210",
+        jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1),
+    );
     sqs.send_message()
         .queue_url(&queue_url)
         .message_body(&foreign)
@@ -500,31 +504,154 @@ async fn a_spot_warning_reaches_the_pod_before_its_instance_goes() -> Result<()>
         .await?;
     assert_eq!(pods::reason(&failed), "SpotInterrupted");
 
-    // The other cluster's message is left for its owner, and only it. orca stops first, so
-    // its own long poll does not hold the message while the test reads.
+    // The queue is this orca's: a message about an instance that is not its own is deleted
+    // too (EC2 does not know that instance), not left to circulate.
+    queue_drained(&sqs, &queue_url).await?;
     scenario.orca.stop()?;
-    let left = poll_until(
-        "the other cluster's message",
-        Duration::from_secs(15),
+    sqs.delete_queue().queue_url(&queue_url).send().await?;
+    scenario.finish().await
+}
+
+/// Messages visible and in flight on the queue, as SQS counts them.
+async fn messages_in(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<u64> {
+    let answer = sqs
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await?;
+    let mut count = 0;
+    for (_, value) in answer.attributes().into_iter().flatten() {
+        count += value.parse::<u64>()?;
+    }
+    Ok(count)
+}
+
+/// Waits until orca deleted every message on the queue.
+async fn queue_drained(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<()> {
+    poll_until(
+        "every message on the queue deleted",
+        Duration::from_secs(30),
         TICK,
-        || async {
-            let received = sqs
-                .receive_message()
-                .queue_url(&queue_url)
-                .max_number_of_messages(10)
-                .wait_time_seconds(1)
-                .send()
-                .await?;
-            let bodies: Vec<String> = received
-                .messages()
-                .iter()
-                .filter_map(|m| m.body().map(str::to_owned))
-                .collect();
-            Ok((!bodies.is_empty()).then_some(bodies))
-        },
+        || async { Ok((messages_in(sqs, queue_url).await? == 0).then_some(())) },
+    )
+    .await
+}
+
+/// Issue 39, case 7: a spot warning naming the pod's instance was acted on whatever account
+/// sent it (any account's rule allowed to send to the queue could end pods `SpotInterrupted`),
+/// and messages orca does not act on (another instance's, unreadable) were left on the queue
+/// to circulate until its retention dropped them. Here: forged warnings from another account
+/// and region are deleted and never mark the pod; a warning about someone else's instance in
+/// the account (moto's), one about an instance EC2 does not know, and an unreadable body are
+/// deleted; the queue ends empty while orca runs, with its default 30 s visibility timeout,
+/// so a message orca left would still be counted; then a real warning still marks the pod.
+#[tokio::test]
+async fn a_forged_warning_is_never_acted_on_and_nothing_but_this_orcas_notices_stays_queued()
+-> Result<()> {
+    let cluster = TestCluster::shared();
+    let sqs = cluster.sqs_client().await;
+    let queue_url = create_queue(&sqs, "interruption-junk", 30).await?;
+    let extra = format!(
+        "interruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
+        cluster.var("AWS_ENDPOINT_URL")
+    );
+    let scenario = AwsScenario::start("aws-junk", &extra).await?;
+    let pod = burst_pod(
+        "target",
+        scenario.node(),
+        &[("orca.research/launch-type", "spot")],
+    );
+    pods::create(&scenario.pods, &pod).await?;
+    let running = scenario
+        .wait_phase("target", "Running", Duration::from_secs(30))
+        .await?;
+    let id = instance_id(&running).context("the pod names its instance")?;
+    // Someone else's instance in the account: tagged, but not by orca.
+    let name = aws_sdk_ec2::types::Tag::builder()
+        .key("Name")
+        .value("web")
+        .build();
+    let someone_elses = scenario
+        .ec2
+        .run_instances()
+        .image_id("ami-0123456789abcdef0")
+        .instance_type(aws_sdk_ec2::types::InstanceType::T3Micro)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(
+            aws_sdk_ec2::types::TagSpecification::builder()
+                .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+                .tags(name)
+                .build(),
+        )
+        .send()
+        .await?
+        .instances()
+        .first()
+        .and_then(|i| i.instance_id().map(str::to_owned))
+        .context("someone else's instance")?;
+    let now = jiff::Timestamp::now();
+    let an_hour_ago = now - jiff::SignedDuration::from_hours(1);
+    for body in [
+        spot_warning_from("210987654321", REGION, &id, now),
+        spot_warning_from(ACCOUNT, "eu-west-1", &id, now),
+        spot_warning(&someone_elses, now),
+        spot_warning("i-0fedcba9876543210", an_hour_ago),
+        "{\"not\": \"an event\"}".to_owned(),
+    ] {
+        sqs.send_message()
+            .queue_url(&queue_url)
+            .message_body(body)
+            .send()
+            .await?;
+    }
+    queue_drained(&sqs, &queue_url).await?;
+    let marked = |pod: &Pod| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "DisruptionTarget"))
+    };
+    let after = scenario.pods.get("target").await?;
+    assert!(
+        !marked(&after),
+        "a forged warning marked the pod: {:?}",
+        after.status
+    );
+    let page = orca_e2e::metrics::scrape(scenario.orca.metrics_port)?;
+    let outcomes =
+        orca_e2e::metrics::by_label(&page, "orca_interruption_messages_total", "outcome");
+    for (outcome, count) in [
+        ("other-account", 1.0),
+        ("other-region", 1.0),
+        ("foreign", 2.0),
+        ("unparsed", 1.0),
+        ("delivered", 0.0),
+    ] {
+        assert_eq!(
+            outcomes.get(outcome),
+            Some(&count),
+            "{outcome}: {outcomes:?}"
+        );
+    }
+
+    // This orca's own warning is acted on as before.
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body(spot_warning(&id, jiff::Timestamp::now()))
+        .send()
+        .await?;
+    pods::wait_for(
+        &scenario.pods,
+        "target",
+        "DisruptionTarget for the real warning",
+        Duration::from_secs(15),
+        marked,
     )
     .await?;
-    assert_eq!(left, [foreign], "only the other cluster's message is left");
+    queue_drained(&sqs, &queue_url).await?;
     sqs.delete_queue().queue_url(&queue_url).send().await?;
     scenario.finish().await
 }
@@ -934,4 +1061,54 @@ async fn three_zone_nodes_spread_a_deployment_and_each_pod_launches_in_its_nodes
         .delete("spread", &DeleteParams::default())
         .await?;
     namespace.delete().await
+}
+
+/// Issue 39, case 7: the README's CloudFormation let any principal of the two services send to
+/// the queue, so any account's EventBridge rule could put forged spot warnings on it. Its
+/// policy must admit only the stack's own rules (every `AWS::Events::Rule` it defines, by
+/// `aws:SourceArn`) from this account (`aws:SourceAccount`). (`cfn-lint` checks the template
+/// as a whole; this checks what the template promises.)
+#[test]
+fn the_documented_stack_lets_only_its_own_rules_send_to_the_queue() -> Result<()> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))?;
+    let start = readme
+        .find("```yaml\nAWSTemplateFormatVersion")
+        .context("the README's CloudFormation")?;
+    let stack = &readme[start..];
+    let stack = &stack[..stack[3..].find("```").context("the block's end")? + 3];
+    let policy_start = stack
+        .find("Type: AWS::SQS::QueuePolicy")
+        .context("the queue policy")?;
+    // To the next resource: the next line indented as a resource's name.
+    let policy = &stack[policy_start..];
+    let policy = &policy[..policy
+        .match_indices("\n  ")
+        .map(|(at, _)| at)
+        .find(|&at| policy[at + 3..].starts_with(|c: char| c.is_ascii_alphabetic()))
+        .unwrap_or(policy.len())];
+    let rules: Vec<&str> = stack
+        .lines()
+        .zip(stack.lines().skip(1))
+        .filter(|(_, next)| next.trim() == "Type: AWS::Events::Rule")
+        .map(|(name, _)| name.trim().trim_end_matches(':'))
+        .collect();
+    ensure!(rules.len() == 4, "four rules: {rules:?}");
+    for rule in &rules {
+        ensure!(
+            policy.contains(&format!("- !GetAtt {rule}.Arn")),
+            "the policy's aws:SourceArn names {rule}:\n{policy}"
+        );
+    }
+    for needed in [
+        "ArnEquals:\n                aws:SourceArn:",
+        "StringEquals:\n                aws:SourceAccount: !Ref AWS::AccountId",
+        "Service: events.amazonaws.com",
+    ] {
+        ensure!(policy.contains(needed), "{needed:?} missing from\n{policy}");
+    }
+    ensure!(
+        !policy.contains("sqs.amazonaws.com"),
+        "no principal but EventBridge:\n{policy}"
+    );
+    Ok(())
 }

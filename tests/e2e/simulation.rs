@@ -21,7 +21,9 @@
 //! 4. each pod's final phase and reason match what happened to its instance (exit code, spot
 //!    interruption, stop; a failed launch had no instance);
 //! 5. orca's per-pod state is empty once every pod is gone;
-//! 6. (see `check_interruption_queue`) every spot notice for a present pod is acted on;
+//! 6. (see `check_interruption_queue`) every spot notice for a present pod is acted on; every
+//!    message that is not orca's (an unknown or another cluster's instance, another account's
+//!    forgery) is deleted and acts on nothing;
 //! 7. no instance orca launched for a pod is asked to terminate while its pod lives and its
 //!    workload runs, whatever else carries the pod's tags: a person's look-alike ("launch
 //!    more like this" copies every tag) is the extra, never the instance it copies;
@@ -46,7 +48,7 @@ use orca_e2e::captured_log::CapturedLog;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
 use orca_e2e::model_queue::ModelQueue;
-use orca_e2e::notices::spot_warning;
+use orca_e2e::notices::{spot_warning, spot_warning_from};
 use orca_e2e::orca::free_port;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
@@ -157,7 +159,7 @@ struct Run {
     queue: Arc<ModelQueue>,
     /// Instances EC2 warned, and when.
     warned: BTreeMap<String, Timestamp>,
-    /// Messages about other clusters' instances: orca must leave them all.
+    /// Messages that are not this orca's to act on: orca must delete them all, acting on none.
     foreign: Vec<String>,
     /// Look-alikes a person launched from a pod's instance: (copy, original).
     look_alikes: Vec<(String, String)>,
@@ -369,7 +371,7 @@ impl Run {
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages, {} look-alikes, {} other clusters' instances",
+            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} messages not orca's, {} look-alikes, {} other clusters' instances",
             self.tracked.len(),
             history.len(),
             self.downtime.len() - self.takeovers.len(),
@@ -428,12 +430,30 @@ impl Run {
                 }
             }
             74..77 => {
-                // Another cluster in the account: its instance, its notice, the same queue.
-                let id = format!("i-0{:016x}", self.rng.u64(..) >> 4);
-                let body = spot_warning(&id, now);
+                // A message that is not this orca's to act on: a notice about an instance EC2
+                // does not know, about another cluster's instance, or forged by another
+                // account's rule about one of this orca's instances.
+                let (id, body, whose) = match self.rng.u32(0..3) {
+                    0 => {
+                        let id = format!("i-0{:016x}", self.rng.u64(..) >> 4);
+                        let body = spot_warning(&id, now);
+                        (id, body, "an unknown instance")
+                    }
+                    1 => match self.foreign_instances.last() {
+                        Some(id) => (id.clone(), spot_warning(id, now), "another cluster's"),
+                        None => return Ok(()),
+                    },
+                    _ => match self.random_instance(|spot| spot.is_some()) {
+                        Some(id) => {
+                            let body = spot_warning_from("210987654321", "us-west-2", &id, now);
+                            (id, body, "another account's forged")
+                        }
+                        None => return Ok(()),
+                    },
+                };
                 self.queue.send(body.clone());
                 self.foreign.push(body);
-                self.note(format!("another cluster's notice for {id}"));
+                self.note(format!("{whose} notice for {id}"));
             }
             70..74 => {
                 if let Some(orca) = self.orca.take() {
@@ -802,9 +822,9 @@ impl Run {
         }
     }
 
-    /// Invariant 6 (issue 19): every notice about an instance of a pod still here is acted on
-    /// and deleted, and its pod carries `DisruptionTarget`; no other pod does; every other
-    /// cluster's message is left in the queue.
+    /// Invariant 6 (issues 19, 39): every notice about an instance of a pod still here is
+    /// acted on and deleted, and its pod carries `DisruptionTarget`; no other pod does (a
+    /// forged warning marks none); every message that is not this orca's is deleted.
     async fn check_interruption_queue(&self, finals: &BTreeMap<String, Pod>) -> Result<()> {
         let history = self.model.history();
         let instance_of = |uid: &str| {
@@ -827,15 +847,22 @@ impl Run {
         // Delivered and deleted, within a few long polls.
         let queue = self.queue.clone();
         let pending = |queue: &ModelQueue| {
-            let remaining = queue.remaining().join("\n");
+            let remaining = queue.remaining();
+            let joined = remaining.join("\n");
             owned
                 .iter()
-                .filter(|(_, id)| remaining.contains(&format!("\"{id}\"")))
+                .filter(|(_, id)| joined.contains(&format!("\"{id}\"")))
                 .map(|(name, id)| format!("{name}'s instance {id}"))
+                .chain(
+                    self.foreign
+                        .iter()
+                        .filter(|body| remaining.contains(body))
+                        .map(|body| format!("a message that is not orca's: {body}")),
+                )
                 .collect::<Vec<_>>()
         };
         let waited = poll_until(
-            "every notice about a present pod's instance acted on",
+            "every notice about a present pod's instance acted on, every other message deleted",
             Duration::from_secs(15),
             Duration::from_millis(250),
             || {
@@ -846,7 +873,7 @@ impl Run {
         .await;
         let mut problems = Vec::new();
         if waited.is_err() {
-            problems.push(format!("notices left in the queue: {:?}", pending(&queue)));
+            problems.push(format!("messages left in the queue: {:?}", pending(&queue)));
         }
         let pods = self.current_pods().await?;
         for (name, pod) in &pods {
@@ -870,12 +897,6 @@ impl Run {
             }
             if marked && !was_warned {
                 problems.push(format!("{name} has DisruptionTarget but was never warned"));
-            }
-        }
-        let remaining = self.queue.remaining();
-        for body in &self.foreign {
-            if !remaining.contains(body) {
-                problems.push(format!("another cluster's message was taken: {body}"));
             }
         }
         ensure!(

@@ -61,9 +61,10 @@ pub struct ThisOrca {
 /// What EC2's answer says about one instance a notice named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Tagged `ManagedBy=ORCA`, this cluster's id (or none yet: launched by an orca from before
-    /// cluster ids, which this orca claims) and a node this process declares; still a machine,
-    /// or ended so recently that the listing may not have caught up.
+    /// Tagged `ManagedBy=ORCA`, this cluster's id and a node this process declares; still a
+    /// machine, or ended so recently that the listing may not have caught up. (An instance
+    /// from before cluster ids is not, until this orca claims it: its node's listing then
+    /// shows it.)
     Ours,
     /// EC2 does not say yet: it lists no such instance, or lists it without any tag, within
     /// the visibility grace of the notice or of its launch (EC2 shows new instances and their
@@ -100,7 +101,7 @@ pub fn verdict(
     let tag = |key: &str| instance.tags.get(key).map(String::as_str);
     let ours = tag(TAG_MANAGED_BY) == Some(MANAGED_BY_VALUE)
         && tag(TAG_NODE).is_some_and(|node| this.nodes.contains(node))
-        && tag(TAG_CLUSTER_ID).is_none_or(|id| id == this.cluster_id);
+        && tag(TAG_CLUSTER_ID) == Some(this.cluster_id.as_str());
     if ours {
         if instance.state.needs_termination() || recent(noticed) {
             Verdict::Ours

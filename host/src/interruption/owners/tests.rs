@@ -73,10 +73,10 @@ fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_sh
             Ours,
         ),
         (
-            "ours, before cluster ids (claimed by this orca when its pod is the node's)",
+            "from before cluster ids, not claimed: another cluster's at the same names, maybe",
             Some(instance(&before_cluster_ids, Running, long_ago)),
             long_ago,
-            Ours,
+            NotOurs,
         ),
         (
             "ours, terminated just after the notice: the listing may not have caught up",
