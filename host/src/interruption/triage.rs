@@ -200,7 +200,14 @@ mod tests {
             wrong,
         };
         // (situation, reading, what EC2 said (None: the lookup failed), delivery, fate)
-        let cases: [(&str, Reading, Option<&HashSet<String>>, Delivery, Fate); 13] = [
+        type Case<'a> = (
+            &'a str,
+            Reading,
+            Option<&'a HashSet<String>>,
+            Delivery,
+            Fate,
+        );
+        let cases: [Case; 13] = [
             (
                 "ours, acted on",
                 notices(&[OURS], &[]),
