@@ -224,3 +224,31 @@ fn a_market_not_allowed_is_left_for_the_plans_fallback() {
             .contains_key("orca.research/spot-max-price")
     );
 }
+
+/// A refusal names everything that left the plan empty: the candidates the lists dropped
+/// before the market was asked too, not only the last guardrail.
+#[test]
+fn a_refusal_names_every_guardrail_that_took_a_candidate() {
+    let (pipeline, _dir) = pipeline(&format!(
+        "{HOSTILE_SELECTS}  guardrails:\n    denyFamilies: [p5]\n    maxPodPricePerHour: 0.05\n"
+    ));
+    let error = refused(pipeline.decide(&pod(
+        "ml",
+        json!({ "hostile.orca.research/mode": "dear-first" }),
+    )));
+    for part in [
+        "policy.guardrails.denyFamilies (p5) refused p5.48xlarge, chosen by plugin hostile 0.0.1",
+        "policy.guardrails.maxPodPricePerHour ($0.05/h) refused m7i.large on-demand at $0.1008/h",
+    ] {
+        assert!(error.message.contains(part), "{}", error.message);
+    }
+    let record = error.refused.expect("the refused decision");
+    assert!(
+        record
+            .guardrails
+            .iter()
+            .all(|g| g.effect == Effect::Refused),
+        "{:?}",
+        record.guardrails
+    );
+}

@@ -68,7 +68,7 @@ fn cost(instances: &[Instance]) -> Result<f64> {
 
 /// Polls until `check` answers, asserting at every poll that the capped namespace's live
 /// instances stay within the cap.
-async fn within_cap_until<T>(
+async fn within_cap_until<T: std::fmt::Debug>(
     what: &str,
     ec2: &aws_sdk_ec2::Client,
     node: &str,

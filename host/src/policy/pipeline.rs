@@ -14,7 +14,7 @@ use orca_plugin_sdk::tags::MAX_TAGS;
 use super::catalogue::any_query;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
-use super::guardrails::{Deciders, GuardrailError, Guardrails, Price};
+use super::guardrails::{Deciders, Effect, GuardrailError, Guardrails, Price};
 use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
@@ -387,6 +387,12 @@ impl Pipeline {
                 (plan, narrowed.worst_price)
             }
             Err(GuardrailError::Refused { records }) => {
+                // Candidates the lists dropped before the market was asked were refused too.
+                for record in &mut guarded {
+                    if record.effect == Effect::Dropped {
+                        record.effect = Effect::Refused;
+                    }
+                }
                 guarded.extend(records.iter().cloned());
                 (plan, None)
             }
@@ -415,9 +421,16 @@ impl Pipeline {
             launch: None,
         };
         if let Err(error) = outcome {
+            let message = match error {
+                GuardrailError::Refused { .. } => GuardrailError::Refused {
+                    records: record.guardrails.clone(),
+                }
+                .to_string(),
+                other => other.to_string(),
+            };
             return Err(PlanError {
                 reason: REASON_GUARDRAIL_VIOLATION,
-                message: error.to_string(),
+                message,
                 retry: PlanRetry::No,
                 refused: Some(Box::new(record)),
             });

@@ -1,4 +1,4 @@
-//! The census: this cluster's live instances, every node's and every replica's, listed every
+//! The census: this cluster's instances, every node's and every replica's, listed every
 //! `pods.syncInterval` while some namespace has a cap, priced from the catalogue and handed to
 //! [`NamespaceSpend::observe`]. With the aws provider it is one `DescribeInstances` filtered by
 //! `ManagedBy` and the cluster's id (see `provider::aws::census`), so instances another
@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
-use super::{Counted, NamespaceSpend};
+use super::{Listed, NamespaceSpend};
 use crate::plan::Market;
 use crate::policy::catalogue::any_query;
 use crate::policy::guardrails::Price;
@@ -26,9 +26,12 @@ use crate::served_nodes::ServedNodes;
 /// `orca.research/` prefix is orca's).
 pub const TAG_SPOT_MAX_PRICE: &str = "orca.research/spot-max-price";
 
-/// One live instance as a census lists it.
+/// One instance as a census lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CensusInstance {
+    /// Pending, running, stopping or stopped: it counts. Others are listed too, so an
+    /// instance shown ended is told from one a stale listing left out.
+    pub live: bool,
     pub instance_id: String,
     pub namespace: String,
     pub pod_uid: String,
@@ -52,12 +55,11 @@ impl CensusInstance {
 /// Lists this cluster's live instances.
 #[async_trait]
 pub trait Census: Send + Sync + 'static {
-    /// Every live instance (pending, running, stopping, stopped) of this cluster that names
-    /// its pod.
+    /// Every instance of this cluster that names its pod, in any state EC2 still lists.
     ///
     /// # Errors
     /// The listing failed; the spend keeps the last one.
-    async fn live_instances(&self) -> Result<Vec<CensusInstance>, ProviderError>;
+    async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError>;
 }
 
 /// The instances of the nodes this process serves, from their providers' listings: the
@@ -67,23 +69,30 @@ pub struct ServedCensus(pub Arc<ServedNodes>);
 
 #[async_trait]
 impl Census for ServedCensus {
-    async fn live_instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
-        let mut live = Vec::new();
-        for provider in self.0.providers() {
+    async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
+        let providers = self.0.providers();
+        if providers.is_empty() {
+            // Not a listing of nothing: no node is served yet, so nothing was listed.
+            return Err(ProviderError::transient(
+                "NoNodeServed",
+                "no node is served yet, so no instances are listed",
+            ));
+        }
+        let mut listed = Vec::new();
+        for provider in providers {
             for status in provider.statuses().await? {
-                if status.state.needs_termination() {
-                    live.push(CensusInstance {
-                        instance_id: status.instance_id,
-                        namespace: status.pod.namespace,
-                        pod_uid: status.pod.uid,
-                        instance_type: status.instance_type,
-                        market: status.market,
-                        spot_max_price: None,
-                    });
-                }
+                listed.push(CensusInstance {
+                    live: status.state.needs_termination(),
+                    instance_id: status.instance_id,
+                    namespace: status.pod.namespace,
+                    pod_uid: status.pod.uid,
+                    instance_type: status.instance_type,
+                    market: status.market,
+                    spot_max_price: None,
+                });
             }
         }
-        Ok(live)
+        Ok(listed)
     }
 }
 
@@ -102,6 +111,9 @@ impl CensusLoop {
         let mut tick = tokio::time::interval(self.period.max(Duration::from_millis(100)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut unpriced_reported = BTreeSet::new();
+        // The failure last logged: a failure is logged when it starts or changes, not every
+        // period it lasts.
+        let mut failing: Option<String> = None;
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -109,6 +121,11 @@ impl CensusLoop {
             }
             match self.count_once().await {
                 Ok(unpriced) => {
+                    if failing.take().is_some() {
+                        tracing::info!(
+                            "listing the cluster's instances for the namespaces' caps works again"
+                        );
+                    }
                     let new: Vec<&String> = unpriced.difference(&unpriced_reported).collect();
                     if !new.is_empty() {
                         tracing::warn!(types = ?new, "live instances of types the catalogue has no on-demand price for count nothing against their namespace's cap");
@@ -116,7 +133,11 @@ impl CensusLoop {
                     unpriced_reported = unpriced;
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "listing the cluster's instances for the namespaces' caps failed; keeping the last listing");
+                    let text = error.to_string();
+                    if failing.as_deref() != Some(text.as_str()) {
+                        tracing::warn!(error = %text, "listing the cluster's instances for the namespaces' caps failed; keeping the last listing, retrying every sync period");
+                        failing = Some(text);
+                    }
                 }
             }
         }
@@ -127,8 +148,8 @@ impl CensusLoop {
     /// # Errors
     /// The census failed.
     pub async fn count_once(&self) -> Result<BTreeSet<String>, ProviderError> {
-        let live = self.census.live_instances().await?;
-        let names: BTreeSet<String> = live.iter().map(|i| i.instance_type.clone()).collect();
+        let listed = self.census.instances().await?;
+        let names: BTreeSet<String> = listed.iter().map(|i| i.instance_type.clone()).collect();
         let prices: HashMap<String, Option<Price>> = self
             .catalogue
             .query(&InstanceQuery {
@@ -139,23 +160,26 @@ impl CensusLoop {
             .map(|t| (t.name, Price::of(t.on_demand_price)))
             .collect();
         let mut unpriced = BTreeSet::new();
-        let counted = live
+        let priced = listed
             .into_iter()
             .map(|instance| {
                 let on_demand = prices.get(&instance.instance_type).copied().flatten();
                 let price = instance.price(on_demand).unwrap_or_else(|| {
-                    unpriced.insert(instance.instance_type.clone());
+                    if instance.live {
+                        unpriced.insert(instance.instance_type.clone());
+                    }
                     Price::ZERO
                 });
-                Counted {
+                Listed {
                     instance_id: instance.instance_id,
                     namespace: instance.namespace,
                     pod_uid: instance.pod_uid,
                     price,
+                    live: instance.live,
                 }
             })
             .collect();
-        self.spend.observe(counted, Timestamp::now());
+        self.spend.observe(priced, Timestamp::now());
         Ok(unpriced)
     }
 }

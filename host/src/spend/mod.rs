@@ -6,7 +6,9 @@
 //! first, under one lock for the whole process, so a burst of pods in one namespace cannot
 //! race past the cap. A reservation holds until a listing shows the pod's instance (which then
 //! counts instead), or the launch fails with no instance possibly made, or the pod leaves the
-//! node. An instance whose termination orca asked for stops counting at once.
+//! node. An instance whose termination orca asked for stops counting at once. EC2's listings
+//! are eventually consistent: an instance a listing showed live and a later one leaves out
+//! (rather than showing it shutting down or terminated) counts on for the visibility grace.
 //!
 //! # What counts
 //! Per live instance (pending, running, stopping, stopped): on demand, its type's catalogue
@@ -34,13 +36,22 @@ use tokio::sync::watch;
 use crate::errors::lock;
 use crate::policy::guardrails::{Guardrails, Price};
 
-/// One live instance of the cluster, priced.
+/// One instance of the cluster as a listing shows it, priced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counted {
+pub struct Listed {
     pub instance_id: String,
     pub namespace: String,
     pub pod_uid: String,
     pub price: Price,
+    /// Pending, running, stopping or stopped: it counts.
+    pub live: bool,
+}
+
+/// A live instance, and when a listing last showed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Counted {
+    instance: Listed,
+    seen: Timestamp,
 }
 
 /// A launch about to be made, counted until a listing shows its instance.
@@ -112,7 +123,8 @@ impl SpendError {
 /// The ledger: the last listing, the reservations made since, and the instances ended since.
 #[derive(Debug, Default)]
 struct Ledger {
-    /// By instance id; `None` until the first listing.
+    /// Live instances by id: shown live by the last listing, or by an earlier one within the
+    /// grace and not shown since (a stale read). `None` until the first listing.
     listed: Option<HashMap<String, Counted>>,
     /// By pod UID.
     reserved: HashMap<String, Reservation>,
@@ -122,16 +134,18 @@ struct Ledger {
 }
 
 impl Ledger {
-    fn counts(&self, instance: &Counted) -> bool {
-        !self.ended.contains_key(&instance.instance_id)
-    }
-
-    /// Pods with an instance that counts in the listing.
-    fn listed_pods(&self) -> HashSet<&str> {
+    /// The live instances that count: all but those orca ended.
+    fn counting(&self) -> impl Iterator<Item = &Listed> {
         self.listed
             .iter()
             .flat_map(HashMap::values)
-            .filter(|instance| self.counts(instance))
+            .map(|counted| &counted.instance)
+            .filter(|instance| !self.ended.contains_key(&instance.instance_id))
+    }
+
+    /// Pods with an instance that counts.
+    fn listed_pods(&self) -> HashSet<&str> {
+        self.counting()
             .map(|instance| instance.pod_uid.as_str())
             .collect()
     }
@@ -139,11 +153,9 @@ impl Ledger {
     /// Every namespace's spend: its counted instances and its reservations not yet listed.
     fn totals(&self) -> BTreeMap<String, Price> {
         let mut totals: BTreeMap<String, Price> = BTreeMap::new();
-        for instance in self.listed.iter().flat_map(HashMap::values) {
-            if self.counts(instance) {
-                let total = totals.entry(instance.namespace.clone()).or_default();
-                *total = total.saturating_add(instance.price);
-            }
+        for instance in self.counting() {
+            let total = totals.entry(instance.namespace.clone()).or_default();
+            *total = total.saturating_add(instance.price);
         }
         let listed = self.listed_pods();
         for (uid, reservation) in &self.reserved {
@@ -296,22 +308,39 @@ impl NamespaceSpend {
         }
     }
 
-    /// A new listing of the cluster's live instances, priced. Reservations of pods it shows
-    /// end (the instance counts instead); ended instances it no longer shows are forgotten
-    /// once `grace` has passed.
-    pub fn observe(&self, listing: Vec<Counted>, now: Timestamp) {
+    /// A new listing of the cluster's instances (every state), priced. The live ones count;
+    /// one an earlier listing showed live and this one leaves out counts on until `grace` has
+    /// passed since it was last shown (a stale read). Reservations of pods it shows, in any
+    /// state, end (the instance counts instead, or has ended already); ended instances it no
+    /// longer shows live are forgotten once `grace` has passed.
+    pub fn observe(&self, listing: Vec<Listed>, now: Timestamp) {
+        let grace = jiff::SignedDuration::try_from(self.grace).unwrap_or(jiff::SignedDuration::MAX);
         let freed = {
             let mut ledger = lock(&self.ledger);
             let first = ledger.listed.is_none();
             let before = ledger.totals();
-            let listed: HashMap<String, Counted> = listing
+            let shown: HashSet<String> = listing.iter().map(|i| i.instance_id.clone()).collect();
+            let shown_pods: HashSet<String> = listing.iter().map(|i| i.pod_uid.clone()).collect();
+            let mut listed: HashMap<String, Counted> = listing
                 .into_iter()
-                .map(|instance| (instance.instance_id.clone(), instance))
+                .filter(|instance| instance.live)
+                .map(|instance| {
+                    let id = instance.instance_id.clone();
+                    (
+                        id,
+                        Counted {
+                            instance,
+                            seen: now,
+                        },
+                    )
+                })
                 .collect();
-            let shown: HashSet<String> = listed.values().map(|i| i.pod_uid.clone()).collect();
-            ledger.reserved.retain(|uid, _| !shown.contains(uid));
-            let grace =
-                jiff::SignedDuration::try_from(self.grace).unwrap_or(jiff::SignedDuration::MAX);
+            for (id, counted) in ledger.listed.take().unwrap_or_default() {
+                if !shown.contains(&id) && now.duration_since(counted.seen) < grace {
+                    listed.insert(id, counted);
+                }
+            }
+            ledger.reserved.retain(|uid, _| !shown_pods.contains(uid));
             ledger.ended.retain(|instance_id, at| {
                 listed.contains_key(instance_id) || now.duration_since(*at) < grace
             });

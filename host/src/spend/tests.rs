@@ -29,13 +29,19 @@ fn at(second: i64) -> Timestamp {
     Timestamp::from_second(1_700_000_000 + second).unwrap()
 }
 
-fn instance(id: &str, namespace: &str, uid: &str, price: f64) -> Counted {
-    Counted {
+fn instance(id: &str, namespace: &str, uid: &str, price: f64) -> Listed {
+    Listed {
         instance_id: id.to_owned(),
         namespace: namespace.to_owned(),
         pod_uid: uid.to_owned(),
         price: usd(price),
+        live: true,
     }
+}
+
+fn ended(mut instance: Listed) -> Listed {
+    instance.live = false;
+    instance
 }
 
 #[test]
@@ -213,8 +219,45 @@ fn waiting_pods_are_told_when_a_listing_shows_less_and_not_when_it_shows_more() 
         at(5),
     );
     assert!(!freed.has_changed().unwrap());
-    spend.observe(vec![instance("i-2", "team", "b", 0.2)], at(10));
+    spend.observe(
+        vec![
+            ended(instance("i-1", "team", "a", 0.5)),
+            instance("i-2", "team", "b", 0.2),
+        ],
+        at(10),
+    );
     assert!(freed.has_changed().unwrap());
+    assert_eq!(spend.room("team"), Some(usd(0.8)));
+}
+
+/// EC2's listings are eventually consistent: a listing can leave out an instance an earlier
+/// one showed running. It counts on (else a burst could take its room), until EC2 shows it
+/// ended or the visibility grace has passed.
+#[test]
+fn an_instance_a_stale_listing_leaves_out_counts_on_within_the_grace() {
+    let spend = spend();
+    spend.observe(Vec::new(), at(0));
+    spend.reserve("team", "a", "node", Some(usd(0.9))).unwrap();
+    spend.observe(vec![instance("i-1", "team", "a", 0.9)], at(5));
+    spend.observe(Vec::new(), at(10));
+    assert_eq!(
+        spend.room("team"),
+        Some(usd(0.1)),
+        "left out, still counted"
+    );
+    assert!(spend.reserve("team", "b", "node", Some(usd(0.5))).is_err());
+    spend.observe(Vec::new(), at(5 + 119));
+    assert_eq!(spend.room("team"), Some(usd(0.1)));
+    spend.observe(Vec::new(), at(5 + 120));
+    assert_eq!(
+        spend.room("team"),
+        Some(usd(1.0)),
+        "not shown for the whole grace"
+    );
+    // Shown ended, it stops counting at once.
+    spend.observe(vec![instance("i-2", "team", "c", 0.4)], at(200));
+    spend.observe(vec![ended(instance("i-2", "team", "c", 0.4))], at(201));
+    assert_eq!(spend.room("team"), Some(usd(1.0)));
 }
 
 #[test]
@@ -249,13 +292,14 @@ struct FixedCensus(Vec<CensusInstance>);
 
 #[async_trait::async_trait]
 impl Census for FixedCensus {
-    async fn live_instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
+    async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
         Ok(self.0.clone())
     }
 }
 
 fn listed(id: &str, instance_type: &str, market: Market, max_price: Option<f64>) -> CensusInstance {
     CensusInstance {
+        live: true,
         instance_id: id.to_owned(),
         namespace: "big".to_owned(),
         pod_uid: format!("pod-{id}"),

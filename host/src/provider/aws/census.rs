@@ -1,12 +1,12 @@
 //! The census of this cluster's live instances for the namespaces' caps (see
-//! [`crate::spend::census`]): one paginated `DescribeInstances` filtered by `ManagedBy`, the
-//! cluster's id and the live states, whatever node or replica launched them.
+//! [`crate::spend::census`]): one paginated `DescribeInstances` filtered by `ManagedBy` and
+//! the cluster's id, whatever node or replica launched them, in every state EC2 still lists
+//! (so an instance shown ended is told from one a stale listing left out).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::LIVE_STATES;
 use super::api::{Ec2Api, Ec2Instance, Filter};
 use super::classify::provider_error;
 use crate::provider::ProviderError;
@@ -24,11 +24,10 @@ pub struct Ec2Census {
 
 #[async_trait]
 impl Census for Ec2Census {
-    async fn live_instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
+    async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
         let filters = [
             Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
             Filter::tag(TAG_CLUSTER_ID, self.cluster_id.clone()),
-            Filter::new("instance-state-name", LIVE_STATES.map(str::to_owned)),
         ];
         let listed = self
             .api
@@ -43,6 +42,7 @@ impl Census for Ec2Census {
 /// and is left to orphan collection.
 fn census_instance(instance: &Ec2Instance) -> Option<CensusInstance> {
     Some(CensusInstance {
+        live: instance.state.needs_termination(),
         instance_id: instance.instance_id.clone(),
         namespace: instance.tags.get(TAG_POD_NAMESPACE)?.clone(),
         pod_uid: instance.tags.get(TAG_POD_UID)?.clone(),
