@@ -314,8 +314,6 @@ impl Pipeline {
             market: market.market,
         };
         let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
-        // Room for the spot max price orca tags after the guardrails (see below).
-        let host_tags = ownership.len() + usize::from(market.market == super::wasm::Market::Spot);
         let (tags, tags_by) = self.run_chain(
             &set,
             Hook::BuildTags,
@@ -332,7 +330,7 @@ impl Pipeline {
                     .iter()
                     .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
                     .count();
-                let count = kept + host_tags;
+                let count = kept + ownership.len();
                 if count > MAX_TAGS {
                     return Err(OutputError::TooManyTags {
                         plugin: plugin.to_owned(),
@@ -377,9 +375,12 @@ impl Pipeline {
                 guarded.extend(narrowed.records.iter().cloned());
                 let mut plan = narrowed.plan.clone();
                 // What a spot instance may cost at most, for the namespaces' caps to read
-                // back from any listing (the max price lives in the plan alone otherwise).
+                // back from any listing (the max price lives in the plan alone otherwise),
+                // where EC2's tag limit leaves room beside the cluster's id the provider adds;
+                // without it the instance counts at its on-demand price.
                 if plan.market.market == crate::plan::Market::Spot
                     && let Some(max_price) = Price::of(plan.market.max_price)
+                    && plan.tags.len() + 2 <= MAX_TAGS
                 {
                     plan.tags
                         .insert(TAG_SPOT_MAX_PRICE.to_owned(), max_price.usd().to_string());

@@ -12,8 +12,9 @@
 //!
 //! # What counts
 //! Per live instance (pending, running, stopping, stopped): on demand, its type's catalogue
-//! on-demand price; spot, the max price the plan set (tagged `orca.research/spot-max-price`),
-//! else its type's on-demand price (EC2's default max price). A reservation counts the plan's
+//! on-demand price; spot, the max price the plan set (tagged `orca.research/spot-max-price`
+//! where EC2's tag limit leaves room), else its type's on-demand price (EC2's default max
+//! price). A reservation counts the plan's
 //! worst case over every offering it may launch. An instance whose type the catalogue has no
 //! price for counts nothing (it was launched before a cap applied to it: the guardrails refuse
 //! plans they cannot price).

@@ -115,8 +115,9 @@ mod tests {
     fn sums_are_exact_where_floating_point_is_not() {
         let dime = Price::from_usd(0.1).unwrap();
         let cap = Price::from_usd(0.3).unwrap();
+        let tenth = std::hint::black_box(0.1_f64);
         assert!(
-            0.1_f64 + 0.1 + 0.1 > 0.3,
+            tenth + tenth + tenth > 0.3,
             "the floating-point sum overshoots"
         );
         assert!([dime, dime, dime].into_iter().sum::<Price>() <= cap);

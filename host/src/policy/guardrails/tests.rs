@@ -76,6 +76,9 @@ fn effects(records: &[GuardrailRecord]) -> Vec<(Guardrail, Effect, String)> {
         .collect()
 }
 
+/// What a row expects the guardrails to have done: each guardrail, effect and value.
+type Done = Vec<(Guardrail, Effect, &'static str)>;
+
 use Effect::{Dropped, FallbackDropped, MaxPriceLowered, MovedToOnDemand, Refused};
 use Guardrail::{
     AllowFamilies, AllowInstanceTypes, DenyFamilies, DenyInstanceTypes, Markets,
@@ -85,7 +88,7 @@ use Market::{OnDemand, Spot};
 
 #[test]
 fn plans_are_narrowed_to_what_the_guardrails_allow() {
-    let cases: Vec<(&str, &str, LaunchPlan, Left, Vec<(Guardrail, Effect, &str)>)> = vec![
+    let cases: Vec<(&str, &str, LaunchPlan, Left, Done)> = vec![
         (
             "no guardrails: the plan passes as it is",
             "{}",
@@ -275,7 +278,7 @@ fn plans_are_narrowed_to_what_the_guardrails_allow() {
 
 #[test]
 fn a_plan_with_nothing_left_is_refused_naming_every_guardrail_plugin_and_value() {
-    let cases: Vec<(&str, &str, LaunchPlan, Vec<(Guardrail, Effect, &str)>)> = vec![
+    let cases: Vec<(&str, &str, LaunchPlan, Done)> = vec![
         (
             "every candidate denied",
             "denyFamilies: [p5]",
