@@ -336,3 +336,44 @@ async fn the_census_prices_each_instance_as_documented() {
         usd(m7i * 3.0).saturating_add(usd(0.02))
     );
 }
+
+/// The simulated provider's census: the served nodes' instances, spot at the on-demand price;
+/// and no listing at all (rather than an empty one) while no node is served, so pods of a
+/// capped namespace do not launch on a count that missed instances.
+#[tokio::test]
+async fn the_served_census_lists_the_served_nodes_instances_once_a_node_is_served() {
+    use super::census::ServedCensus;
+    use crate::provider::Provider;
+    use crate::provider::simulated::SimulatedProvider;
+    use crate::served_nodes::{ServedNode, ServedNodes};
+
+    let served = Arc::new(ServedNodes::default());
+    let census = ServedCensus(served.clone());
+    assert!(census.instances().await.is_err(), "nothing served yet");
+    let provider =
+        Arc::new(SimulatedProvider::new(crate::config::SimulatedConfig::default()).unwrap());
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "p", "namespace": "big", "uid": "u-1" }
+    }))
+    .unwrap();
+    let launched = provider
+        .create(&pod, &crate::plan::LaunchPlan::on_demand("m7i.large"))
+        .await
+        .unwrap();
+    let (store, _writer) = kube::runtime::reflector::store();
+    served.serve(
+        "node",
+        ServedNode {
+            pods: store,
+            provider: provider.clone(),
+        },
+    );
+    let listed = census.instances().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].instance_id, launched.instance_id);
+    assert_eq!(
+        (listed[0].namespace.as_str(), listed[0].pod_uid.as_str()),
+        ("big", "u-1")
+    );
+    assert!(listed[0].live);
+}
