@@ -26,4 +26,5 @@ pub mod policy;
 pub mod provider;
 pub mod replicas;
 pub mod served_nodes;
+pub mod spend;
 pub mod tls;

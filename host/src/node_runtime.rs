@@ -47,6 +47,8 @@ pub struct SharedParts {
     pub policy_ready: tokio::sync::watch::Receiver<bool>,
     /// The process's pod writes, which Events on every node give way to.
     pub pod_writes: Arc<PodWrites>,
+    /// What each namespace's instances cost against its cap, for every node.
+    pub spend: Arc<crate::spend::NamespaceSpend>,
 }
 
 impl NodeRuntime {
@@ -109,6 +111,7 @@ impl NodeRuntime {
                 policy_ready: shared.policy_ready.clone(),
                 notice_sinks: shared.notice_sinks.clone(),
                 pod_writes: shared.pod_writes.clone(),
+                spend: shared.spend.clone(),
             },
             stop,
         ));

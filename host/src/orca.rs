@@ -16,12 +16,14 @@ use crate::node::RegistrationError;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::node_runtime::{NodeRuntime, ProviderFactory, SharedParts};
 use crate::pods::NodePods;
-use crate::policy::catalogue::InstanceCatalogue;
+use crate::policy::catalogue::{InstanceCatalogue, any_query};
+use crate::policy::guardrails::{Guardrails, Price};
 use crate::policy::pipeline::HookChains;
 use crate::policy::readiness::PolicyReadiness;
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, ReloadReporter, Reporters};
 use crate::policy::setup::{PolicySetupError, build_registry};
+use crate::policy::wasm::CatalogueQuery;
 use crate::policy::{Pipeline, Planner};
 use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
@@ -33,6 +35,8 @@ use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
 use crate::replicas::NodeSharing;
 use crate::served_nodes::ServedNodes;
+use crate::spend::NamespaceSpend;
+use crate::spend::census::{Census, CensusLoop, ServedCensus};
 
 /// Why orca could not start.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +45,8 @@ pub enum StartError {
     SimulatedProviderFailed(#[source] crate::provider::simulated::JournalError),
     #[error("preparing the policy plugins")]
     PolicyFailed(#[source] PolicySetupError),
+    #[error("policy.guardrails")]
+    GuardrailsFailed(#[source] crate::policy::guardrails::GuardrailError),
     #[error("reading the cluster's identity")]
     ClusterIdFailed(#[source] crate::provider::ownership::ClusterIdError),
     #[error("reading the account whose interruption notices count")]
@@ -86,6 +92,8 @@ pub struct Orca {
     interruptions: Option<Interruptions>,
     /// The cluster's id (its `kube-system` namespace's UID) when the aws provider runs.
     cluster_id: String,
+    /// What each namespace's instances cost against its cap (`policy.guardrails`).
+    spend: Arc<NamespaceSpend>,
 }
 
 impl Orca {
@@ -126,9 +134,14 @@ impl Orca {
     ) -> Result<Orca, StartError> {
         let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
+        let guardrails = Arc::new(guardrails(&config, &catalogue)?);
+        let spend = Arc::new(NamespaceSpend::new(
+            guardrails.clone(),
+            config.pods.launch_visibility_grace.get(),
+        ));
         let ec2_calls = Arc::new(Ec2Calls::default());
         let served = Arc::new(ServedNodes::default());
-        let metrics = Metrics::new(served.clone(), ec2_calls.clone());
+        let metrics = Metrics::new(served.clone(), ec2_calls.clone(), spend.clone());
         // Which instances are this cluster's: read before anything can list or launch one.
         let cluster_id = match config.provider.kind {
             ProviderKind::Simulated => String::new(),
@@ -174,6 +187,7 @@ impl Orca {
             &config.node.cluster_name,
         )
         .with_node_architecture(&config.node.architecture)
+        .with_guardrails(guardrails)
         .with_observer(metrics.policy.clone());
         let pipeline = Arc::new(pipeline);
         let env: Arc<KubeEnvSource> = Arc::new(KubeEnvSource::new(client.clone()));
@@ -248,6 +262,7 @@ impl Orca {
             _ => None,
         };
         Ok(Orca {
+            spend,
             cluster_id,
             interruptions,
             config,
@@ -289,6 +304,7 @@ impl Orca {
             notice_sinks: notice_sinks.clone(),
             policy_ready: policy_ready_rx,
             pod_writes: Arc::default(),
+            spend: self.spend.clone(),
         };
         // Every node's provider and skeleton are checked before anything runs.
         let mut first_parts = Vec::with_capacity(self.nodes.len());
@@ -330,6 +346,23 @@ impl Orca {
                 grace: self.config.pods.orphan_grace_period.get(),
             };
             tokio::spawn(sweep.run(shutdown.clone()))
+        });
+        // The cluster's live instances, listed for the namespaces' caps.
+        let census_task = self.spend.caps_namespaces().then(|| {
+            let census: Arc<dyn Census> = match &self.ec2 {
+                Some(api) => Arc::new(crate::provider::aws::census::Ec2Census {
+                    api: api.clone(),
+                    cluster_id: self.cluster_id.clone(),
+                }),
+                None => Arc::new(ServedCensus(self.served.clone())),
+            };
+            let census = CensusLoop {
+                census,
+                spend: self.spend.clone(),
+                catalogue: self.catalogue.clone(),
+                period: self.config.pods.sync_interval.get(),
+            };
+            tokio::spawn(census.run(shutdown.clone()))
         });
         if let Some(api) = &self.ec2
             && !refresh.is_zero()
@@ -501,6 +534,11 @@ impl Orca {
             {
                 tracing::error!(%error, "the sweep for instances of undeclared nodes ended abnormally");
             }
+            if let Some(census_task) = census_task
+                && let Err(error) = census_task.await
+            {
+                tracing::error!(%error, "listing the cluster's instances for the namespaces' caps ended abnormally");
+            }
             let _ = metrics_task.await;
         })
         .await;
@@ -519,6 +557,24 @@ struct Interruptions {
     queue: Arc<dyn NoticeQueue>,
     /// The account this orca's instances live in.
     account: String,
+}
+
+/// `policy.guardrails`, checked against the catalogue: a guardrail no type can satisfy stops
+/// startup; an allow or deny glob that matches no type is logged.
+fn guardrails(config: &Config, catalogue: &InstanceCatalogue) -> Result<Guardrails, StartError> {
+    let guardrails = Guardrails::from_config(&config.policy.guardrails);
+    let types: Vec<(String, Option<Price>)> = catalogue
+        .query(&any_query())
+        .into_iter()
+        .map(|t| (t.name, Price::of(t.on_demand_price)))
+        .collect();
+    for warning in guardrails
+        .check_catalogue(&types)
+        .map_err(StartError::GuardrailsFailed)?
+    {
+        tracing::warn!(%warning, "a guardrail glob matches nothing");
+    }
+    Ok(guardrails)
 }
 
 /// The cluster's identity, with a word on names left at the shipped placeholders.

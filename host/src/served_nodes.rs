@@ -80,6 +80,14 @@ impl ServedNodes {
         })
     }
 
+    /// The providers of the nodes served now.
+    pub fn providers(&self) -> Vec<Arc<dyn Provider>> {
+        self.read()
+            .values()
+            .map(|served| served.provider.clone())
+            .collect()
+    }
+
     /// Every pod of every served node.
     pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.read()

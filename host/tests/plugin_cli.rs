@@ -109,6 +109,72 @@ fn eval_shows_a_decline_passed_to_the_default_and_answers_in_json_for_a_failure_
     );
 }
 
+/// `orca plugin eval --config` applies the config's `policy.guardrails` as a node would: a
+/// denied type the plugin answers is dropped (and recorded), and a plan of denied types only
+/// is the pod's `GuardrailViolation`, naming the guardrail, the plugin and the value.
+#[test]
+fn eval_with_a_config_applies_its_guardrails_and_shows_a_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(
+        components().join("orca_test_plugin_hostile.wasm"),
+        plugins.join("hostile.wasm"),
+    )
+    .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "policy:\n  pluginsDir: {}\n  selectInstance:\n    - plugin: hostile\n  \
+             guardrails:\n    denyFamilies: [\"p5*\"]\n",
+            plugins.display()
+        ),
+    )
+    .unwrap();
+    let eval = |mode: &str| {
+        let output = orca()
+            .args(["plugin", "eval", "-o", "json", "--config"])
+            .arg(&config)
+            .arg("--pod")
+            .arg(pod_file(dir.path(), mode))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let evaluation: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{mode}: {error}: {stderr}"));
+        (output.status.code(), evaluation, stderr)
+    };
+
+    let (status, evaluation, stderr) = eval("dear-first");
+    assert_eq!(status, Some(0), "{evaluation} {stderr}");
+    assert_eq!(evaluation["candidates"].as_array().unwrap().len(), 1);
+    assert_eq!(evaluation["candidates"][0]["instanceType"], "m7i.large");
+    let dropped = &evaluation["decision"]["guardrails"][0];
+    assert_eq!(dropped["guardrail"], "denyFamilies", "{evaluation}");
+    assert_eq!(dropped["effect"], "dropped");
+    assert_eq!(dropped["plugin"], "hostile 0.0.1");
+    assert_eq!(dropped["value"], "p5.48xlarge");
+
+    let (status, evaluation, stderr) = eval("dear-only");
+    assert_eq!(status, Some(1), "{evaluation}");
+    assert_eq!(evaluation["decided"], false);
+    assert_eq!(evaluation["error"]["reason"], "GuardrailViolation");
+    let message = evaluation["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "policy.guardrails.denyFamilies (p5*) refused p5.48xlarge, chosen by plugin hostile \
+             0.0.1"
+        ),
+        "{message}"
+    );
+    assert_eq!(evaluation["decision"]["guardrails"][0]["effect"], "refused");
+    assert!(
+        stderr.contains("the pod would fail with GuardrailViolation"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn bench_prints_the_native_baseline_beside_the_plugin() {
     let dir = tempfile::tempdir().unwrap();

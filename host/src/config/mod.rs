@@ -6,6 +6,7 @@ mod container;
 mod duration;
 mod error;
 mod fleet;
+mod guardrails;
 mod interruption;
 mod kubelet_api;
 mod node;
@@ -31,8 +32,9 @@ pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use nodes::{DeclaredNode, NodeEntry, REGION_LABEL};
 pub use pods::PodsConfig;
 pub use policy::{
-    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, Instances, OnError,
-    OnErrorAction, PluginLimits, PluginLimitsConfig, PluginStep, PolicyConfig, SandboxLimitsConfig,
+    DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, GuardrailsConfig, Instances,
+    OnError, OnErrorAction, PluginLimits, PluginLimitsConfig, PluginStep, PolicyConfig,
+    SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 pub use replicas::ReplicasConfig;

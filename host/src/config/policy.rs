@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use orca_plugin_sdk::Quantity;
 use serde::Deserialize;
 
+pub use super::guardrails::GuardrailsConfig;
 pub use super::on_error::{FailureKind, OnError, OnErrorAction};
 use super::{ConfigError, Seconds};
 
@@ -43,6 +44,8 @@ pub struct PolicyConfig {
     pub choose_market: Vec<PluginStep>,
     /// Plugins asked for tags, in order.
     pub build_tags: Vec<PluginStep>,
+    /// The host's limits on every plan, whatever plugin made it.
+    pub guardrails: GuardrailsConfig,
 }
 
 /// How plugins are pulled from OCI registries.
@@ -174,6 +177,7 @@ impl Default for PolicyConfig {
             select_instance: step(DEFAULT_SELECTOR),
             choose_market: step(DEFAULT_MARKET),
             build_tags: step(DEFAULT_TAGGER),
+            guardrails: GuardrailsConfig::default(),
         }
     }
 }
@@ -355,6 +359,7 @@ impl PolicyConfig {
                 entry.max_output.as_deref(),
             )?;
         }
+        self.guardrails.validate()?;
         if !(1..=MAX_CONCURRENT_CALLS).contains(&self.limits.concurrent_calls) {
             return Err(ConfigError::invalid(
                 "policy.limits.concurrentCalls",

@@ -8,6 +8,7 @@ mod pods;
 mod policy;
 mod scraped;
 pub mod server;
+mod spend;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels
 
 use crate::provider::aws::Ec2Calls;
 use crate::served_nodes::ServedNodes;
+use crate::spend::NamespaceSpend;
 
 /// Every family orca records, registered once at startup.
 pub struct Metrics {
@@ -35,8 +37,12 @@ pub struct Metrics {
 impl Metrics {
     /// Registers all families. `served` holds the served nodes' pod caches (pods by phase are
     /// counted from them at scrape time); `requests` the SDK interceptor's per-operation HTTP
-    /// counts.
-    pub fn new(served: Arc<ServedNodes>, requests: Arc<Ec2Calls>) -> Metrics {
+    /// counts; `spend` what each capped namespace's instances cost.
+    pub fn new(
+        served: Arc<ServedNodes>,
+        requests: Arc<Ec2Calls>,
+        spend: Arc<NamespaceSpend>,
+    ) -> Metrics {
         let mut registry = Registry::default();
         let policy = Arc::new(PolicyMetrics::register(&mut registry));
         let reconcile = Arc::new(ReconcileMetrics::register(&mut registry));
@@ -47,6 +53,7 @@ impl Metrics {
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
+        registry.register_collector(Box::new(spend::NamespaceSpendGauges(spend)));
         Metrics {
             policy,
             reconcile,

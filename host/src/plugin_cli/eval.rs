@@ -20,7 +20,8 @@ struct Evaluation<'a> {
     /// The instance types, best first, each with the selector's reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     candidates: Option<Vec<CandidateView<'a>>>,
-    /// What orca would write to the pod's `orca.research/decision` annotation.
+    /// What orca would write to the pod's `orca.research/decision` annotation (for a plan the
+    /// guardrails refuse too: what each plugin chose, and what refused it).
     #[serde(skip_serializing_if = "Option::is_none")]
     decision: Option<&'a DecisionRecord>,
     /// Why the pod would fail: its status reason and message.
@@ -58,7 +59,10 @@ pub fn run(args: &PipelineArgs, output: &str) -> Result<(), String> {
                 })
                 .collect()
         }),
-        decision: outcome.as_ref().ok().map(|d| &d.record),
+        decision: match &outcome {
+            Ok(decision) => Some(&decision.record),
+            Err(error) => error.refused.as_deref(),
+        },
         error: outcome.as_ref().err().map(|e: &PlanError| ErrorView {
             reason: e.reason,
             message: &e.message,

@@ -16,11 +16,13 @@ use crate::config::{
     Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, Instances, OnError, PolicyConfig,
 };
 use crate::policy::Pipeline;
-use crate::policy::catalogue::InstanceCatalogue;
+use crate::policy::catalogue::{InstanceCatalogue, any_query};
+use crate::policy::guardrails::{Guardrails, Price};
 use crate::policy::pipeline::{ChainStep, HookChains};
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, Reporters};
 use crate::policy::setup::build_registry_for;
+use crate::policy::wasm::CatalogueQuery;
 use crate::policy::wasm::Hook;
 
 /// The node and cluster names decisions are made for outside a cluster.
@@ -101,8 +103,8 @@ fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalog
     Ok((pipeline, catalogue))
 }
 
-/// The policy a node with this config.yaml would run: its chains, limits and plugins
-/// directory (scanned once, each refused file reported), for its node and region.
+/// The policy a node with this config.yaml would run: its chains, limits, plugins directory
+/// (scanned once, each refused file reported) and guardrails, for its node and region.
 fn configured_pipeline(
     args: &PipelineArgs,
     path: &Path,
@@ -119,13 +121,26 @@ fn configured_pipeline(
         .architecture
         .as_deref()
         .unwrap_or(&config.node.architecture);
+    let guardrails = Guardrails::from_config(&config.policy.guardrails);
+    let types: Vec<(String, Option<Price>)> = catalogue
+        .query(&any_query())
+        .into_iter()
+        .map(|t| (t.name, Price::of(t.on_demand_price)))
+        .collect();
+    let warnings = guardrails
+        .check_catalogue(&types)
+        .map_err(|error| format!("policy.guardrails: {error}"))?;
+    for warning in warnings {
+        eprintln!("orca: {warning}");
+    }
     let pipeline = Pipeline::new(
         registry,
         HookChains::from_config(&config.policy),
         &config.node.name,
         &config.node.cluster_name,
     )
-    .with_node_architecture(architecture);
+    .with_node_architecture(architecture)
+    .with_guardrails(Arc::new(guardrails));
     Ok((pipeline, catalogue))
 }
 

@@ -11,15 +11,17 @@ use serde_json::json;
 use super::decide::{Notice, StatusWrite, Step};
 use super::phase::{FailureReason, WaitingReason};
 use super::reconcile::{Context, ReconcileError};
-use super::record::{Launch, PodRecord, Retry};
+use super::record::{Launch, PodRecord, Retry, RoomWait};
 use super::status::{self, status_patch};
 use super::view::LaunchRef;
 use super::writes::LastWrite;
 use crate::policy::decision::LaunchRecord;
+use crate::policy::guardrails::{Effect, Guardrail, GuardrailRecord, Price};
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
 use crate::provider::zones::ZoneConstraint;
 use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
+use crate::spend::SpendError;
 
 /// What a performed step left behind.
 pub enum Executed {
@@ -104,7 +106,12 @@ async fn terminate(
 ) -> Result<Executed, ReconcileError> {
     match ctx.provider.terminate(instance_id).await {
         Ok(answer) => {
-            ctx.ledger.note(instance_id, answer, Timestamp::now());
+            let now = Timestamp::now();
+            ctx.ledger.note(instance_id, answer, now);
+            // Going, or unknown to EC2: either way it costs the namespace nothing more, and
+            // the pod (deleting or finished) launches nothing again.
+            ctx.spend.ended(instance_id, now);
+            ctx.spend.release(&key.uid);
             ctx.records
                 .update(&key.uid, |record| record.retry = Retry::default());
             match answer {
@@ -185,6 +192,13 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             let written = match waiting {
                 Some(waiting) => plan_to_retry(pod, key, waiting, error.message, ctx).await?,
                 None => {
+                    ctx.records
+                        .update(&key.uid, |record| record.waits_for_room = None);
+                    // A plan the guardrails refused is recorded on the pod as a decided one
+                    // is: what each plugin chose, and each guardrail that refused it.
+                    if let Some(refused) = &error.refused {
+                        note_decision(pod, key, refused, ctx).await;
+                    }
                     let reason = FailureReason::of_policy(error.reason);
                     fail(pod, key, reason, "Plan", error.message, None, ctx).await?
                 }
@@ -195,6 +209,18 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
     // Decided: whatever the pod waited for is over (a wake for it would only plan it again).
     ctx.records
         .update(&key.uid, |record| record.waits_for_policy = false);
+    // Counted against the namespace's cap before anything is launched, so pods launching at
+    // once cannot together pass it.
+    let price = Price::of(decision.record.worst_case_price_per_hour);
+    if let Err(error) = ctx
+        .spend
+        .reserve(&key.namespace, &key.uid, &ctx.node_name, price)
+    {
+        let written = wait_for_room(pod, key, &decision.record, price, error, ctx).await?;
+        return Ok(changed(written));
+    }
+    ctx.records
+        .update(&key.uid, |record| record.waits_for_room = None);
     let plan = decision.plan;
     let first = plan
         .candidates
@@ -203,6 +229,16 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
         .unwrap_or("?");
     let what = format!("{first} {} instance", plan.market.market.as_str());
     let outcome = ctx.provider.create(pod, &plan).await;
+    // The reservation holds while an instance may exist: until a listing shows it (it counts
+    // then), or the pod goes.
+    let instance_may_exist = match &outcome {
+        Ok(_) => true,
+        Err(failed) if failed.error.code == "IdempotentInstanceTerminated" => false,
+        Err(failed) => failed.in_doubt || in_doubt(key, ctx),
+    };
+    if !instance_may_exist {
+        ctx.spend.release(&key.uid);
+    }
     let passed_over = match &outcome {
         Ok(launched) => &launched.passed_over,
         Err(failed) => &failed.passed_over,
@@ -355,6 +391,7 @@ async fn launch_to_retry(
         event_reason: "ProviderCreateFailed",
         action: "Launch",
         what_failed: format!("launching a {what} failed ({})", failed.error),
+        sooner: None,
     };
     retry_later(pod, key, later, ctx, |record, now| {
         if failed.in_doubt {
@@ -370,6 +407,8 @@ struct Later {
     event_reason: &'static str,
     action: &'static str,
     what_failed: String,
+    /// What else than the backoff brings the next try (`launching as soon as …`).
+    sooner: Option<&'static str>,
 }
 
 /// The pod stays Pending, saying what failed and when the next try is, and the next try backs
@@ -394,14 +433,19 @@ async fn retry_later(
     });
     let delay = retry.wait(now).unwrap_or(initial);
     let what_failed = later.what_failed;
+    let next = humantime::format_duration(std::time::Duration::from_secs(delay.as_secs().max(1)));
     // The Event's words stay the same from try to try, so repeats aggregate into one Event;
     // the status says which try is next.
-    let note = format!("{what_failed}; retrying with backoff");
-    let message = format!(
-        "{what_failed}; retry {} in {}",
-        retry.failures,
-        humantime::format_duration(std::time::Duration::from_secs(delay.as_secs().max(1)))
-    );
+    let (note, message) = match later.sooner {
+        None => (
+            format!("{what_failed}; retrying with backoff"),
+            format!("{what_failed}; retry {} in {next}", retry.failures),
+        ),
+        Some(sooner) => (
+            format!("{what_failed}; {sooner}"),
+            format!("{what_failed}; {sooner} (or at the next try, in {next})"),
+        ),
+    };
     publish(
         pod,
         Notice {
@@ -446,12 +490,75 @@ async fn plan_to_retry(
         event_reason: waiting.as_str(),
         action: "Plan",
         what_failed: format!("the policy cannot decide yet ({error})"),
+        sooner: None,
     };
     retry_later(pod, key, later, ctx, |record, _| {
         record.waits_for_policy = waiting == WaitingReason::PolicyNotReady;
         if waiting == WaitingReason::PolicyRetrying {
             record.policy_timeouts = record.policy_timeouts.saturating_add(1);
         }
+    })
+    .await
+}
+
+/// The pod's instance would take its namespace past its cap: the pod stays Pending
+/// (`NamespaceBudgetExceeded`, naming the cap, the namespace's spend and the pod's price) with
+/// its decision on record, and is planned again as soon as enough room frees there (see
+/// `room_wait`), or at its next backoff.
+async fn wait_for_room(
+    pod: &Pod,
+    key: &PodKey,
+    decision: &DecisionRecord,
+    price: Option<Price>,
+    error: SpendError,
+    ctx: &Context,
+) -> Result<Option<Pod>, ReconcileError> {
+    // On record while it waits: the decision, and what holds it.
+    let mut decision = decision.clone();
+    decision.guardrails.push(GuardrailRecord {
+        guardrail: Guardrail::MaxNamespacePricePerHour,
+        effect: Effect::Waits,
+        plugin: format!(
+            "{} {} (market by {} {})",
+            decision.select_instance.plugin,
+            decision.select_instance.version,
+            decision.choose_market.plugin,
+            decision.choose_market.version
+        ),
+        value: match price {
+            Some(price) => format!(
+                "{} {}, up to {price}",
+                decision.instance_type,
+                decision.market.as_str()
+            ),
+            None => format!(
+                "{} {}, at a price the catalogue does not know",
+                decision.instance_type,
+                decision.market.as_str()
+            ),
+        },
+        limit: format!("{} for namespace {}", error.cap().0, key.namespace),
+    });
+    note_decision(pod, key, &decision, ctx).await;
+    let later = Later {
+        waiting: WaitingReason::NamespaceBudgetExceeded,
+        event_reason: WaitingReason::NamespaceBudgetExceeded.as_str(),
+        action: "Launch",
+        what_failed: error.to_string(),
+        sooner: Some("launching as soon as the namespace has room"),
+    };
+    retry_later(pod, key, later, ctx, |record, now| {
+        let since = record
+            .waits_for_room
+            .as_ref()
+            .map_or(now, |wait| wait.since);
+        record.waits_for_room = price.map(|price| {
+            Box::new(RoomWait {
+                namespace: key.namespace.clone(),
+                price,
+                since,
+            })
+        });
     })
     .await
 }

@@ -11,6 +11,7 @@ mod phase;
 mod policy_wait;
 mod reconcile;
 mod record;
+mod room_wait;
 mod status;
 mod stored;
 mod sync;
@@ -38,6 +39,7 @@ use crate::health::Health;
 use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
 use crate::provider::Provider;
+use crate::spend::NamespaceSpend;
 use events::PodEvents;
 use instances::InstanceCache;
 use reconcile::{Context, error_policy, measured_reconcile};
@@ -71,6 +73,8 @@ pub struct PodControllerDeps {
     pub notice_sinks: Option<Arc<crate::interruption::NodeSinks>>,
     /// Every node's pod writes in this process, which every node's Events wait out.
     pub pod_writes: Arc<events::PodWrites>,
+    /// What each namespace's instances cost against its cap, for the whole process.
+    pub spend: Arc<NamespaceSpend>,
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
@@ -90,6 +94,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         metrics: deps.metrics.clone(),
         node: deps.node_name.clone(),
+        spend: deps.spend.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
@@ -109,6 +114,17 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         instances = instances.all().len(),
         "adopted the provider's instances"
     );
+    // A launch under a namespace's cap counts the cluster's instances: none before they
+    // were listed once (a restart would otherwise launch a burst into a full namespace).
+    if deps.spend.caps_namespaces() {
+        let mut freed = deps.spend.freed();
+        while !deps.spend.is_listed() {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                changed = freed.changed() => if changed.is_err() { return },
+            }
+        }
+    }
 
     let events = Arc::new(PodEvents::new(
         deps.client.clone(),
@@ -126,6 +142,8 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         metrics: deps.metrics,
         node_zone: deps.node_zone.clone(),
+        node_name: deps.node_name.clone(),
+        spend: deps.spend.clone(),
     });
     let store = deps.pods.store();
     let listed_rx = deps.pods.listed();
@@ -151,6 +169,13 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         });
     tokio::spawn(policy_wait::wake_on_ready(
         deps.policy_ready,
+        records.clone(),
+        store.clone(),
+        changed_tx.clone(),
+        shutdown.clone(),
+    ));
+    let room_task = tokio::spawn(room_wait::wake_on_room(
+        deps.spend.clone(),
         records.clone(),
         store.clone(),
         changed_tx.clone(),
@@ -186,6 +211,9 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         })
         .await;
     let _ = sync_task.await;
+    if let Err(error) = room_task.await {
+        tracing::error!(%error, "waking the pods that wait for room under their namespace's cap ended abnormally");
+    }
     if let Some(sinks) = &deps.notice_sinks {
         sinks.remove(&deps.node_name);
     }

@@ -293,6 +293,8 @@ mod tests {
             choose_market: by.clone(),
             build_tags: by,
             fallbacks: Vec::new(),
+            guardrails: Vec::new(),
+            worst_case_price_per_hour: None,
             launch: None,
         };
         serde_json::from_value(json!({ "metadata": {

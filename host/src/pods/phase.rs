@@ -61,10 +61,12 @@ pub enum FailureReason {
     InvalidAnnotation,
     /// The policy plugins could not decide.
     PolicyError,
+    /// `policy.guardrails` left nothing of the plugins' plan to launch; nothing reached EC2.
+    GuardrailViolation,
 }
 
 impl FailureReason {
-    pub const ALL: [FailureReason; 7] = [
+    pub const ALL: [FailureReason; 8] = [
         FailureReason::InstanceTerminated,
         FailureReason::SpotInterrupted,
         FailureReason::InstanceStopped,
@@ -72,6 +74,7 @@ impl FailureReason {
         FailureReason::InstanceCreationFailed,
         FailureReason::InvalidAnnotation,
         FailureReason::PolicyError,
+        FailureReason::GuardrailViolation,
     ];
 
     /// The reason a status names, if it is one of orca's.
@@ -88,15 +91,18 @@ impl FailureReason {
             FailureReason::InstanceCreationFailed => "InstanceCreationFailed",
             FailureReason::InvalidAnnotation => "InvalidAnnotation",
             FailureReason::PolicyError => "PolicyError",
+            FailureReason::GuardrailViolation => "GuardrailViolation",
         }
     }
 
     /// The reason for a policy failure, from the pipeline's own reason string.
     pub fn of_policy(reason: &str) -> FailureReason {
-        if reason == crate::policy::pipeline::REASON_INVALID_ANNOTATION {
-            FailureReason::InvalidAnnotation
-        } else {
-            FailureReason::PolicyError
+        match reason {
+            crate::policy::pipeline::REASON_INVALID_ANNOTATION => FailureReason::InvalidAnnotation,
+            crate::policy::pipeline::REASON_GUARDRAIL_VIOLATION => {
+                FailureReason::GuardrailViolation
+            }
+            _ => FailureReason::PolicyError,
         }
     }
 }
@@ -124,6 +130,10 @@ pub enum WaitingReason {
     PolicyNotReady,
     /// A plugin ran out of time deciding (a busy machine can cause it); a few more tries.
     PolicyRetrying,
+    /// The pod's instance would take its namespace's live instances over their cap
+    /// (`policy.guardrails.maxNamespacePricePerHour`); the pod launches once enough of them
+    /// end.
+    NamespaceBudgetExceeded,
 }
 
 impl WaitingReason {
@@ -134,6 +144,7 @@ impl WaitingReason {
             WaitingReason::InstancePending => "InstancePending",
             WaitingReason::PolicyNotReady => "PolicyNotReady",
             WaitingReason::PolicyRetrying => "PolicyRetrying",
+            WaitingReason::NamespaceBudgetExceeded => "NamespaceBudgetExceeded",
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::config::PodsConfig;
 use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
 use crate::provider::{PodKey, Provider, ProviderError};
+use crate::spend::NamespaceSpend;
 
 /// Steps one reconcile takes at most before it yields (a launch, its status write and a
 /// lookup take three); the pod is requeued if there is more.
@@ -39,6 +40,10 @@ pub struct Context {
     pub metrics: Arc<ReconcileMetrics>,
     /// The node's zone, when it is bound to one (its pods run there).
     pub node_zone: Option<String>,
+    /// The node's name, which its pods' reservations in `spend` carry.
+    pub node_name: String,
+    /// What each namespace's instances cost, against its cap: a launch reserves first.
+    pub spend: Arc<NamespaceSpend>,
 }
 
 impl Context {

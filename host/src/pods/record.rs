@@ -15,7 +15,9 @@ use super::view::LaunchRef;
 use super::writes::LastWrite;
 use crate::errors::lock;
 use crate::policy::DECISION_ANNOTATION;
+use crate::policy::guardrails::Price;
 use crate::provider::{InstanceStatus, Offering, WorkloadExit};
+use crate::spend::Waiting;
 
 /// One pod's record.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +52,19 @@ pub struct PodRecord {
     /// `retry.failures`, which also counts waits for a plugin and launch retries: only these
     /// bound how often a pod is planned again before it fails.
     pub policy_timeouts: u32,
+    /// The pod's instance would take its namespace over its cap: the pod is planned again as
+    /// soon as enough room frees there, not only at its next backoff.
+    pub waits_for_room: Option<Box<RoomWait>>,
+}
+
+/// What a pod waiting for room in its namespace needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomWait {
+    pub namespace: String,
+    /// What its plan may cost an hour at most.
+    pub price: Price,
+    /// Since its first try found no room: the longest waiting go first.
+    pub since: Timestamp,
 }
 
 impl PodRecord {
@@ -239,6 +254,32 @@ impl PodRecords {
         for (uid, record) in lock(&self.by_uid).iter() {
             if let Launch::Answered { launch, .. } = &record.launch {
                 named.insert(uid.clone(), launch.instance_id.clone());
+            }
+        }
+    }
+
+    /// The pods waiting for room in their namespace.
+    pub fn room_waiters(&self) -> Vec<Waiting> {
+        lock(&self.by_uid)
+            .iter()
+            .filter_map(|(uid, record)| {
+                let wait = record.waits_for_room.as_deref()?;
+                Some(Waiting {
+                    uid: uid.clone(),
+                    namespace: wait.namespace.clone(),
+                    price: wait.price,
+                    since: wait.since,
+                })
+            })
+            .collect()
+    }
+
+    /// Makes the pods `uids` due now (their backoff waived).
+    pub fn make_due(&self, uids: &[String]) {
+        let mut by_uid = lock(&self.by_uid);
+        for uid in uids {
+            if let Some(record) = by_uid.get_mut(uid) {
+                record.retry.due = None;
             }
         }
     }

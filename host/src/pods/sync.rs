@@ -20,6 +20,7 @@ use crate::config::PodsConfig;
 use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
 use crate::provider::{InstanceStatus, PodKey, Provider};
+use crate::spend::NamespaceSpend;
 
 /// The least time between two listings a state-change notice asks for.
 const NOTIFIED_SYNC_GAP: std::time::Duration = std::time::Duration::from_secs(1);
@@ -36,6 +37,9 @@ pub struct StatusSync {
     pub metrics: Arc<ReconcileMetrics>,
     /// The node served, for the log and the metrics.
     pub node: String,
+    /// The namespaces' spend: reservations of pods gone from the node are dropped, and
+    /// instances collected stop counting.
+    pub spend: Arc<NamespaceSpend>,
 }
 
 /// Instances launched before instances carried the cluster's id are claimed (see
@@ -153,6 +157,7 @@ impl StatusSync {
             let present = pod_uids(&store);
             let dropped = self.records.retain(&present);
             self.provider.retain_pods(&present);
+            self.spend.retain(&self.node, &present);
             if dropped > 0 {
                 tracing::debug!(dropped, "dropped the records of pods gone from the store");
             }
@@ -203,7 +208,10 @@ impl StatusSync {
             }
             tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, "terminating instance whose pod is gone (or that is not its pod's)");
             match self.provider.terminate(&instance.instance_id).await {
-                Ok(answer) => self.ledger.note(&instance.instance_id, answer, now),
+                Ok(answer) => {
+                    self.ledger.note(&instance.instance_id, answer, now);
+                    self.spend.ended(&instance.instance_id, now);
+                }
                 Err(error) => {
                     tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, %error, "terminating orphaned instance failed; retrying next sync")
                 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::guardrails::{GuardrailRecord, Price};
 use crate::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
@@ -43,6 +44,16 @@ pub struct DecisionRecord {
     /// let through.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<FallbackRecord>,
+    /// What `policy.guardrails` took away from the plugins' plan, lowered, or refused, each
+    /// naming the guardrail, the plugin and the value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<GuardrailRecord>,
+    /// The most an hour of the pod's instance may cost, over every offering the plan may
+    /// launch (a spot one at the max price, else at the on-demand price; an on-demand one at
+    /// the catalogue's on-demand price): what counts against the namespace's cap until its
+    /// instance is listed. Absent when the catalogue lacks a price that counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_case_price_per_hour: Option<f64>,
     /// What the provider made of the plan, once it answered: the offering EC2 chose, how, and
     /// each offering passed over with EC2's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,8 +132,15 @@ impl DecisionRecord {
         } else {
             ""
         };
+        let worst = match self
+            .worst_case_price_per_hour
+            .and_then(|p| Price::of(Some(p)))
+        {
+            Some(worst) => format!(" (up to {worst})"),
+            None => String::new(),
+        };
         let mut summary = format!(
-            "{} {}{price}{strategy}{rebalance}; type by {}; market by {}; {} tags by {}",
+            "{} {}{price}{strategy}{rebalance}{worst}; type by {}; market by {}; {} tags by {}",
             self.instance_type,
             self.market.as_str(),
             by(&self.select_instance),
@@ -148,6 +166,9 @@ impl DecisionRecord {
             if !launch.passed_over.is_empty() {
                 summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));
             }
+        }
+        for guardrail in &self.guardrails {
+            summary.push_str(&format!("; {}", guardrail.describe()));
         }
         for fallback in &self.fallbacks {
             let passed = if fallback.kind == "declined" {

@@ -7,6 +7,7 @@ mod convert;
 pub mod decision;
 pub mod embedded;
 pub mod explain;
+pub mod guardrails;
 pub mod native;
 pub mod oci;
 pub mod pipeline;
@@ -29,14 +30,17 @@ pub use pipeline::Pipeline;
 pub use pod_view::{PodViewError, pod_view, pod_view_on};
 
 /// Why no plan could be made for a pod. Both fields end up in the pod's status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{reason}: {message}")]
 pub struct PlanError {
-    /// `InvalidAnnotation` or `PolicyError`.
+    /// `InvalidAnnotation`, `GuardrailViolation` or `PolicyError`.
     pub reason: &'static str,
     pub message: String,
     /// Whether asking again may give a plan.
     pub retry: PlanRetry,
+    /// The plugins' decision the guardrails refused, recorded on the pod as a decided plan
+    /// is; `None` for every other failure.
+    pub refused: Option<Box<DecisionRecord>>,
 }
 
 /// Whether a failed plan may pass if the pod is planned again.
@@ -77,6 +81,7 @@ impl Planner for Arc<Pipeline> {
                     reason: pipeline::REASON_POLICY_ERROR,
                     message: format!("the policy pipeline crashed: {error}"),
                     retry: PlanRetry::No,
+                    refused: None,
                 })
             })
     }

@@ -54,11 +54,13 @@ impl NativePolicy {
             reason: super::pipeline::REASON_POLICY_ERROR,
             message: super::pipeline::policy_error_message(&convert::policy_error_to_wasm(error)),
             retry: super::PlanRetry::No,
+            refused: None,
         };
         let view = pod_view(pod).map_err(|error| PlanError {
             reason: super::pipeline::REASON_POLICY_ERROR,
             message: error.to_string(),
             retry: super::PlanRetry::No,
+            refused: None,
         })?;
         let catalogue = NativeCatalogue(&self.catalogue);
         let selector = orca_plugin_selector::Settings::parse("{}").map_err(fail)?;

@@ -11,20 +11,24 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
+use super::catalogue::any_query;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
+use super::guardrails::{Deciders, Effect, GuardrailError, Guardrails, Price};
 use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
-use super::wasm::{CallError, Hook, PolicyError, TagContext};
+use super::wasm::{CallError, CatalogueQuery, Hook, InstanceQuery, PolicyError, TagContext};
 use super::{PlanError, PlanRetry, convert, pod_view_on};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
+use crate::spend::census::TAG_SPOT_MAX_PRICE;
 
 pub const REASON_POLICY_ERROR: &str = "PolicyError";
 pub const REASON_INVALID_ANNOTATION: &str = "InvalidAnnotation";
+pub const REASON_GUARDRAIL_VIOLATION: &str = "GuardrailViolation";
 
 /// One plugin in a hook's chain, settings already serialized.
 #[derive(Debug, Clone)]
@@ -97,6 +101,8 @@ pub struct Pipeline {
     /// The Node's zone, when it is bound to one: plugins see the pod as naming it.
     node_zone: Option<String>,
     observer: Option<Arc<dyn EvaluationObserver>>,
+    /// `policy.guardrails`, checked on every plan after the chains.
+    guardrails: Arc<Guardrails>,
     /// Decisions running at once (`policy.limits.concurrentCalls`): they are CPU-bound, so more
     /// than the cores only adds threads and warm sandbox memory without deciding any faster,
     /// and the bound is what keeps plugins' memory within `SandboxLimits::total_memory_bytes`.
@@ -168,6 +174,7 @@ impl Pipeline {
             node_architecture: None,
             node_zone: None,
             observer: None,
+            guardrails: Arc::new(Guardrails::none()),
             deciding: Arc::new(tokio::sync::Semaphore::new(concurrent_calls)),
         }
     }
@@ -184,6 +191,7 @@ impl Pipeline {
             node_architecture: Some(architecture.to_owned()),
             node_zone: zone.map(str::to_owned),
             observer: self.observer.clone(),
+            guardrails: self.guardrails.clone(),
             deciding: self.deciding.clone(),
         }
     }
@@ -197,6 +205,13 @@ impl Pipeline {
         self
     }
 
+    /// Checks every plan against `guardrails` after the chains (see [`super::guardrails`]).
+    #[must_use]
+    pub fn with_guardrails(mut self, guardrails: Arc<Guardrails>) -> Pipeline {
+        self.guardrails = guardrails;
+        self
+    }
+
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn EvaluationObserver>) -> Pipeline {
         self.observer = Some(observer);
@@ -204,8 +219,10 @@ impl Pipeline {
     }
 
     /// # Errors
-    /// [`PlanError`] with reason `InvalidAnnotation` (a plugin rejected an annotation) or
-    /// `PolicyError` (anything else), and a message naming the hook and plugin.
+    /// [`PlanError`] with reason `InvalidAnnotation` (a plugin rejected an annotation),
+    /// `GuardrailViolation` (`policy.guardrails` left nothing of the plan to launch; the
+    /// refused decision comes with it) or `PolicyError` (anything else), and a message naming
+    /// the hook (or guardrail) and plugin.
     pub fn decide(&self, pod: &Pod) -> Result<Decision, PlanError> {
         let mut asked = Asked {
             keep: false,
@@ -229,11 +246,13 @@ impl Pipeline {
             reason: REASON_POLICY_ERROR,
             message: "pod has no name or uid".to_owned(),
             retry: PlanRetry::No,
+            refused: None,
         })?;
         let mut view = pod_view_on(pod, self.node_zone.as_deref()).map_err(|error| PlanError {
             reason: REASON_POLICY_ERROR,
             message: error.to_string(),
             retry: PlanRetry::No,
+            refused: None,
         })?;
         if let Some(architecture) = &self.node_architecture
             && !view.node_selector.iter().any(|(key, _)| key == ARCH_LABEL)
@@ -258,6 +277,22 @@ impl Pipeline {
             |plugin, candidates| validate::candidates(plugin, candidates, catalogue.as_ref()),
             |candidates| candidates[0].reason.clone(),
         )?;
+        // The allow and deny lists first, so the later hooks see only candidates that may
+        // launch (all of them when none may: the plan is then refused as a whole below, with
+        // every hook's answer on record).
+        let select_who = who(&select_by);
+        let names: Vec<&str> = candidates
+            .iter()
+            .map(|c| c.instance_type.as_str())
+            .collect();
+        let (kept, mut guarded) = self.guardrails.screen_types(&names, &select_who);
+        let candidates = if kept.len() < candidates.len() {
+            kept.into_iter()
+                .map(|index| candidates[index].clone())
+                .collect()
+        } else {
+            candidates
+        };
 
         let (market, market_by) = self.run_chain(
             &set,
@@ -326,6 +361,45 @@ impl Pipeline {
             },
             tags,
         };
+        let deciders = Deciders {
+            select_instance: select_who,
+            choose_market: who(&market_by),
+        };
+        let prices = on_demand_prices(catalogue.as_ref(), &plan);
+        let on_demand_price = |name: &str| prices.get(name).copied().flatten();
+        let outcome = self
+            .guardrails
+            .guard(&plan, &key.namespace, &deciders, &on_demand_price);
+        let (plan, worst_case_price) = match &outcome {
+            Ok(narrowed) => {
+                guarded.extend(narrowed.records.iter().cloned());
+                let mut plan = narrowed.plan.clone();
+                // What a spot instance may cost at most, for the namespaces' caps to read
+                // back from any listing (the max price lives in the plan alone otherwise),
+                // where EC2's tag limit leaves room beside the cluster's id the provider adds;
+                // without it the instance counts at its on-demand price.
+                if plan.market.market == crate::plan::Market::Spot
+                    && let Some(max_price) = Price::of(plan.market.max_price)
+                    && plan.tags.len() + 2 <= MAX_TAGS
+                {
+                    plan.tags
+                        .insert(TAG_SPOT_MAX_PRICE.to_owned(), max_price.usd().to_string());
+                }
+                (plan, narrowed.worst_price)
+            }
+            Err(GuardrailError::Refused { records }) => {
+                // Candidates the lists dropped before the market was asked were refused too.
+                for record in &mut guarded {
+                    if record.effect == Effect::Dropped {
+                        record.effect = Effect::Refused;
+                    }
+                }
+                guarded.extend(records.iter().cloned());
+                (plan, None)
+            }
+            // `guard` refuses plans only.
+            Err(_) => (plan, None),
+        };
         let record = DecisionRecord {
             instance_type: plan.candidates[0].instance_type.clone(),
             candidates: plan
@@ -343,8 +417,25 @@ impl Pipeline {
             choose_market: market_by,
             build_tags: tags_by,
             fallbacks,
+            guardrails: guarded,
+            worst_case_price_per_hour: worst_case_price.map(Price::usd),
             launch: None,
         };
+        if let Err(error) = outcome {
+            let message = match error {
+                GuardrailError::Refused { .. } => GuardrailError::Refused {
+                    records: record.guardrails.clone(),
+                }
+                .to_string(),
+                other => other.to_string(),
+            };
+            return Err(PlanError {
+                reason: REASON_GUARDRAIL_VIOLATION,
+                message,
+                retry: PlanRetry::No,
+                refused: Some(Box::new(record)),
+            });
+        }
         Ok(Decision { plan, record })
     }
 
@@ -437,12 +528,14 @@ impl Pipeline {
                 reason,
                 message,
                 retry,
+                refused: None,
             });
         }
         Err(PlanError {
             reason: REASON_POLICY_ERROR,
             message: format!("{}: no plugin is configured", hook_name(hook)),
             retry: PlanRetry::No,
+            refused: None,
         })
     }
 
@@ -494,6 +587,32 @@ impl Pipeline {
         }
         outcome
     }
+}
+
+/// A plugin as guardrail records name it: `name version`.
+fn who(hook: &HookRecord) -> String {
+    format!("{} {}", hook.plugin, hook.version)
+}
+
+/// The catalogue's on-demand price of each type `plan` names (offerings of unknown types or
+/// prices map to `None`), in one query.
+fn on_demand_prices(
+    catalogue: &dyn CatalogueQuery,
+    plan: &LaunchPlan,
+) -> std::collections::HashMap<String, Option<Price>> {
+    let names: Vec<String> = plan
+        .candidates
+        .iter()
+        .map(|c| c.instance_type.clone())
+        .collect();
+    catalogue
+        .query(&InstanceQuery {
+            names,
+            ..any_query()
+        })
+        .into_iter()
+        .map(|t| (t.name, Price::of(t.on_demand_price)))
+        .collect()
 }
 
 pub fn hook_name(hook: Hook) -> &'static str {

@@ -34,6 +34,10 @@ fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
         config: PodsConfig::default(),
         metrics: Arc::new(ReconcileMetrics::register(&mut Registry::default())),
         node: "node".into(),
+        spend: Arc::new(crate::spend::NamespaceSpend::new(
+            Arc::new(crate::policy::guardrails::Guardrails::none()),
+            std::time::Duration::from_secs(120),
+        )),
     }
 }
 

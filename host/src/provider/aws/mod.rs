@@ -18,6 +18,7 @@
 pub mod api;
 mod batch;
 mod calls;
+pub mod census;
 mod classify;
 mod fleet;
 mod measured;

@@ -1,7 +1,9 @@
 //! Misbehaves as its settings say, so tests can prove the sandbox holds: `loop` never returns,
 //! `grow` allocates without end, `trap` panics, `output` floods stdout, `log-flood` floods the
 //! host's `log` import, `long-error` fails with 2 MiB of text, `bad-type` answers an instance
-//! type that does not exist, `bad-tags` answers tags AWS would refuse, `forge-exit-code` sets
+//! type that does not exist, `dear-first` answers p5.48xlarge (about $55/h on demand) before
+//! m7i.large and `dear-only` p5.48xlarge alone (a selector gone expensive, which only the host's
+//! guardrails stop), `bad-tags` answers tags AWS would refuse, `forge-exit-code` sets
 //! the exit-code tag orca reads to decide a pod's outcome, `decline` declines the pod and
 //! `no-match` refuses it, `unsupported` answers that from a hook it lists (well-behaved
 //! answers, for the chain's `onError`), `count` answers how many calls its instance has served
@@ -84,6 +86,20 @@ impl Plugin for Hostile {
             "bad-type" => Ok(vec![Candidate {
                 instance_type: "z9.imaginary".into(),
                 reason: "made up".into(),
+            }]),
+            "dear-first" => Ok(vec![
+                Candidate {
+                    instance_type: "p5.48xlarge".into(),
+                    reason: "the dearest first".into(),
+                },
+                Candidate {
+                    instance_type: "m7i.large".into(),
+                    reason: "then a sensible one".into(),
+                },
+            ]),
+            "dear-only" => Ok(vec![Candidate {
+                instance_type: "p5.48xlarge".into(),
+                reason: "nothing but the dearest".into(),
             }]),
             _ => Ok(vec![Candidate {
                 instance_type: "m7i.large".into(),
