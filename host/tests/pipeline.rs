@@ -514,12 +514,24 @@ fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
         build_tags: vec![step("hostile", "\"forge-exit-code\"", OnError::FAIL)],
         ..HookChains::single("orca-default-selector", "orca-default-market", "x")
     };
-    let error = decide(&Pipeline::new(registry, forging, "n", "c"), &plain).unwrap_err();
+    let error = decide(&Pipeline::new(registry.clone(), forging, "n", "c"), &plain).unwrap_err();
     assert_eq!(error.reason, "PolicyError");
     assert!(
         error.message.contains("plugin hostile")
             && error.message.contains("orca.research/exit-code")
             && error.message.contains("reserves"),
+        "{error}"
+    );
+
+    // Regression (issue 39): 44 tags and orca's six ownership tags made 50, and the cluster's
+    // id the provider adds at launch a 51st, which EC2 refuses for the whole launch.
+    let filling = HookChains {
+        build_tags: vec![step("hostile", "\"fill-tags\"", OnError::FAIL)],
+        ..HookChains::single("orca-default-selector", "orca-default-market", "x")
+    };
+    let error = decide(&Pipeline::new(registry, filling, "n", "c"), &plain).unwrap_err();
+    assert!(
+        error.message.contains("plugin hostile") && error.message.contains("51 tags"),
         "{error}"
     );
 }

@@ -90,6 +90,10 @@ pub trait EvaluationObserver: Send + Sync {
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 
+/// Tags the provider adds to every launch beside the plan's: the cluster's id
+/// (`orca.research/cluster-id`), which the plan's 50 must leave room for.
+const LAUNCH_ADDED_TAGS: usize = 1;
+
 /// Decides launch plans for pods.
 pub struct Pipeline {
     registry: Arc<PluginRegistry>,
@@ -325,12 +329,13 @@ impl Pipeline {
                 validate::tags(plugin, tags)?;
                 validate::reserved_tags(plugin, tags, &ownership)?;
                 // The count after the merge below, without building the map twice: the plugin's
-                // tags (unique, checked above) not replaced by an ownership tag, plus those.
+                // tags (unique, checked above) not replaced by an ownership tag, plus those, plus
+                // the cluster's id the provider sets at launch (`provider::ownership`).
                 let kept = tags
                     .iter()
                     .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
                     .count();
-                let count = kept + ownership.len();
+                let count = kept + ownership.len() + LAUNCH_ADDED_TAGS;
                 if count > MAX_TAGS {
                     return Err(OutputError::TooManyTags {
                         plugin: plugin.to_owned(),
@@ -380,7 +385,7 @@ impl Pipeline {
                 // without it the instance counts at its on-demand price.
                 if plan.market.market == crate::plan::Market::Spot
                     && let Some(max_price) = Price::of(plan.market.max_price)
-                    && plan.tags.len() + 2 <= MAX_TAGS
+                    && plan.tags.len() + LAUNCH_ADDED_TAGS < MAX_TAGS
                 {
                     plan.tags
                         .insert(TAG_SPOT_MAX_PRICE.to_owned(), max_price.usd().to_string());

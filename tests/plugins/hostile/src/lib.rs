@@ -122,6 +122,14 @@ impl Plugin for Hostile {
                 key: "orca.research/exit-code".into(),
                 value: "0".into(),
             }]),
+            // As many tags as EC2's 50 leave beside orca's six ownership tags, forgetting the
+            // cluster's id the provider adds at launch.
+            "fill-tags" => Ok((0..44)
+                .map(|n| Tag {
+                    key: format!("team-{n}"),
+                    value: "x".into(),
+                })
+                .collect()),
             _ => Ok(vec![Tag {
                 key: "ManagedBy".into(),
                 value: "ORCA".into(),
