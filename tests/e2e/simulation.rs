@@ -26,7 +26,11 @@
 //!    workload runs, whatever else carries the pod's tags: a person's look-alike ("launch
 //!    more like this" copies every tag) is the extra, never the instance it copies;
 //! 8. another cluster's instances under the same node and cluster names (another cluster id,
-//!    or none: launched before instances carried one) are never asked to terminate.
+//!    or none: launched before instances carried one) are never asked to terminate;
+//! 9. a fleet token is never sent again with other parameters: whatever a restart or a
+//!    takeover forgot (the unavailable-offering cache among it), a replay sends what was
+//!    sent, so EC2 never answers `IdempotentParameterMismatch` and no pod waits out the
+//!    visibility grace for it.
 //!
 //! A failing run names its seed; `ORCA_SIM_SEEDS=<seed>[,<seed>…]` replays exactly those.
 
@@ -363,6 +367,7 @@ impl Run {
         record(self.check_one_instance_per_pod());
         record(self.check_no_live_workload_killed());
         record(self.check_foreign_instances_untouched());
+        record(self.check_replays_word_for_word());
         record(self.check_termination_times());
         record(self.check_no_hot_loop());
         record(self.check_state_is_empty().await);
@@ -1108,6 +1113,22 @@ impl Run {
         ensure!(
             touched.is_empty(),
             "another cluster's instances asked to terminate: {touched:?}"
+        );
+        Ok(())
+    }
+
+    /// Invariant 9.
+    fn check_replays_word_for_word(&self) -> Result<()> {
+        let refused: Vec<String> = self
+            .model
+            .refused_replays()
+            .iter()
+            .filter(|refused| refused.operation == "CreateFleet")
+            .map(|refused| format!("{} at {}", refused.client_token, refused.at))
+            .collect();
+        ensure!(
+            refused.is_empty(),
+            "fleet tokens replayed with other parameters (IdempotentParameterMismatch): {refused:?}"
         );
         Ok(())
     }

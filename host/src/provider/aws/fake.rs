@@ -4,7 +4,8 @@
 //! launches per offering, throttle, hide new instances from describes (eventual consistency),
 //! launch and then lose the answer (a crash or timeout mid-call), or protect an instance from
 //! termination. Instant fleets use their token up with any answer, as EC2 documents, and
-//! need the launch template to exist.
+//! need the version of the launch template they name to exist. Launch templates keep their
+//! versions' settings; someone else's template (or version) can be put under any name.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -14,7 +15,8 @@ use jiff::Timestamp;
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
+    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    TemplateSettings,
 };
 use crate::errors::lock;
 use crate::plan::Market;
@@ -46,13 +48,21 @@ struct State {
     types: Vec<InstanceTypeInfo>,
     spot_prices: HashMap<String, f64>,
     type_zones: HashMap<String, Vec<String>>,
-    templates: Vec<String>,
+    templates: Vec<Template>,
     /// Fleet token → the request (token cleared) and the answer it got.
     fleet_tokens: HashMap<String, (FleetRequest, FleetAnswer)>,
     /// Each fleet request that used a token, in order.
     fleet_log: Vec<FleetRequest>,
     /// Errors the next `CreateFleet` calls answer, before doing anything.
     fleet_call_errors: VecDeque<ApiError>,
+}
+
+/// A launch template: its versions' settings, version 1 first.
+struct Template {
+    name: String,
+    id: String,
+    versions: Vec<TemplateSettings>,
+    default: u64,
 }
 
 /// The fake's subnets: `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
@@ -135,9 +145,36 @@ impl FakeEc2 {
         lock(&self.state).fleet_call_errors.push_back(error);
     }
 
-    /// Deletes a launch template behind orca's back.
+    /// Deletes every launch template behind orca's back.
     pub fn delete_templates(&self) {
         lock(&self.state).templates.clear();
+    }
+
+    /// Someone else makes a launch template named `name` holding `settings` (version 1, the
+    /// default). Answers its id.
+    pub fn put_template(&self, name: &str, settings: TemplateSettings) -> String {
+        let mut state = lock(&self.state);
+        state.serial += 1;
+        let id = format!("lt-{:017x}", state.serial);
+        state.templates.push(Template {
+            name: name.to_owned(),
+            id: id.clone(),
+            versions: vec![settings],
+            default: 1,
+        });
+        id
+    }
+
+    /// Someone adds a version holding `settings` to the template named `name`, and makes it
+    /// the default. Answers its number.
+    pub fn add_template_version(&self, name: &str, settings: TemplateSettings) -> u64 {
+        let mut state = lock(&self.state);
+        let Some(template) = state.templates.iter_mut().find(|t| t.name == name) else {
+            return 0;
+        };
+        template.versions.push(settings);
+        template.default = template.versions.len() as u64;
+        template.default
     }
 
     /// Every fleet request that used a token, in order (a repeat of a used token is not
@@ -268,16 +305,56 @@ impl Ec2Api for FakeEc2 {
         }
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
         let mut state = self.begin("CreateLaunchTemplate")?;
-        if state.templates.contains(&spec.name) {
+        if state.templates.iter().any(|t| t.name == spec.name) {
             return Err(ApiError::service(
                 "InvalidLaunchTemplateName.AlreadyExistsException",
                 format!("Launch template name already in use: {}", spec.name),
             ));
         }
-        state.templates.push(spec.name.clone());
-        Ok(())
+        state.serial += 1;
+        let id = format!("lt-{:017x}", state.serial);
+        state.templates.push(Template {
+            name: spec.name.clone(),
+            id: id.clone(),
+            versions: vec![spec.settings()],
+            default: 1,
+        });
+        Ok(LaunchTemplateRef { id, version: 1 })
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        let state = self.begin("DescribeLaunchTemplateVersions")?;
+        let template = state
+            .templates
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| {
+                ApiError::service(
+                    "InvalidLaunchTemplateName.NotFoundException",
+                    format!(
+                        "The specified launch template, with template name {name}, does not exist."
+                    ),
+                )
+            })?;
+        Ok((1..)
+            .zip(&template.versions)
+            .map(|(version, settings)| LaunchTemplateVersion {
+                template: LaunchTemplateRef {
+                    id: template.id.clone(),
+                    version,
+                },
+                default: version == template.default,
+                settings: settings.clone(),
+            })
+            .collect())
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
@@ -298,12 +375,22 @@ impl Ec2Api for FakeEc2 {
             }
             return Ok(answer.clone());
         }
-        if !state.templates.contains(&request.template_name) {
+        let named = &request.template;
+        let Some(template) = state.templates.iter().find(|t| t.id == named.id) else {
             return Err(ApiError::service(
-                "InvalidLaunchTemplateName.NotFoundException",
+                "InvalidLaunchTemplateId.NotFound",
                 format!(
-                    "The specified launch template, with template name {}, does not exist.",
-                    request.template_name
+                    "The specified launch template, with template ID {}, does not exist.",
+                    named.id
+                ),
+            ));
+        };
+        if named.version == 0 || named.version > template.versions.len() as u64 {
+            return Err(ApiError::service(
+                "InvalidLaunchTemplateId.VersionNotFound",
+                format!(
+                    "Could not find the specified version {} for the launch template with ID {}.",
+                    named.version, named.id
                 ),
             ));
         }

@@ -24,6 +24,7 @@ mod measured;
 mod rate;
 pub mod sdk;
 mod sdk_fleet;
+mod sdk_template;
 mod status;
 pub mod strays;
 mod template;
@@ -153,7 +154,7 @@ impl AwsProvider {
         };
         AwsProvider {
             unavailable: UnavailableOfferings::new(config.unavailable_offering_ttl.get()),
-            template: NodeTemplate::new(&identity.node, &config),
+            template: NodeTemplate::new(&identity.node, &identity.cluster_id, &config),
             fleets: FleetAttempts::default(),
             subnet_zones: tokio::sync::OnceCell::new(),
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
@@ -326,6 +327,7 @@ impl AwsProvider {
                 size_gib: volume.size_gib,
                 volume_type: volume.volume_type.clone(),
                 encrypted: volume.encrypted,
+                delete_on_termination: true,
             }),
             user_data: user_data.to_owned(),
             tags: self.launch_tags(plan),
@@ -368,6 +370,7 @@ impl AwsProvider {
             error,
             passed_over: Vec::new(),
             in_doubt,
+            progress: None,
         })
     }
 
@@ -511,9 +514,8 @@ impl Provider for AwsProvider {
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
         let places = self.places(pod).await?;
         if self.config.launch_api == LaunchApi::Fleet {
-            let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
             return self
-                .launch_by_fleet(&key, created, plan, &places, &image_id, &user_data)
+                .launch_by_fleet(pod, &key, plan, &places, &image_id, &user_data)
                 .await;
         }
         let place = Self::place_for(&key, &places);
