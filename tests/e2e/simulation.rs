@@ -46,6 +46,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use orca::interruption::NoticeQueue;
+use orca::provider::aws::FLEET_TOKENS_SPENT_ANNOTATION;
 use orca_e2e::captured_log::CapturedLog;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
@@ -356,6 +357,17 @@ impl Run {
                 self.current_pods().await?
             }
         };
+        // Pods whose fleet launches failed before one launched carry how many tokens EC2
+        // answered with nothing, for a restart to resume after them.
+        let recorded_tokens = finals
+            .values()
+            .filter(|pod| {
+                pod.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(FLEET_TOKENS_SPENT_ANNOTATION))
+            })
+            .count();
         record(self.check_outcomes(&finals));
         record(self.check_clean_statuses(&finals));
         record(self.check_interruption_queue(&finals).await);
@@ -374,7 +386,7 @@ impl Run {
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages, {} look-alikes, {} other clusters' instances",
+            "{} pods ({recorded_tokens} recording spent fleet tokens), {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} other clusters' messages, {} look-alikes, {} other clusters' instances",
             self.tracked.len(),
             history.len(),
             self.downtime.len() - self.takeovers.len(),
@@ -583,6 +595,9 @@ impl Run {
         } else {
             DeleteParams::default()
         };
+        // orca may act on the deletion before the call returns (a slow apiserver): the pod
+        // counts as deleted from the moment it was asked.
+        let asked = Timestamp::now();
         match self.pods.delete(name, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -590,7 +605,7 @@ impl Run {
         }
         let now = Timestamp::now();
         if let Some(tracked) = self.tracked.get_mut(name) {
-            tracked.deleted_at = Some(now);
+            tracked.deleted_at = Some(asked);
             if force {
                 tracked.gone_at = Some(now);
             }

@@ -33,8 +33,6 @@
 //! otherwise, a ConfigMap edited) still meets `IdempotentParameterMismatch`, and waits the
 //! grace as above.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -46,110 +44,26 @@ use super::classify::{class_of, provider_error};
 use super::template::is_template_missing;
 use super::token::fleet_token;
 use super::{AwsProvider, Place};
-use crate::errors::lock;
 use crate::plan::{AllocationStrategy, LaunchPlan, Market};
 use crate::provider::{
-    ErrorClass, LaunchFailed, LaunchProgress, Launched, Offering, PassedOver, PodKey, ProviderError,
+    ErrorClass, LaunchFailed, Launched, Offering, PassedOver, PodKey, ProviderError,
 };
-
-/// On the pod: how many of its fleet tokens EC2 has answered with no instance (or a forgotten
-/// request's instance never showed within the grace), so that the next new request takes the
-/// token after them. A restarted process resumes there (see the module's doc).
-pub const FLEET_TOKENS_SPENT_ANNOTATION: &str = "orca.research/fleet-tokens-spent";
 
 /// EC2 Fleet takes up to this many launch template overrides in one instant request here
 /// (the documented limit is higher; more pools than this only dilute a ranked list).
 pub(super) const MAX_POOLS: usize = 50;
-/// How many more times a process that does not remember a pod goes round its markets while
-/// EC2 answers with nothing (see `launch_by_fleet`): a pod's history holds empty answers only
-/// from a launch that then lost an answer, or from a missing template, so two rounds reach
-/// its last token; a pod that really meets no capacity costs these requests once per restart.
-const MAX_REPLAYED_ROUNDS: u32 = 2;
-
 /// What a pool's error in a fleet's answer means, classified as a call's error would be.
 fn fleet_error_class(error: &FleetError) -> ErrorClass {
     class_of(&ApiError::service(&error.code, &error.message))
 }
 
+mod attempts;
 #[cfg(test)]
 mod tests;
 
-/// Where each pod's token sequence stands, for pods with a launch under way.
-#[derive(Default)]
-pub(super) struct FleetAttempts {
-    by_pod: Mutex<HashMap<String, Attempt>>,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Attempt {
-    /// The place of the next new request in the pod's token sequence.
-    next: u32,
-    /// A request sent without a definitive answer: the next launch repeats it.
-    unanswered: Option<FleetRequest>,
-    /// Since when the current token has answered `IdempotentParameterMismatch`.
-    mismatched_since: Option<Instant>,
-}
-
-/// Where a launch starts in the pod's token sequence, and how many more rounds of its markets
-/// it may replay while EC2 answers with nothing: what this process remembers, unless the pod
-/// records that its sequence went further (another process or replica served it since); else
-/// the pod's record (a restart, a takeover), from which a pod older than the process may
-/// still have used tokens whose answers were never recorded.
-fn resume(remembered: Option<Attempt>, recorded: Option<u32>, older: bool) -> (Attempt, u32) {
-    match remembered {
-        Some(attempt) if recorded.is_none_or(|recorded| recorded <= attempt.next) => (attempt, 0),
-        _ => {
-            let attempt = Attempt {
-                next: recorded.unwrap_or(0),
-                ..Attempt::default()
-            };
-            (attempt, if older { MAX_REPLAYED_ROUNDS } else { 0 })
-        }
-    }
-}
-
-/// The number of spent tokens the pod records, if it records one orca can read.
-fn recorded_spent_tokens(pod: &Pod) -> Option<u32> {
-    let value = pod
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(FLEET_TOKENS_SPENT_ANNOTATION)?;
-    match value.trim().parse() {
-        Ok(spent) => Some(spent),
-        Err(_) => {
-            tracing::warn!(annotation = FLEET_TOKENS_SPENT_ANNOTATION, value = %value, "the pod's record of its spent fleet tokens is not a whole number from 0; walking its tokens from the first");
-            None
-        }
-    }
-}
-
-/// What the pod is to carry after a failed launch: where its sequence stands now.
-fn progress(attempt: &Attempt) -> Option<LaunchProgress> {
-    let progress = LaunchProgress {
-        annotation: FLEET_TOKENS_SPENT_ANNOTATION,
-        value: attempt.next.to_string(),
-    };
-    Some(progress)
-}
-
-impl FleetAttempts {
-    fn take(&self, uid: &str) -> Option<Attempt> {
-        lock(&self.by_pod).remove(uid)
-    }
-
-    fn keep(&self, uid: &str, attempt: Attempt) {
-        lock(&self.by_pod).insert(uid.to_owned(), attempt);
-    }
-
-    /// Drops the attempts of pods not in `present`; answers how many are kept.
-    pub(super) fn retain(&self, present: &std::collections::HashSet<String>) -> usize {
-        let mut by_pod = lock(&self.by_pod);
-        by_pod.retain(|uid, _| present.contains(uid));
-        crate::heap::shrink_when_sparse(&mut by_pod);
-        by_pod.len()
-    }
-}
+pub use self::attempts::FLEET_TOKENS_SPENT_ANNOTATION;
+pub(super) use self::attempts::FleetAttempts;
+use self::attempts::{progress, recorded_spent_tokens, resume};
 
 impl AwsProvider {
     /// Launches the pod's instance through fleets: its plan's market, then on-demand when

@@ -50,6 +50,7 @@ use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
+pub use self::fleet::FLEET_TOKENS_SPENT_ANNOTATION;
 use self::fleet::FleetAttempts;
 pub use self::measured::Measured;
 pub use self::rate::RateLimited;

@@ -9,7 +9,7 @@ use super::super::api::ApiError;
 use super::super::fake::FakeEc2;
 use super::super::tests::{plan, pod, provider_with};
 use super::super::*;
-use super::{Attempt, FLEET_TOKENS_SPENT_ANNOTATION, MAX_REPLAYED_ROUNDS};
+use super::FLEET_TOKENS_SPENT_ANNOTATION;
 use crate::config::AwsConfig;
 use crate::plan::{AllocationStrategy, Market};
 use crate::provider::ErrorClass;
@@ -401,60 +401,6 @@ async fn a_failed_launch_says_how_many_of_the_pods_tokens_are_spent() {
         let progress = failed.progress.unwrap();
         assert_eq!(progress.annotation, FLEET_TOKENS_SPENT_ANNOTATION);
         assert_eq!(progress.value, spent);
-    }
-}
-
-#[test]
-fn a_launch_resumes_where_this_process_or_the_pods_record_says_the_tokens_stand() {
-    let remembered = |next| Attempt {
-        next,
-        ..Attempt::default()
-    };
-    let cases = [
-        // (remembered, recorded, older) → (next, replayed rounds)
-        ("a pod this process serves", Some(3), None, true, (3, 0)),
-        ("its record lags behind", Some(3), Some(2), true, (3, 0)),
-        (
-            "another replica went further",
-            Some(3),
-            Some(5),
-            true,
-            (5, MAX_REPLAYED_ROUNDS),
-        ),
-        (
-            "a restart, with a record",
-            None,
-            Some(4),
-            true,
-            (4, MAX_REPLAYED_ROUNDS),
-        ),
-        (
-            "a restart, without",
-            None,
-            None,
-            true,
-            (0, MAX_REPLAYED_ROUNDS),
-        ),
-        ("a pod newer than the process", None, None, false, (0, 0)),
-    ];
-    for (situation, memory, recorded, older, expected) in cases {
-        let (attempt, rounds) = super::resume(memory.map(remembered), recorded, older);
-        assert_eq!((attempt.next, rounds), expected, "{situation}");
-    }
-}
-
-#[test]
-fn a_record_orca_cannot_read_counts_as_none() {
-    let mut pod = pod("a");
-    for (value, read) in [
-        ("3", Some(3)),
-        (" 7 ", Some(7)),
-        ("-1", None),
-        ("many", None),
-    ] {
-        pod.metadata.annotations =
-            Some([(FLEET_TOKENS_SPENT_ANNOTATION.to_owned(), value.to_owned())].into());
-        assert_eq!(super::recorded_spent_tokens(&pod), read, "{value:?}");
     }
 }
 
