@@ -22,6 +22,9 @@ use crate::errors::lock;
 use crate::plan::Market;
 use crate::provider::InstanceState;
 
+mod templates;
+use self::templates::Template;
+
 #[derive(Default)]
 pub struct FakeEc2 {
     state: Mutex<State>,
@@ -55,14 +58,6 @@ struct State {
     fleet_log: Vec<FleetRequest>,
     /// Errors the next `CreateFleet` calls answer, before doing anything.
     fleet_call_errors: VecDeque<ApiError>,
-}
-
-/// A launch template: its versions' settings, version 1 first.
-struct Template {
-    name: String,
-    id: String,
-    versions: Vec<TemplateSettings>,
-    default: u64,
 }
 
 /// The fake's subnets: `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
@@ -153,28 +148,13 @@ impl FakeEc2 {
     /// Someone else makes a launch template named `name` holding `settings` (version 1, the
     /// default). Answers its id.
     pub fn put_template(&self, name: &str, settings: TemplateSettings) -> String {
-        let mut state = lock(&self.state);
-        state.serial += 1;
-        let id = format!("lt-{:017x}", state.serial);
-        state.templates.push(Template {
-            name: name.to_owned(),
-            id: id.clone(),
-            versions: vec![settings],
-            default: 1,
-        });
-        id
+        lock(&self.state).put_template(name, settings)
     }
 
     /// Someone adds a version holding `settings` to the template named `name`, and makes it
-    /// the default. Answers its number.
+    /// the default. Answers its number (0: no such template).
     pub fn add_template_version(&self, name: &str, settings: TemplateSettings) -> u64 {
-        let mut state = lock(&self.state);
-        let Some(template) = state.templates.iter_mut().find(|t| t.name == name) else {
-            return 0;
-        };
-        template.versions.push(settings);
-        template.default = template.versions.len() as u64;
-        template.default
+        lock(&self.state).add_template_version(name, settings)
     }
 
     /// Every fleet request that used a token, in order (a repeat of a used token is not
@@ -309,52 +289,15 @@ impl Ec2Api for FakeEc2 {
         &self,
         spec: &LaunchTemplateSpec,
     ) -> Result<LaunchTemplateRef, ApiError> {
-        let mut state = self.begin("CreateLaunchTemplate")?;
-        if state.templates.iter().any(|t| t.name == spec.name) {
-            return Err(ApiError::service(
-                "InvalidLaunchTemplateName.AlreadyExistsException",
-                format!("Launch template name already in use: {}", spec.name),
-            ));
-        }
-        state.serial += 1;
-        let id = format!("lt-{:017x}", state.serial);
-        state.templates.push(Template {
-            name: spec.name.clone(),
-            id: id.clone(),
-            versions: vec![spec.settings()],
-            default: 1,
-        });
-        Ok(LaunchTemplateRef { id, version: 1 })
+        self.begin("CreateLaunchTemplate")?.create_template(spec)
     }
 
     async fn describe_launch_template_versions(
         &self,
         name: &str,
     ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
-        let state = self.begin("DescribeLaunchTemplateVersions")?;
-        let template = state
-            .templates
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| {
-                ApiError::service(
-                    "InvalidLaunchTemplateName.NotFoundException",
-                    format!(
-                        "The specified launch template, with template name {name}, does not exist."
-                    ),
-                )
-            })?;
-        Ok((1..)
-            .zip(&template.versions)
-            .map(|(version, settings)| LaunchTemplateVersion {
-                template: LaunchTemplateRef {
-                    id: template.id.clone(),
-                    version,
-                },
-                default: version == template.default,
-                settings: settings.clone(),
-            })
-            .collect())
+        self.begin("DescribeLaunchTemplateVersions")?
+            .template_versions(name)
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
@@ -375,25 +318,7 @@ impl Ec2Api for FakeEc2 {
             }
             return Ok(answer.clone());
         }
-        let named = &request.template;
-        let Some(template) = state.templates.iter().find(|t| t.id == named.id) else {
-            return Err(ApiError::service(
-                "InvalidLaunchTemplateId.NotFound",
-                format!(
-                    "The specified launch template, with template ID {}, does not exist.",
-                    named.id
-                ),
-            ));
-        };
-        if named.version == 0 || named.version > template.versions.len() as u64 {
-            return Err(ApiError::service(
-                "InvalidLaunchTemplateId.VersionNotFound",
-                format!(
-                    "Could not find the specified version {} for the launch template with ID {}.",
-                    named.version, named.id
-                ),
-            ));
-        }
+        state.check_template(&request.template)?;
         state.serial += 1;
         let mut answer = FleetAnswer {
             fleet_id: format!("fleet-{:08x}", state.serial),
