@@ -162,9 +162,10 @@ impl NodeTemplate {
     /// process has it already. Launches wait for each other here, so a burst makes it once.
     ///
     /// # Errors
-    /// The calls failed (asking again may help), EC2 does not show the template yet
-    /// (transient), or the name holds no version with orca's content ([`ProviderError`] of
-    /// class permanent, naming the template and each differing setting).
+    /// The calls failed (classified as their EC2 error is), EC2 does not show the template
+    /// yet ([`TemplateError::NotVisible`], transient), or the name holds no version with
+    /// orca's content ([`TemplateError::NotOrcas`], permanent, naming the template and each
+    /// differing setting).
     pub async fn ensure(&self, api: &dyn Ec2Api) -> Result<LaunchTemplateRef, TemplateError> {
         let mut ready = self.ready.lock().await;
         if let Some(version) = ready.as_ref() {
