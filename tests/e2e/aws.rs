@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
+use aws_sdk_ec2::types::{
+    Filter, Instance, InstanceStateName, LaunchTemplateHttpTokensState,
+    LaunchTemplateInstanceMetadataOptionsRequest, RequestLaunchTemplateData, ShutdownBehavior,
+};
 use aws_sdk_sqs::types::QueueAttributeName;
 use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -315,6 +318,129 @@ async fn a_spot_pod_launches_through_one_fleet_carrying_every_candidate_type() -
         .unwrap_or_default();
     assert!(candidates.contains(&launched_type), "{launched_type}");
     assert_eq!(tags_of(&instance).get(POD_UID_TAG), Some(&uid));
+    scenario.finish().await
+}
+
+/// Issue 39, case 6: fleets named the node's launch template by name at `$Latest`, and a
+/// template under that name counted as orca's whatever it held. Someone replaces it (IMDSv1,
+/// stop on shutdown) and orca restarts: nothing is launched from it; the pod fails naming the
+/// template and each setting that differs, in its status and its Event, and the node's log
+/// says the same.
+#[tokio::test]
+async fn a_launch_template_someone_else_put_under_orcas_name_is_never_launched_from() -> Result<()>
+{
+    let mut scenario = AwsScenario::start("aws-template", "").await?;
+    pods::create(&scenario.pods, &burst_pod("first", scenario.node(), &[])).await?;
+    scenario
+        .wait_phase("first", "Running", Duration::from_secs(30))
+        .await?;
+    let named = |name: String| {
+        Filter::builder()
+            .name("launch-template-name")
+            .values(name)
+            .build()
+    };
+    let made = scenario
+        .ec2
+        .describe_launch_templates()
+        .filters(named(format!("orca-{}-*", scenario.node())))
+        .send()
+        .await?;
+    let name = made
+        .launch_templates()
+        .iter()
+        .find_map(|template| template.launch_template_name())
+        .context("orca made the node's launch template")?
+        .to_owned();
+    // Someone deletes it and puts their own under the same name.
+    scenario
+        .ec2
+        .delete_launch_template()
+        .launch_template_name(&name)
+        .send()
+        .await?;
+    scenario
+        .ec2
+        .create_launch_template()
+        .launch_template_name(&name)
+        .launch_template_data(
+            RequestLaunchTemplateData::builder()
+                .instance_initiated_shutdown_behavior(ShutdownBehavior::Stop)
+                .metadata_options(
+                    LaunchTemplateInstanceMetadataOptionsRequest::builder()
+                        .http_tokens(LaunchTemplateHttpTokensState::Optional)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await?;
+    scenario.orca.stop()?;
+    scenario.orca.restart()?;
+    scenario.orca.wait_ready(Duration::from_secs(20)).await?;
+
+    let created = pods::create(&scenario.pods, &burst_pod("second", scenario.node(), &[])).await?;
+    let uid = created.metadata.uid.clone().context("uid")?;
+    let failed = scenario
+        .wait_phase("second", "Failed", Duration::from_secs(60))
+        .await?;
+    let message = pods::message(&failed);
+    assert_eq!(pods::reason(&failed), "InstanceCreationFailed", "{message}");
+    let named_all = |text: &str| {
+        [
+            "LaunchTemplateMismatch",
+            name.as_str(),
+            "InstanceInitiatedShutdownBehavior stop where orca sets terminate",
+            "MetadataOptions.HttpTokens optional where orca sets required",
+        ]
+        .iter()
+        .all(|part| text.contains(part))
+    };
+    assert!(
+        named_all(message),
+        "the status names the template and each setting: {message}"
+    );
+    let client = scenario.pods.clone().into_client();
+    let namespace = scenario.namespace.name.clone();
+    poll_until(
+        "a ProviderCreateFailed Event naming the template and each setting",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            let events = pods::events_about(&client, &namespace, "second").await?;
+            Ok(events
+                .iter()
+                .any(|event| {
+                    event.reason.as_deref() == Some("ProviderCreateFailed")
+                        && event.note.as_deref().is_some_and(named_all)
+                })
+                .then_some(()))
+        },
+    )
+    .await?;
+    let log = scenario.orca.log();
+    assert!(
+        log.contains("refusing to launch from a launch template orca did not make")
+            && log.contains(&name),
+        "the node's log says so"
+    );
+    let launched: Vec<String> = scenario
+        .instances()
+        .await?
+        .iter()
+        .filter(|instance| tags_of(instance).get(POD_UID_TAG) == Some(&uid))
+        .filter_map(|instance| instance.instance_id().map(str::to_owned))
+        .collect();
+    assert!(
+        launched.is_empty(),
+        "nothing launched for the pod: {launched:?}"
+    );
+    scenario
+        .ec2
+        .delete_launch_template()
+        .launch_template_name(&name)
+        .send()
+        .await?;
     scenario.finish().await
 }
 

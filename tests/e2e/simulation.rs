@@ -28,7 +28,11 @@
 //!    workload runs, whatever else carries the pod's tags: a person's look-alike ("launch
 //!    more like this" copies every tag) is the extra, never the instance it copies;
 //! 8. another cluster's instances under the same node and cluster names (another cluster id,
-//!    or none: launched before instances carried one) are never asked to terminate.
+//!    or none: launched before instances carried one) are never asked to terminate;
+//! 9. a fleet token is never sent again with other parameters: whatever a restart or a
+//!    takeover forgot (the unavailable-offering cache among it), a replay sends what was
+//!    sent, so EC2 never answers `IdempotentParameterMismatch` and no pod waits out the
+//!    visibility grace for it.
 //!
 //! A failing run names its seed; `ORCA_SIM_SEEDS=<seed>[,<seed>…]` replays exactly those.
 
@@ -44,6 +48,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use orca::interruption::NoticeQueue;
+use orca::provider::aws::FLEET_TOKENS_SPENT_ANNOTATION;
 use orca_e2e::captured_log::CapturedLog;
 use orca_e2e::inprocess::InProcessOrca;
 use orca_e2e::model_ec2::ModelEc2;
@@ -354,6 +359,17 @@ impl Run {
                 self.current_pods().await?
             }
         };
+        // Pods whose fleet launches failed before one launched carry how many tokens EC2
+        // answered with nothing, for a restart to resume after them.
+        let recorded_tokens = finals
+            .values()
+            .filter(|pod| {
+                pod.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(FLEET_TOKENS_SPENT_ANNOTATION))
+            })
+            .count();
         record(self.check_outcomes(&finals));
         record(self.check_clean_statuses(&finals));
         record(self.check_interruption_queue(&finals).await);
@@ -365,13 +381,14 @@ impl Run {
         record(self.check_one_instance_per_pod());
         record(self.check_no_live_workload_killed());
         record(self.check_foreign_instances_untouched());
+        record(self.check_replays_word_for_word());
         record(self.check_termination_times());
         record(self.check_no_hot_loop());
         record(self.check_state_is_empty().await);
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods, {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} messages not orca's, {} look-alikes, {} other clusters' instances",
+            "{} pods ({recorded_tokens} recording spent fleet tokens), {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} messages not orca's, {} look-alikes, {} other clusters' instances",
             self.tracked.len(),
             history.len(),
             self.downtime.len() - self.takeovers.len(),
@@ -598,6 +615,9 @@ impl Run {
         } else {
             DeleteParams::default()
         };
+        // orca may act on the deletion before the call returns (a slow apiserver): the pod
+        // counts as deleted from the moment it was asked.
+        let asked = Timestamp::now();
         match self.pods.delete(name, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -605,7 +625,7 @@ impl Run {
         }
         let now = Timestamp::now();
         if let Some(tracked) = self.tracked.get_mut(name) {
-            tracked.deleted_at = Some(now);
+            tracked.deleted_at = Some(asked);
             if force {
                 tracked.gone_at = Some(now);
             }
@@ -1129,6 +1149,22 @@ impl Run {
         ensure!(
             touched.is_empty(),
             "another cluster's instances asked to terminate: {touched:?}"
+        );
+        Ok(())
+    }
+
+    /// Invariant 9.
+    fn check_replays_word_for_word(&self) -> Result<()> {
+        let refused: Vec<String> = self
+            .model
+            .refused_replays()
+            .iter()
+            .filter(|refused| refused.operation == "CreateFleet")
+            .map(|refused| format!("{} at {}", refused.client_token, refused.at))
+            .collect();
+        ensure!(
+            refused.is_empty(),
+            "fleet tokens replayed with other parameters (IdempotentParameterMismatch): {refused:?}"
         );
         Ok(())
     }

@@ -9,13 +9,14 @@ use ::orca::plan::AllocationStrategy;
 use ::orca::plan::Market;
 use ::orca::provider::aws::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
+    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use ::orca::provider::{InstanceState, StateReason};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use orca_ec2_model::{
-    CreateFleet, Ec2Error, Ec2Model, ErrorKind, FleetPool, Instance, RunInstances, State,
+    CreateFleet, CreateLaunchTemplate, Ec2Error, Ec2Model, ErrorKind, FleetPool, Instance,
+    RunInstances, State,
 };
 
 /// The model, as orca's aws provider sees EC2.
@@ -58,9 +59,42 @@ impl Ec2Api for ModelEc2 {
             .map_err(api_error)
     }
 
-    async fn create_launch_template(&self, _spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
-        // The model has no launch templates: what one holds is in each fleet's fingerprint.
-        Ok(())
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
+        let request = CreateLaunchTemplate {
+            name: spec.name.clone(),
+            data: spec.settings(),
+        };
+        self.model
+            .create_launch_template(Timestamp::now(), &request)
+            .map(|made| LaunchTemplateRef {
+                id: made.id,
+                version: made.version,
+            })
+            .map_err(api_error)
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        let versions = self
+            .model
+            .describe_launch_template_versions(Timestamp::now(), name)
+            .map_err(api_error)?;
+        Ok(versions
+            .into_iter()
+            .map(|version| LaunchTemplateVersion {
+                template: LaunchTemplateRef {
+                    id: version.template.id,
+                    version: version.template.version,
+                },
+                default: version.default,
+                settings: version.data,
+            })
+            .collect())
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
@@ -101,10 +135,11 @@ impl Ec2Api for ModelEc2 {
             pools: pools.clone(),
             max_price: request.max_price,
             tags: request.tags.clone(),
-            fingerprint: format!(
-                "{}|{}|{}",
-                request.template_name, request.image_id, request.user_data
-            ),
+            launch_template: Some(orca_ec2_model::LaunchTemplateRef {
+                id: request.template.id.clone(),
+                version: request.template.version,
+            }),
+            fingerprint: format!("{}|{}", request.image_id, request.user_data),
         };
         let answer = self
             .model

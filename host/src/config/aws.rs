@@ -27,7 +27,7 @@ pub struct AwsConfig {
     /// The allocation strategies of fleet launches, per market.
     pub fleet: FleetConfig,
     /// How long an offering (type × market × subnet) that answered with a capacity error is
-    /// skipped.
+    /// skipped by `runInstances` launches (fleets offer every pool every time).
     pub unavailable_offering_ttl: Seconds,
     /// Client-side limits below EC2's request token buckets, so a burst of launches never
     /// trips `RequestLimitExceeded`.

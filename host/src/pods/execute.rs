@@ -20,7 +20,7 @@ use crate::policy::guardrails::{Effect, Guardrail, GuardrailRecord, Price};
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
 use crate::provider::zones::ZoneConstraint;
-use crate::provider::{ErrorClass, LaunchFailed, Launched, PodKey, Termination};
+use crate::provider::{ErrorClass, LaunchFailed, LaunchProgress, Launched, PodKey, Termination};
 use crate::spend::SpendError;
 
 /// What a performed step left behind.
@@ -397,6 +397,9 @@ async fn launch_to_retry(
         if failed.in_doubt {
             record.launch = record.launch.in_doubt(now);
         }
+        if failed.progress.is_some() {
+            record.progress = failed.progress;
+        }
     })
     .await
 }
@@ -687,15 +690,18 @@ async fn write_status(
         .as_ref()
         .and_then(|record| record.unwritten_decision(pod))
         .map(str::to_owned);
-    if decision.is_none() && !status::needs_write(pod.status.as_ref(), &desired) {
+    let progress = record
+        .as_ref()
+        .and_then(|record| record.unwritten_progress(pod))
+        .cloned();
+    if decision.is_none()
+        && progress.is_none()
+        && !status::needs_write(pod.status.as_ref(), &desired)
+    {
         return Ok(None);
     }
     let read_version = pod.metadata.resource_version.clone().unwrap_or_default();
-    let mut metadata = json!({ "resourceVersion": read_version });
-    if let Some(decision) = &decision {
-        // pods/status takes metadata changes too: the decision rides along.
-        metadata["annotations"] = json!({ DECISION_ANNOTATION: decision });
-    }
+    let metadata = status_metadata(&read_version, decision.as_deref(), progress.as_ref());
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &key.namespace);
     let patch = json!({
         "metadata": metadata,
@@ -722,13 +728,55 @@ async fn write_status(
         if decision.is_some() {
             record.decision = None;
         }
+        if progress.is_some() {
+            record.progress = None;
+        }
     });
     Ok(Some(written))
+}
+
+/// The metadata of a status write: the version it read (the precondition) and what rides
+/// along, since pods/status takes metadata changes too: the decision, the provider's progress.
+fn status_metadata(
+    read_version: &str,
+    decision: Option<&str>,
+    progress: Option<&LaunchProgress>,
+) -> serde_json::Value {
+    let mut metadata = json!({ "resourceVersion": read_version });
+    if let Some(decision) = decision {
+        metadata["annotations"][DECISION_ANNOTATION] = json!(decision);
+    }
+    if let Some(progress) = progress {
+        metadata["annotations"][progress.annotation] = json!(progress.value);
+    }
+    metadata
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_decision_and_the_providers_progress_ride_on_a_status_write() {
+        let progress = LaunchProgress {
+            annotation: "orca.research/fleet-tokens-spent",
+            value: "2".to_owned(),
+        };
+        assert_eq!(
+            status_metadata("41", Some("{}"), Some(&progress)),
+            json!({
+                "resourceVersion": "41",
+                "annotations": {
+                    DECISION_ANNOTATION: "{}",
+                    "orca.research/fleet-tokens-spent": "2",
+                },
+            })
+        );
+        assert_eq!(
+            status_metadata("41", None, None),
+            json!({ "resourceVersion": "41" })
+        );
+    }
 
     #[test]
     fn a_pod_is_planned_three_times_before_timeouts_fail_it() {

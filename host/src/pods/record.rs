@@ -16,7 +16,7 @@ use super::writes::LastWrite;
 use crate::errors::lock;
 use crate::policy::DECISION_ANNOTATION;
 use crate::policy::guardrails::Price;
-use crate::provider::{InstanceStatus, Offering, WorkloadExit};
+use crate::provider::{InstanceStatus, LaunchProgress, Offering, WorkloadExit};
 use crate::spend::Waiting;
 
 /// One pod's record.
@@ -43,6 +43,8 @@ pub struct PodRecord {
     /// The policy's decision (the annotation's JSON) while the pod does not carry it: it goes
     /// onto the pod with the next status write rather than in a patch of its own.
     pub decision: Option<String>,
+    /// Where the provider stands in the pod's launch, likewise until the pod carries it.
+    pub progress: Option<LaunchProgress>,
     /// The pod's Events, with what it needs to fold repeats into one.
     pub events: Option<PodRecorder>,
     /// The last plan found a plugin the policy needs not loaded: the pod is planned again as
@@ -77,6 +79,17 @@ impl PodRecord {
             .as_ref()
             .and_then(|annotations| annotations.get(DECISION_ANNOTATION));
         (carried.map(String::as_str) != Some(decision)).then_some(decision)
+    }
+
+    /// The provider's progress when `pod` does not carry it yet.
+    pub fn unwritten_progress(&self, pod: &Pod) -> Option<&LaunchProgress> {
+        let progress = self.progress.as_ref()?;
+        let carried = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(progress.annotation));
+        (carried != Some(&progress.value)).then_some(progress)
     }
 }
 

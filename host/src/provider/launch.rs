@@ -51,6 +51,8 @@ pub struct LaunchFailed {
     /// The last request may have launched an instance whose answer never arrived (the
     /// connection dropped, a timeout, a server error): one may appear later.
     pub in_doubt: bool,
+    /// Where the provider stands in the pod's launch now, for the pod to carry.
+    pub progress: Option<LaunchProgress>,
 }
 
 impl LaunchFailed {
@@ -59,8 +61,24 @@ impl LaunchFailed {
             error,
             passed_over: Vec::new(),
             in_doubt: false,
+            progress: None,
         }
     }
+}
+
+/// How far a provider got with a pod's launch, kept on the pod as the annotation
+/// `annotation` so that a restarted process, or a replica taking the node over, resumes there
+/// instead of repeating requests already answered (the aws provider: how many of the pod's
+/// fleet tokens EC2 answered with nothing).
+///
+/// # Guarantees
+/// It rides on the status write that follows the failed launch, never in a write of its own;
+/// the provider reads it back from the pod `create` is given. A missing or stale value only
+/// costs repeated requests, never a second instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchProgress {
+    pub annotation: &'static str,
+    pub value: String,
 }
 
 impl From<ProviderError> for LaunchFailed {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 pub use error::{ErrorClass, ProviderError};
 pub use instance::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
-pub use launch::{LaunchFailed, Launched, Offering, PassedOver, offerings};
+pub use launch::{LaunchFailed, LaunchProgress, Launched, Offering, PassedOver, offerings};
 pub use logs::{LogOptions, render as render_logs};
 
 use crate::plan::LaunchPlan;

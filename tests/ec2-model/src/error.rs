@@ -35,6 +35,11 @@ pub mod code {
     pub const MISSING_PARAMETER: &str = "MissingParameter";
     pub const UNSUPPORTED_OPERATION: &str = "UnsupportedOperation";
     pub const TAG_LIMIT_EXCEEDED: &str = "TagLimitExceeded";
+    pub const TEMPLATE_NAME_IN_USE: &str = "InvalidLaunchTemplateName.AlreadyExistsException";
+    pub const TEMPLATE_NAME_NOT_FOUND: &str = "InvalidLaunchTemplateName.NotFoundException";
+    pub const TEMPLATE_NAME_MALFORMED: &str = "InvalidLaunchTemplateName.MalformedException";
+    pub const TEMPLATE_ID_NOT_FOUND: &str = "InvalidLaunchTemplateId.NotFound";
+    pub const TEMPLATE_VERSION_NOT_FOUND: &str = "InvalidLaunchTemplateId.VersionNotFound";
     /// Not an EC2 code: the model's name for a lost answer.
     pub const REQUEST_FAILED: &str = "RequestFailed";
 }
@@ -146,6 +151,45 @@ impl Ec2Error {
         Ec2Error::service(
             code::TAG_LIMIT_EXCEEDED,
             "The maximum number of tags for a resource has been reached (50).",
+        )
+    }
+
+    pub(crate) fn template_name_in_use(name: &str) -> Ec2Error {
+        Ec2Error::service(
+            code::TEMPLATE_NAME_IN_USE,
+            format!("Launch template name already in use: {name}"),
+        )
+    }
+
+    pub(crate) fn template_name_not_found(name: &str) -> Ec2Error {
+        Ec2Error::service(
+            code::TEMPLATE_NAME_NOT_FOUND,
+            format!("The specified launch template, with template name {name}, does not exist."),
+        )
+    }
+
+    pub(crate) fn template_name_malformed(name: &str) -> Ec2Error {
+        Ec2Error::service(
+            code::TEMPLATE_NAME_MALFORMED,
+            format!(
+                "The launch template name {name:?} is malformed: 3 to 128 letters, digits and ().-/_ characters."
+            ),
+        )
+    }
+
+    pub(crate) fn template_id_not_found(id: &str) -> Ec2Error {
+        Ec2Error::service(
+            code::TEMPLATE_ID_NOT_FOUND,
+            format!("The specified launch template, with template ID {id}, does not exist."),
+        )
+    }
+
+    pub(crate) fn template_version_not_found(id: &str, version: u64) -> Ec2Error {
+        Ec2Error::service(
+            code::TEMPLATE_VERSION_NOT_FOUND,
+            format!(
+                "Could not find the specified version {version} for the launch template with ID {id}."
+            ),
         )
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::checks;
 use crate::error::Ec2Error;
+use crate::template::LaunchTemplateRef;
 use crate::token::Idempotent;
 
 /// EC2's limit on launch template overrides in one request.
@@ -54,7 +55,10 @@ pub struct CreateFleet {
     pub max_price: Option<f64>,
     /// TagSpecifications: put on the instance and on the fleet.
     pub tags: BTreeMap<String, String>,
-    /// An opaque digest of every other parameter (launch template, AMI, …),
+    /// The launch template version the fleet launches from; `None`: one the caller does not
+    /// model (the fingerprint stands for it).
+    pub launch_template: Option<LaunchTemplateRef>,
+    /// An opaque digest of every other parameter (AMI, user data, …),
     /// compared for idempotency as [`crate::RunInstances::fingerprint`] is.
     pub fingerprint: String,
 }
@@ -116,6 +120,7 @@ impl Idempotent for CreateFleet {
             })
             && checks::same_number(self.max_price, other.max_price)
             && self.tags == other.tags
+            && self.launch_template == other.launch_template
             && self.fingerprint == other.fingerprint
     }
 }
@@ -140,6 +145,7 @@ mod tests {
             pools: vec![pool("m7i.large"), pool("m6i.large")],
             max_price: None,
             tags: BTreeMap::new(),
+            launch_template: None,
             fingerprint: "lt-1".to_owned(),
         }
     }

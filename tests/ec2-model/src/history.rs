@@ -66,3 +66,13 @@ pub struct InstanceHistory {
     /// throttling and id validation, whether or not it terminated it.
     pub termination_requests: Vec<Timestamp>,
 }
+
+/// A request refused `IdempotentParameterMismatch`: its client token was used before by a
+/// request with other parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedReplay {
+    /// `RunInstances` or `CreateFleet`.
+    pub operation: &'static str,
+    pub client_token: String,
+    pub at: Timestamp,
+}

@@ -45,6 +45,25 @@ pub(crate) fn new_fleet_id(rng: &mut fastrand::Rng, taken: impl Fn(&str) -> bool
     fleet_id(candidate)
 }
 
+/// A fresh launch template id, `lt-` and 17 lowercase hex digits, drawn from the RNG, that
+/// `taken` refuses.
+pub(crate) fn new_launch_template_id(
+    rng: &mut fastrand::Rng,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    const SPACE: u128 = 1 << 68; // 17 hex digits
+    let mut candidate = rng.u128(0..SPACE);
+    // As for instance ids: walk on from the drawn value, never loop for ever.
+    for _ in 0..1_000 {
+        let id = format!("lt-{candidate:017x}");
+        if !taken(&id) {
+            return id;
+        }
+        candidate = (candidate + 1) % SPACE;
+    }
+    format!("lt-{candidate:017x}")
+}
+
 fn fleet_id(n: u128) -> String {
     let a = n >> 96;
     let b = (n >> 80) & 0xffff;

@@ -5,7 +5,7 @@
 //! hostile wherever EC2 is allowed to be: new instances and tags appear late,
 //! reads are stale, calls are throttled in bursts, answers get lost after EC2
 //! acted, capacity runs out, an instant fleet answers errors beside (or
-//! instead of) its instance, termination protection turns a batch terminate
+//! instead of) its instance, a new launch template is not found at first, termination protection turns a batch terminate
 //! into a hidden partial success, and the world (spot reclaims, other people,
 //! the workload itself) acts on instances by itself.
 //!
@@ -37,6 +37,7 @@ mod record;
 mod spawn;
 mod state;
 mod tags;
+mod template;
 mod throttle;
 mod time;
 mod timeline;
@@ -52,9 +53,10 @@ pub use error::{Ec2Error, ErrorKind, code};
 pub use filter::Filter;
 pub use fleet::{AllocationStrategy, CreateFleet, FleetPool};
 pub use fleet_answer::{FleetAnswer, FleetDescription, FleetError, FleetInstance};
-pub use history::{Ending, InstanceHistory};
+pub use history::{Ending, InstanceHistory, RefusedReplay};
 pub use instance::{Instance, StateChange};
 pub use launch::RunInstances;
 pub use model::Ec2Model;
 pub use state::{State, StateReason};
+pub use template::{CreateLaunchTemplate, LaunchTemplateRef, LaunchTemplateVersion};
 pub use workload::{EXIT_CODE_TAG, FINISHED_AT_TAG, InterruptionNotice, WorkloadEnd};

@@ -12,9 +12,11 @@ use crate::error::Ec2Error;
 use crate::fleet::CreateFleet;
 use crate::fleet_record::FleetRecord;
 use crate::history::InstanceHistory;
+use crate::history::RefusedReplay;
 use crate::ids;
 use crate::launch::RunInstances;
 use crate::record::Record;
+use crate::template::TemplateRecord;
 use crate::throttle::Throttle;
 use crate::token::TokenBook;
 use crate::workload::InterruptionNotice;
@@ -53,8 +55,12 @@ pub(crate) struct World {
     pub fleet_index: BTreeMap<String, usize>,
     /// CreateFleet tokens, a book of their own.
     pub fleet_tokens: TokenBook<CreateFleet>,
+    /// Launch templates, in creation order.
+    pub templates: Vec<TemplateRecord>,
     pub throttle: Throttle,
     pub notices: Vec<InterruptionNotice>,
+    /// Every request refused `IdempotentParameterMismatch`, in order.
+    pub refused_replays: Vec<RefusedReplay>,
     /// When the world last changed.
     last_change: Option<Timestamp>,
 }
@@ -74,8 +80,10 @@ impl Ec2Model {
                 fleets: Vec::new(),
                 fleet_index: BTreeMap::new(),
                 fleet_tokens: TokenBook::default(),
+                templates: Vec::new(),
                 throttle: Throttle::default(),
                 notices: Vec::new(),
+                refused_replays: Vec::new(),
                 last_change: None,
             }),
         }
@@ -95,6 +103,13 @@ impl Ec2Model {
     /// transitions already scheduled.
     pub fn history(&self) -> Vec<InstanceHistory> {
         self.world().records.iter().map(Record::history).collect()
+    }
+
+    /// Every request EC2 refused because its client token was used before by a request with
+    /// other parameters, oldest first: the truth, for invariant checks (a client that replays
+    /// what it sent never meets one).
+    pub fn refused_replays(&self) -> Vec<RefusedReplay> {
+        self.world().refused_replays.clone()
     }
 
     /// Interruption notices issued since the last call, oldest first.

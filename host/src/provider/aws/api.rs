@@ -42,10 +42,13 @@ pub struct RootVolume {
     pub size_gib: u32,
     pub volume_type: String,
     pub encrypted: bool,
+    /// Whether the volume goes with its instance (orca: always).
+    pub delete_on_termination: bool,
 }
 
 /// What every instance of a node shares, kept in one EC2 launch template (a fleet launches
-/// only from a template). What differs per pod travels in the fleet request.
+/// only from a template), the fixed settings included. What differs per pod travels in the
+/// fleet request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchTemplateSpec {
     pub name: String,
@@ -54,6 +57,48 @@ pub struct LaunchTemplateSpec {
     pub instance_profile: Option<String>,
     pub key_name: Option<String>,
     pub root_volume: Option<RootVolume>,
+    pub metadata: MetadataOptions,
+    /// What the instance does when its operating system shuts down.
+    pub shutdown: ShutdownBehaviour,
+}
+
+/// The instance metadata service as the node's instances offer it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataOptions {
+    /// IMDSv2 only: every metadata request needs a session token.
+    pub tokens_required: bool,
+    pub endpoint_enabled: bool,
+    /// How many network hops a metadata answer travels (1: not into a container's network).
+    pub hop_limit: u8,
+}
+
+/// `InstanceInitiatedShutdownBehavior`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownBehaviour {
+    Stop,
+    Terminate,
+}
+
+/// One version of one launch template, exactly: what a fleet launches from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchTemplateRef {
+    pub id: String,
+    pub version: u64,
+}
+
+/// A launch template's content as `DescribeLaunchTemplateVersions` shows it, one entry per
+/// setting: the key is the path of EC2's names (`MetadataOptions.HttpTokens`,
+/// `BlockDeviceMappings./dev/xvda.Ebs.VolumeSize`), the value as EC2 spells it. Every setting
+/// the version has is listed, those orca never sets included.
+pub type TemplateSettings = BTreeMap<String, String>;
+
+/// One version of a launch template, as `DescribeLaunchTemplateVersions` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchTemplateVersion {
+    pub template: LaunchTemplateRef,
+    /// Whether it is the template's default version.
+    pub default: bool,
+    pub settings: TemplateSettings,
 }
 
 /// One pool of a fleet request: an instance type in a subnet (its zone).
@@ -74,7 +119,8 @@ pub struct FleetRequest {
     pub client_token: String,
     /// The token's place in the pod's sequence, tagged on the fleet (`TAG_LAUNCH_ATTEMPT`).
     pub place: u32,
-    pub template_name: String,
+    /// The node's template, by id and exact version (never `$Latest` or `$Default`).
+    pub template: LaunchTemplateRef,
     pub market: Market,
     pub allocation_strategy: AllocationStrategy,
     pub pools: Vec<FleetPool>,
@@ -233,9 +279,19 @@ impl std::error::Error for ApiError {}
 #[async_trait]
 pub trait Ec2Api: Send + Sync + 'static {
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError>;
-    /// Creates the template; `InvalidLaunchTemplateName.AlreadyExistsException` when one of
-    /// that name exists.
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError>;
+    /// Creates the template and answers its id and version (1);
+    /// `InvalidLaunchTemplateName.AlreadyExistsException` when one of that name exists.
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError>;
+    /// Every version of the template named `name` (every page);
+    /// `InvalidLaunchTemplateName.NotFoundException` when EC2 knows no template of that name
+    /// (none, or one too new to show yet).
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError>;
     /// One `CreateFleet` of type `instant`.
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError>;
     /// Subnet id → its Availability Zone.
@@ -271,8 +327,18 @@ impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
         (**self).run_instance(request).await
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
         (**self).create_launch_template(spec).await
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        (**self).describe_launch_template_versions(name).await
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {

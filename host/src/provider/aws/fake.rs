@@ -4,7 +4,8 @@
 //! launches per offering, throttle, hide new instances from describes (eventual consistency),
 //! launch and then lose the answer (a crash or timeout mid-call), or protect an instance from
 //! termination. Instant fleets use their token up with any answer, as EC2 documents, and
-//! need the launch template to exist.
+//! need the version of the launch template they name to exist. Launch templates keep their
+//! versions' settings; someone else's template (or version) can be put under any name.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -14,11 +15,15 @@ use jiff::Timestamp;
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
+    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    TemplateSettings,
 };
 use crate::errors::lock;
 use crate::plan::Market;
 use crate::provider::InstanceState;
+
+mod templates;
+use self::templates::Template;
 
 #[derive(Default)]
 pub struct FakeEc2 {
@@ -46,7 +51,7 @@ struct State {
     types: Vec<InstanceTypeInfo>,
     spot_prices: HashMap<String, f64>,
     type_zones: HashMap<String, Vec<String>>,
-    templates: Vec<String>,
+    templates: Vec<Template>,
     /// Fleet token → the request (token cleared) and the answer it got.
     fleet_tokens: HashMap<String, (FleetRequest, FleetAnswer)>,
     /// Each fleet request that used a token, in order.
@@ -135,9 +140,21 @@ impl FakeEc2 {
         lock(&self.state).fleet_call_errors.push_back(error);
     }
 
-    /// Deletes a launch template behind orca's back.
+    /// Deletes every launch template behind orca's back.
     pub fn delete_templates(&self) {
         lock(&self.state).templates.clear();
+    }
+
+    /// Someone else makes a launch template named `name` holding `settings` (version 1, the
+    /// default). Answers its id.
+    pub fn put_template(&self, name: &str, settings: TemplateSettings) -> String {
+        lock(&self.state).put_template(name, settings)
+    }
+
+    /// Someone adds a version holding `settings` to the template named `name`, and makes it
+    /// the default. Answers its number (0: no such template).
+    pub fn add_template_version(&self, name: &str, settings: TemplateSettings) -> u64 {
+        lock(&self.state).add_template_version(name, settings)
     }
 
     /// Every fleet request that used a token, in order (a repeat of a used token is not
@@ -269,16 +286,19 @@ impl Ec2Api for FakeEc2 {
         }
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
-        let mut state = self.begin("CreateLaunchTemplate")?;
-        if state.templates.contains(&spec.name) {
-            return Err(ApiError::service(
-                "InvalidLaunchTemplateName.AlreadyExistsException",
-                format!("Launch template name already in use: {}", spec.name),
-            ));
-        }
-        state.templates.push(spec.name.clone());
-        Ok(())
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
+        self.begin("CreateLaunchTemplate")?.create_template(spec)
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        self.begin("DescribeLaunchTemplateVersions")?
+            .template_versions(name)
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {
@@ -299,15 +319,7 @@ impl Ec2Api for FakeEc2 {
             }
             return Ok(answer.clone());
         }
-        if !state.templates.contains(&request.template_name) {
-            return Err(ApiError::service(
-                "InvalidLaunchTemplateName.NotFoundException",
-                format!(
-                    "The specified launch template, with template name {}, does not exist.",
-                    request.template_name
-                ),
-            ));
-        }
+        state.check_template(&request.template)?;
         state.serial += 1;
         let mut answer = FleetAnswer {
             fleet_id: format!("fleet-{:08x}", state.serial),

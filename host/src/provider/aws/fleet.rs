@@ -1,7 +1,6 @@
 //! Launching through EC2 Fleet: one `CreateFleet` of type `instant` per market carries every
 //! candidate type the selector ranked in every subnet (up to [`MAX_POOLS`]), and EC2 picks the
-//! pool by the allocation strategy; the answer's per-pool errors feed the unavailable cache
-//! and the pod's Events.
+//! pool by the allocation strategy; the answer's per-pool errors go to the pod's Events.
 //!
 //! # Exactly one instance per pod
 //! An instant fleet's `ClientToken` is used up by its first answer, even one that launched
@@ -10,28 +9,41 @@
 //!   with the same token, so EC2 answers it with what it did the first time;
 //! - the next token is taken only after EC2 answered the current one with no instance;
 //! - the instances already tagged for the pod are adopted before any request (`create`);
-//! - a process that forgot where a pod's sequence stands (a restart) walks it again from the
-//!   start: a used token with the same parameters answers as it did (the instance it
-//!   launched, adopted even before its tags show, or nothing, and the walk goes on);
+//! - a process that forgot where a pod's sequence stands (a restart, a takeover) walks it
+//!   again from where the pod records it (see below), else from the start: a used token
+//!   with the same parameters answers as it did (the instance it launched, adopted even
+//!   before its tags show, or nothing, and the walk goes on);
 //! - `IdempotentParameterMismatch` says the token was used by a request with other parameters
 //!   that this process does not remember. That request may have launched an instance, which
 //!   then carries the pod's tags. EC2 does not list instant fleets by tag (`DescribeFleets`
 //!   shows one only by id), so the launch is in doubt until the instance shows up by tag and
 //!   is adopted, or until `launchVisibilityGrace` has passed without it: then the request
 //!   launched nothing (or its instance is gone) and the next token is taken.
+//!
+//! # A replay sends what was sent
+//! A request is a pure function of the pod, its plan, the node's config and template
+//! version: nothing this process learnt from other pods' answers goes into it (the
+//! unavailable-offering cache, which a restart forgets, does not thin a fleet's pools; EC2
+//! passes over a short pool within the one request anyway). And a pod carries how many of its
+//! tokens EC2 answered with nothing ([`FLEET_TOKENS_SPENT_ANNOTATION`], written with the
+//! status write that follows a failed launch, never in a write of its own): a restarted
+//! process, or a replica taking the node over, resumes there, so it replays at most the
+//! requests of the launch in flight when the other stopped, not every token the pod ever
+//! used. Only a replay rebuilt from inputs that changed since (a plan the policy made
+//! otherwise, a ConfigMap edited) still meets `IdempotentParameterMismatch`, and waits the
+//! grace as above.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Instant;
 
-use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 
-use super::api::{ApiError, ApiErrorKind, FleetAnswer, FleetError, FleetPool, FleetRequest};
+use super::api::{
+    ApiError, ApiErrorKind, FleetAnswer, FleetError, FleetPool, FleetRequest, LaunchTemplateRef,
+};
 use super::classify::{class_of, provider_error};
 use super::template::is_template_missing;
 use super::token::fleet_token;
 use super::{AwsProvider, Place};
-use crate::errors::lock;
 use crate::plan::{AllocationStrategy, LaunchPlan, Market};
 use crate::provider::{
     ErrorClass, LaunchFailed, Launched, Offering, PassedOver, PodKey, ProviderError,
@@ -40,79 +52,47 @@ use crate::provider::{
 /// EC2 Fleet takes up to this many launch template overrides in one instant request here
 /// (the documented limit is higher; more pools than this only dilute a ranked list).
 pub(super) const MAX_POOLS: usize = 50;
-/// How many more times a process that does not remember a pod goes round its markets while
-/// EC2 answers with nothing (see `launch_by_fleet`): a pod's history holds empty answers only
-/// from a launch that then lost an answer, or from a missing template, so two rounds reach
-/// its last token; a pod that really meets no capacity costs these requests once per restart.
-const MAX_REPLAYED_ROUNDS: u32 = 2;
-
 /// What a pool's error in a fleet's answer means, classified as a call's error would be.
 fn fleet_error_class(error: &FleetError) -> ErrorClass {
     class_of(&ApiError::service(&error.code, &error.message))
 }
 
+mod attempts;
 #[cfg(test)]
 mod tests;
 
-/// Where each pod's token sequence stands, for pods with a launch under way.
-#[derive(Default)]
-pub(super) struct FleetAttempts {
-    by_pod: Mutex<HashMap<String, Attempt>>,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Attempt {
-    /// The place of the next new request in the pod's token sequence.
-    next: u32,
-    /// A request sent without a definitive answer: the next launch repeats it.
-    unanswered: Option<FleetRequest>,
-    /// Since when the current token has answered `IdempotentParameterMismatch`.
-    mismatched_since: Option<Instant>,
-}
-
-impl FleetAttempts {
-    fn take(&self, uid: &str) -> Option<Attempt> {
-        lock(&self.by_pod).remove(uid)
-    }
-
-    fn keep(&self, uid: &str, attempt: Attempt) {
-        lock(&self.by_pod).insert(uid.to_owned(), attempt);
-    }
-
-    /// Drops the attempts of pods not in `present`; answers how many are kept.
-    pub(super) fn retain(&self, present: &std::collections::HashSet<String>) -> usize {
-        let mut by_pod = lock(&self.by_pod);
-        by_pod.retain(|uid, _| present.contains(uid));
-        crate::heap::shrink_when_sparse(&mut by_pod);
-        by_pod.len()
-    }
-}
+pub use self::attempts::FLEET_TOKENS_SPENT_ANNOTATION;
+pub(super) use self::attempts::FleetAttempts;
+use self::attempts::{progress, recorded_spent_tokens, resume};
 
 impl AwsProvider {
     /// Launches the pod's instance through fleets: its plan's market, then on-demand when
     /// spot may fall back.
     pub(super) async fn launch_by_fleet(
         &self,
+        pod: &Pod,
         key: &PodKey,
-        created: Option<Timestamp>,
         plan: &LaunchPlan,
         places: &[Place],
         image_id: &str,
         user_data: &str,
     ) -> Result<Launched, LaunchFailed> {
-        self.template.ensure(self.api.as_ref()).await?;
-        let remembered = self.fleets.take(&key.uid);
+        let template = self
+            .template
+            .ensure(self.api.as_ref())
+            .await
+            .map_err(ProviderError::from)?;
         // A process that does not remember a pod older than itself may be replaying its
         // earlier tokens: a launch call went through the markets in order, so the walk goes
         // round them again while EC2 answers with nothing, a few times. (Creation times have
         // whole seconds: a pod of the same second counts as older.)
+        let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
         let older = created.is_none_or(|created| created.as_second() <= self.started.as_second());
-        let mut rounds_left = if remembered.is_none() && older {
-            MAX_REPLAYED_ROUNDS
-        } else {
-            0
-        };
-        let mut attempt = remembered.unwrap_or_default();
+        let (mut attempt, mut rounds_left) = resume(
+            self.fleets.take(&key.uid),
+            recorded_spent_tokens(pod),
+            older,
+        );
         let mut markets = vec![plan.market.market];
         if plan.market.market == Market::Spot && plan.market.fallback_to_on_demand {
             markets.push(Market::OnDemand);
@@ -141,7 +121,7 @@ impl AwsProvider {
                     plan,
                     market,
                     places,
-                    attempt.next,
+                    (attempt.next, &template),
                     (image_id, user_data),
                 ),
             };
@@ -157,8 +137,10 @@ impl AwsProvider {
                         attempt.mismatched_since = None;
                         continue;
                     }
+                    let progress = progress(&attempt);
                     self.fleets.keep(&key.uid, attempt);
                     return Err(LaunchFailed {
+                        progress,
                         error: ProviderError::transient(
                             "IdempotentParameterMismatch",
                             format!(
@@ -173,13 +155,16 @@ impl AwsProvider {
                     });
                 }
                 Err(error) if is_template_missing(&error.code) => {
+                    // Refused as a whole: nothing done, the token not used. The next launch
+                    // asks again with it, naming the template as it is made or found then.
                     self.template.forget().await;
-                    attempt.unanswered = Some(request);
+                    let progress = progress(&attempt);
                     self.fleets.keep(&key.uid, attempt);
                     return Err(LaunchFailed {
                         error: self.template_missing(),
                         passed_over,
                         in_doubt: false,
+                        progress,
                     });
                 }
                 Err(error) => {
@@ -188,6 +173,7 @@ impl AwsProvider {
                     let in_doubt = error.kind == ApiErrorKind::Transport
                         || error.status.is_some_and(|status| status >= 500);
                     let class = class_of(&error);
+                    let progress = progress(&attempt);
                     if in_doubt || class != ErrorClass::Permanent {
                         attempt.unanswered = Some(request);
                         self.fleets.keep(&key.uid, attempt);
@@ -196,6 +182,7 @@ impl AwsProvider {
                         error: provider_error(error),
                         passed_over,
                         in_doubt,
+                        progress,
                     });
                 }
             };
@@ -216,11 +203,13 @@ impl AwsProvider {
                 .any(|error| is_template_missing(&error.code))
             {
                 self.template.forget().await;
+                let progress = progress(&attempt);
                 self.fleets.keep(&key.uid, attempt);
                 return Err(LaunchFailed {
                     error: self.template_missing(),
                     passed_over,
                     in_doubt: false,
+                    progress,
                 });
             }
             // The pod's error is a capacity error if any pool had one: capacity comes back,
@@ -238,8 +227,10 @@ impl AwsProvider {
                 })
                 .or(last_error);
         }
+        let progress = progress(&attempt);
         self.fleets.keep(&key.uid, attempt);
         Err(LaunchFailed {
+            progress,
             error: last_error.unwrap_or_else(|| {
                 ProviderError::capacity(
                     "UnfulfillableCapacity",
@@ -263,14 +254,15 @@ impl AwsProvider {
     }
 
     /// The request for the pod's `n`th token in `market`: every candidate in every subnet,
-    /// in rank order, leaving out pools the cache holds unavailable unless that leaves none.
+    /// in rank order, from the template's exact version. Nothing this process learnt from
+    /// other pods goes in, so a restarted process builds the same request again.
     fn fleet_request(
         &self,
         key: &PodKey,
         plan: &LaunchPlan,
         market: Market,
         places: &[Place],
-        n: u32,
+        (n, template): (u32, &LaunchTemplateRef),
         (image_id, user_data): (&str, &str),
     ) -> FleetRequest {
         // The market plugin's strategy is for the market it chose; an on-demand fallback
@@ -280,7 +272,7 @@ impl AwsProvider {
             .allocation_strategy
             .filter(|chosen| market == plan.market.market && chosen.allowed_for(market))
             .unwrap_or_else(|| self.config.fleet.strategy_for(market));
-        let all: Vec<FleetPool> = plan
+        let pools: Vec<FleetPool> = plan
             .candidates
             .iter()
             .enumerate()
@@ -298,28 +290,10 @@ impl AwsProvider {
             })
             .take(MAX_POOLS)
             .collect();
-        let available: Vec<FleetPool> = all
-            .iter()
-            .filter(|pool| {
-                let offering = Offering {
-                    instance_type: pool.instance_type.clone(),
-                    market,
-                };
-                self.unavailable
-                    .check(
-                        &offering,
-                        pool.subnet_id.as_deref().or(pool.zone.as_deref()),
-                    )
-                    .is_none()
-            })
-            .cloned()
-            .collect();
-        // Only EC2's answer to the pod's own token tells that capacity is gone (or back).
-        let pools = if available.is_empty() { all } else { available };
         FleetRequest {
             client_token: fleet_token(&key.uid, n),
             place: n,
-            template_name: self.template.name().to_owned(),
+            template: template.clone(),
             market,
             allocation_strategy: strategy,
             pools,
@@ -333,7 +307,7 @@ impl AwsProvider {
         }
     }
 
-    /// Each pool the answer names as failed; capacity failures go into the cache.
+    /// Each pool the answer names as failed.
     fn passed_over(&self, request: &FleetRequest, answer: &FleetAnswer) -> Vec<PassedOver> {
         answer
             .errors
@@ -344,24 +318,18 @@ impl AwsProvider {
                     instance_type: error.instance_type.clone().unwrap_or_default(),
                     market: request.market,
                 };
-                let error_class = fleet_error_class(error);
                 let place = error
                     .zone
                     .as_deref()
                     .or(error.subnet_id.as_deref())
                     .unwrap_or("the default subnet");
-                let provider_error = ProviderError {
-                    class: error_class,
-                    code: error.code.clone(),
-                    message: format!("in {place}: {}", error.message),
-                };
-                if error_class == ErrorClass::Capacity {
-                    let key = error.subnet_id.as_deref().or(error.zone.as_deref());
-                    self.unavailable.mark(&offering, key, &provider_error);
-                }
                 PassedOver {
                     offering,
-                    error: provider_error,
+                    error: ProviderError {
+                        class: fleet_error_class(error),
+                        code: error.code.clone(),
+                        message: format!("in {place}: {}", error.message),
+                    },
                 }
             })
             .collect()

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
-    LaunchTemplateSpec, RunRequest,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use crate::metrics::Ec2Metrics;
 
@@ -47,10 +47,24 @@ impl<A: Ec2Api> Ec2Api for Measured<A> {
             .await
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
         self.measure(
             "CreateLaunchTemplate",
             self.inner.create_launch_template(spec),
+        )
+        .await
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        self.measure(
+            "DescribeLaunchTemplateVersions",
+            self.inner.describe_launch_template_versions(name),
         )
         .await
     }

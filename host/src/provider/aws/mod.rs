@@ -25,6 +25,7 @@ mod measured;
 mod rate;
 pub mod sdk;
 mod sdk_fleet;
+mod sdk_template;
 mod status;
 pub mod strays;
 mod template;
@@ -50,6 +51,7 @@ use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
+pub use self::fleet::FLEET_TOKENS_SPENT_ANNOTATION;
 use self::fleet::FleetAttempts;
 pub use self::measured::Measured;
 pub use self::rate::RateLimited;
@@ -154,7 +156,7 @@ impl AwsProvider {
         };
         AwsProvider {
             unavailable: UnavailableOfferings::new(config.unavailable_offering_ttl.get()),
-            template: NodeTemplate::new(&identity.node, &config),
+            template: NodeTemplate::new(&identity.node, &identity.cluster_id, &config),
             fleets: FleetAttempts::default(),
             subnet_zones: tokio::sync::OnceCell::new(),
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
@@ -327,6 +329,7 @@ impl AwsProvider {
                 size_gib: volume.size_gib,
                 volume_type: volume.volume_type.clone(),
                 encrypted: volume.encrypted,
+                delete_on_termination: true,
             }),
             user_data: user_data.to_owned(),
             tags: self.launch_tags(plan),
@@ -369,6 +372,7 @@ impl AwsProvider {
             error,
             passed_over: Vec::new(),
             in_doubt,
+            progress: None,
         })
     }
 
@@ -512,9 +516,8 @@ impl Provider for AwsProvider {
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
         let places = self.places(pod).await?;
         if self.config.launch_api == LaunchApi::Fleet {
-            let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
             return self
-                .launch_by_fleet(&key, created, plan, &places, &image_id, &user_data)
+                .launch_by_fleet(pod, &key, plan, &places, &image_id, &user_data)
                 .await;
         }
         let place = Self::place_for(&key, &places);

@@ -10,7 +10,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
-    LaunchTemplateSpec, RunRequest,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use crate::config::RateLimitConfig;
 
@@ -42,9 +42,20 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
         self.inner.run_instance(request).await
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
         self.mutating.until_ready().await;
         self.inner.create_launch_template(spec).await
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        self.describe.until_ready().await;
+        self.inner.describe_launch_template_versions(name).await
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {

@@ -22,10 +22,10 @@ use jiff::Timestamp;
 
 use super::api::{
     ApiError, ApiErrorKind, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateSpec, RunRequest,
+    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use super::calls::{CountRequests, Ec2Calls};
-use super::sdk_fleet;
+use super::{sdk_fleet, sdk_template};
 use crate::plan::Market;
 use crate::provider::{InstanceState, StateReason};
 
@@ -137,7 +137,7 @@ impl Ec2Api for SdkEc2 {
                             .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
                             .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
                             .encrypted(volume.encrypted)
-                            .delete_on_termination(true)
+                            .delete_on_termination(volume.delete_on_termination)
                             .build(),
                     )
                     .build(),
@@ -165,8 +165,18 @@ impl Ec2Api for SdkEc2 {
             .ok_or_else(|| ApiError::transport("RunInstances answered without an instance"))
     }
 
-    async fn create_launch_template(&self, spec: &LaunchTemplateSpec) -> Result<(), ApiError> {
-        sdk_fleet::create_launch_template(&self.client, spec).await
+    async fn create_launch_template(
+        &self,
+        spec: &LaunchTemplateSpec,
+    ) -> Result<LaunchTemplateRef, ApiError> {
+        sdk_template::create_launch_template(&self.client, spec).await
+    }
+
+    async fn describe_launch_template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<LaunchTemplateVersion>, ApiError> {
+        sdk_template::describe_launch_template_versions(&self.client, name).await
     }
 
     async fn create_fleet(&self, request: &FleetRequest) -> Result<FleetAnswer, ApiError> {

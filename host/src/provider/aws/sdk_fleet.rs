@@ -1,79 +1,22 @@
-//! The fleet calls of [`super::sdk::SdkEc2`]: `CreateLaunchTemplate` and `CreateFleet` (type
-//! `instant`), translated between aws-sdk-ec2 and orca's types.
+//! The fleet call of [`super::sdk::SdkEc2`]: `CreateFleet` (type `instant`), translated
+//! between aws-sdk-ec2 and orca's types (the launch template calls are in `sdk_template.rs`).
 
 use aws_sdk_ec2::Client;
 use aws_sdk_ec2::types::{
     self as ec2, DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
     FleetOnDemandAllocationStrategy, FleetType, InstanceLifecycle,
-    LaunchTemplateAndOverridesResponse, LaunchTemplateBlockDeviceMappingRequest,
-    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
-    LaunchTemplateIamInstanceProfileSpecificationRequest,
-    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    OnDemandOptionsRequest, RequestLaunchTemplateData, ResourceType, ShutdownBehavior,
+    LaunchTemplateAndOverridesResponse, OnDemandOptionsRequest, ResourceType,
     SpotAllocationStrategy, SpotInstanceInterruptionBehavior, SpotOptionsRequest, TagSpecification,
     TargetCapacitySpecificationRequest,
 };
 use base64::Engine as _;
 
 use super::api::{
-    ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, LaunchTemplateSpec,
-    TAG_LAUNCH_ATTEMPT,
+    ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, TAG_LAUNCH_ATTEMPT,
 };
 use super::sdk::api_error;
 use crate::plan::{AllocationStrategy, Market};
-
-pub(super) async fn create_launch_template(
-    client: &Client,
-    spec: &LaunchTemplateSpec,
-) -> Result<(), ApiError> {
-    let mut data = RequestLaunchTemplateData::builder()
-        // The bootstrap powers off when the workload ends: that ends the instance.
-        .instance_initiated_shutdown_behavior(ShutdownBehavior::Terminate)
-        .metadata_options(
-            LaunchTemplateInstanceMetadataOptionsRequest::builder()
-                .http_tokens(LaunchTemplateHttpTokensState::Required)
-                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::Enabled)
-                .http_put_response_hop_limit(1)
-                .build(),
-        )
-        .set_key_name(spec.key_name.clone());
-    if !spec.security_group_ids.is_empty() {
-        data = data.set_security_group_ids(Some(spec.security_group_ids.clone()));
-    }
-    if let Some(profile) = &spec.instance_profile {
-        let profile_spec = LaunchTemplateIamInstanceProfileSpecificationRequest::builder();
-        data = data.iam_instance_profile(if profile.starts_with("arn:") {
-            profile_spec.arn(profile).build()
-        } else {
-            profile_spec.name(profile).build()
-        });
-    }
-    if let Some(volume) = &spec.root_volume {
-        data = data.block_device_mappings(
-            LaunchTemplateBlockDeviceMappingRequest::builder()
-                .device_name(&volume.device_name)
-                .ebs(
-                    LaunchTemplateEbsBlockDeviceRequest::builder()
-                        .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
-                        .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
-                        .encrypted(volume.encrypted)
-                        .delete_on_termination(true)
-                        .build(),
-                )
-                .build(),
-        );
-    }
-    client
-        .create_launch_template()
-        .launch_template_name(&spec.name)
-        .version_description("orca: what every instance of the node shares")
-        .launch_template_data(data.build())
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(api_error)
-}
 
 pub(super) async fn create_fleet(
     client: &Client,
@@ -108,9 +51,11 @@ pub(super) async fn create_fleet(
                 .build()
         })
         .collect();
+    // The exact version orca made or verified, never `$Latest`/`$Default`, which anyone
+    // allowed to add a version could move.
     let template = FleetLaunchTemplateSpecificationRequest::builder()
-        .launch_template_name(&request.template_name)
-        .version("$Latest")
+        .launch_template_id(&request.template.id)
+        .version(request.template.version.to_string())
         .launch_template_specification_user_data(
             base64::engine::general_purpose::STANDARD.encode(&request.user_data),
         )

@@ -2,9 +2,11 @@
 //! error are skipped for a while, so a burst of pods does not ask EC2 the same failing
 //! question a thousand times (Karpenter's unavailable-offerings cache). The key is what the
 //! error is about: capacity is per type, market and zone; a pod-specific refusal such as
-//! `SpotMaxPriceTooLow` (the pod's own max price) is never marked. A pod's last pools are
-//! asked whatever the cache says (see `AwsProvider::create` and `fleet.rs`): the cache saves
-//! requests, it never decides a pod's fate.
+//! `SpotMaxPriceTooLow` (the pod's own max price) is never marked. A pod's last offering is
+//! asked whatever the cache says (see `AwsProvider::create`): the cache saves requests, it
+//! never decides a pod's fate. Only the `runInstances` walk reads it: a fleet offers every
+//! pool, since a request must be one a restarted process can build again (see `fleet.rs`),
+//! and the cache lives in memory.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -3,15 +3,17 @@
 
 use jiff::Timestamp;
 
-use crate::allocation;
+use crate::allocation::{self, Allocation};
 use crate::error::Ec2Error;
 use crate::fleet::CreateFleet;
-use crate::fleet_answer::{FleetAnswer, FleetInstance};
+use crate::fleet_answer::{FleetAnswer, FleetError, FleetInstance};
 use crate::fleet_record::FleetRecord;
+use crate::history::RefusedReplay;
 use crate::ids;
 use crate::model::{Ec2Model, World};
 use crate::random::Draw;
 use crate::spawn::{Order, spawn};
+use crate::template::LaunchTemplateRef;
 use crate::time::later;
 use crate::token::Lookup;
 
@@ -42,6 +44,9 @@ impl Ec2Model {
     /// # Errors
     /// `RequestLimitExceeded` (throttled, nothing done);
     /// `InvalidParameterValue`/`TagLimitExceeded` for a bad request;
+    /// (a launch template it names that is unknown, not visible yet or without that
+    /// version is no error of the call: every pool answers
+    /// `InvalidLaunchTemplateId.NotFound`/`.VersionNotFound` and nothing launches);
     /// `IdempotentParameterMismatch` for a used token with other parameters;
     /// and a `Transport` error (`RequestFailed`) when the fleet was made
     /// (with or without an instance) but the answer was lost.
@@ -58,12 +63,46 @@ impl Ec2Model {
         if let Some(token) = request.token() {
             match world.fleet_tokens.lookup(token, request) {
                 Lookup::Unused => {}
-                Lookup::Mismatch => return Err(Ec2Error::idempotent_parameter_mismatch()),
+                Lookup::Mismatch => {
+                    world.refused_replays.push(RefusedReplay {
+                        operation: "CreateFleet",
+                        client_token: token.to_owned(),
+                        at: now,
+                    });
+                    return Err(Ec2Error::idempotent_parameter_mismatch());
+                }
                 Lookup::Same(fleet_id) => return Ok(repeat(world, now, &fleet_id)),
             }
         }
 
-        let allocation = allocation::allocate(world, now, request);
+        // A template the fleet names that EC2 does not know (yet): every pool fails with
+        // that, and the fleet is answered (its token used) like any that launched nothing.
+        let allocation = match request
+            .launch_template
+            .as_ref()
+            .and_then(|named| template_refusal(world, now, named))
+        {
+            None => allocation::allocate(world, now, request),
+            Some(refusal) => Allocation {
+                errors: request
+                    .pools
+                    .iter()
+                    .enumerate()
+                    .map(|(index, pool)| FleetError {
+                        pool: index,
+                        instance_type: pool.instance_type.clone(),
+                        subnet_id: pool.subnet_id.clone(),
+                        zone: world
+                            .behaviour
+                            .zone_for(pool.subnet_id.as_deref())
+                            .to_owned(),
+                        code: refusal.code.clone(),
+                        message: refusal.message.clone(),
+                    })
+                    .collect(),
+                chosen: None,
+            },
+        };
         let instances: Vec<FleetInstance> = allocation
             .chosen
             .map(|chosen| {
@@ -116,6 +155,20 @@ impl Ec2Model {
             errors: allocation.errors,
         })
     }
+}
+
+/// Why the launch template version `named` cannot be launched from at `now`: unknown, not
+/// yet visible, or without that version.
+fn template_refusal(world: &World, now: Timestamp, named: &LaunchTemplateRef) -> Option<Ec2Error> {
+    let Some(template) = world
+        .templates
+        .iter()
+        .find(|t| t.id == named.id && t.visible(now))
+    else {
+        return Some(Ec2Error::template_id_not_found(&named.id));
+    };
+    (!template.has_version(named.version))
+        .then(|| Ec2Error::template_version_not_found(&named.id, named.version))
 }
 
 /// The answer to a repeated request: the same fleet, its errors, and its

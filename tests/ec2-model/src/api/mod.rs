@@ -8,4 +8,5 @@ mod describe_fleets;
 mod fleet;
 mod run;
 mod stop;
+mod templates;
 mod terminate;

@@ -5,6 +5,7 @@ use jiff::Timestamp;
 use crate::availability;
 use crate::capacity::Offering;
 use crate::error::Ec2Error;
+use crate::history::RefusedReplay;
 use crate::instance::Instance;
 use crate::launch::RunInstances;
 use crate::model::{Ec2Model, World};
@@ -44,7 +45,14 @@ impl Ec2Model {
         if let Some(token) = request.token() {
             match world.tokens.lookup(token, request) {
                 Lookup::Unused => {}
-                Lookup::Mismatch => return Err(Ec2Error::idempotent_parameter_mismatch()),
+                Lookup::Mismatch => {
+                    world.refused_replays.push(RefusedReplay {
+                        operation: "RunInstances",
+                        client_token: token.to_owned(),
+                        at: now,
+                    });
+                    return Err(Ec2Error::idempotent_parameter_mismatch());
+                }
                 Lookup::Same(id) => return repeat(&world, now, &id, request),
             }
         }

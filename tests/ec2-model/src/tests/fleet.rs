@@ -39,6 +39,7 @@ fn fleet(token: &str, strategy: AllocationStrategy, pools: Vec<FleetPool>) -> Cr
         pools,
         max_price: None,
         tags: BTreeMap::from([("orca.research/pod".to_owned(), token.to_owned())]),
+        launch_template: None,
         fingerprint: "lt-0123456789abcdef0|userdata-digest".to_owned(),
     }
 }
@@ -450,6 +451,13 @@ fn a_repeated_token_with_other_parameters_is_a_mismatch_and_run_instances_tokens
             fingerprint: "lt-other".to_owned(),
             ..base()
         },
+        CreateFleet {
+            launch_template: Some(crate::LaunchTemplateRef {
+                id: "lt-0123456789abcdef0".to_owned(),
+                version: 2,
+            }),
+            ..base()
+        },
     ];
     for variant in variants {
         assert_eq!(
@@ -459,6 +467,9 @@ fn a_repeated_token_with_other_parameters_is_a_mismatch_and_run_instances_tokens
         );
     }
     assert_eq!(model.history().len(), 1);
+    let refused = model.refused_replays();
+    assert_eq!(refused.len(), 9, "each refusal is on the record");
+    assert!(refused.iter().all(|r| r.operation == "CreateFleet"));
 
     // The fleet's token is not a RunInstances token, either way round.
     let fleet_instance = &first.instances[0].instance;

@@ -7,6 +7,7 @@ mod garbage;
 mod interruption;
 mod reproducibility;
 mod stop;
+mod templates;
 mod terminate;
 mod throttling;
 mod tokens;

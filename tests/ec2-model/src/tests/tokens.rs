@@ -55,6 +55,17 @@ fn a_repeated_token_with_other_parameters_is_a_mismatch() {
         );
     }
     assert_eq!(model.history().len(), 1);
+    let refused = model.refused_replays();
+    assert_eq!(
+        refused.len(),
+        6,
+        "each refusal is on the record: {refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.operation == "RunInstances" && r.client_token == "pod-a" && r.at == at(1))
+    );
 }
 
 #[test]

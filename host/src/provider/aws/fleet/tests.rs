@@ -9,6 +9,7 @@ use super::super::api::ApiError;
 use super::super::fake::FakeEc2;
 use super::super::tests::{plan, pod, provider_with};
 use super::super::*;
+use super::FLEET_TOKENS_SPENT_ANNOTATION;
 use crate::config::AwsConfig;
 use crate::plan::{AllocationStrategy, Market};
 use crate::provider::ErrorClass;
@@ -111,8 +112,11 @@ async fn one_fleet_carries_every_candidate_in_every_subnet_and_says_how_ec2_chos
     assert_eq!(on_demand.max_price, None);
 }
 
+/// The next pod's fleet offers the short pools again: nothing one pod's answer taught this
+/// process goes into another's request (a restart could not build it again); EC2 passes
+/// over a short pool within the request.
 #[tokio::test]
-async fn a_partial_fleet_reports_the_pools_passed_over_and_the_cache_learns_them() {
+async fn a_partial_fleet_reports_the_pools_passed_over_and_the_next_fleet_still_offers_them() {
     let fake = Arc::new(FakeEc2::default());
     let provider = provider(fake.clone());
     short(&fake, "m5.large", Market::Spot, 2);
@@ -126,14 +130,9 @@ async fn a_partial_fleet_reports_the_pools_passed_over_and_the_cache_learns_them
             .all(|p| p.error.code == "InsufficientInstanceCapacity"
                 && p.error.class == ErrorClass::Capacity)
     );
-    // The next pod's fleet leaves the short pools out.
     launch(&provider, "b", Market::Spot, false).await.unwrap();
     let second = fake.fleet_requests().into_iter().last().unwrap();
-    assert!(
-        second.pools.iter().all(|p| p.instance_type == "m6i.large"),
-        "{:?}",
-        second.pools
-    );
+    assert_eq!(second.pools, fake.fleet_requests()[0].pools);
 }
 
 #[tokio::test]
@@ -272,6 +271,72 @@ async fn a_new_process_walks_the_tokens_again_and_adopts_what_a_fleet_launched()
     );
 }
 
+/// Issue 39, case 4: the unavailable-offering cache lives in memory, so a request whose pools
+/// it had thinned and the same request rebuilt after a restart differed: EC2 refused the
+/// replay (`IdempotentParameterMismatch`) and the pod waited out the visibility grace before
+/// its next token. A replay sends what was sent.
+#[tokio::test]
+async fn a_restart_replays_a_token_word_for_word_whatever_the_unavailable_cache_held() {
+    let fake = Arc::new(FakeEc2::default());
+    let first = provider(fake.clone());
+    // Another pod's answer finds m5.large spot short in both subnets: the cache learns it.
+    short(&fake, "m5.large", Market::Spot, 2);
+    launch(&first, "other", Market::Spot, false).await.unwrap();
+    // The pod's first token launches, but the answer is lost and the tags do not show yet.
+    fake.hide_new_instances_for(10);
+    fake.lose_next_answer(ApiError::transport("connection reset"));
+    let failed = launch(&first, "a", Market::Spot, false).await.unwrap_err();
+    assert!(failed.in_doubt);
+    drop(first);
+
+    // A new process, whose cache is empty: a wait for the grace would fail the launch.
+    let restarted =
+        provider(fake.clone()).with_visibility_grace(std::time::Duration::from_secs(3600));
+    let launched = launch_older(&restarted, "a", Market::Spot, false)
+        .await
+        .unwrap();
+    let uid = pod("a").metadata.uid.unwrap();
+    let of_pod: Vec<String> = fake
+        .instances()
+        .into_iter()
+        .filter(|i| i.tags.get(TAG_POD_UID) == Some(&uid))
+        .map(|i| i.instance_id)
+        .collect();
+    assert_eq!(of_pod, [launched.instance_id], "EC2 answered the replay");
+}
+
+/// Issue 39, case 4: a process that forgot a pod walked its fleet tokens again from the
+/// first, each rebuilt from the plan as it is now (a plugin answers otherwise, prices were
+/// refreshed, a ConfigMap changed): every used token that differed cost a visibility grace.
+/// The pod carries how many of its tokens EC2 answered with nothing; a restart resumes there.
+#[tokio::test]
+async fn a_restart_resumes_at_the_token_the_pod_records_whatever_the_plan_is_now() {
+    let fake = Arc::new(FakeEc2::default());
+    let first = provider(fake.clone());
+    for _ in 0..2 {
+        short(&fake, "m5.large", Market::OnDemand, 2);
+        short(&fake, "m6i.large", Market::OnDemand, 2);
+        launch(&first, "a", Market::OnDemand, false)
+            .await
+            .unwrap_err();
+    }
+    drop(first);
+
+    let restarted =
+        provider(fake.clone()).with_visibility_grace(std::time::Duration::from_secs(3600));
+    let mut pod = pod("a");
+    pod.metadata.annotations =
+        Some([(FLEET_TOKENS_SPENT_ANNOTATION.to_owned(), "2".to_owned())].into());
+    // The policy ranks the candidates otherwise now.
+    let mut plan = plan(&pod, Market::OnDemand, false);
+    plan.candidates.reverse();
+    let launched = restarted.create(&pod, &plan).await.unwrap();
+    assert_eq!(launched.offering.instance_type, "m6i.large");
+    let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
+    assert_eq!(places, [0, 1, 2], "no used token sent again");
+    assert_eq!(fake.count("CreateFleet"), 3);
+}
+
 #[tokio::test]
 async fn a_token_a_forgotten_request_used_waits_for_the_grace_then_moves_on() {
     let fake = Arc::new(FakeEc2::default());
@@ -314,6 +379,29 @@ async fn a_missing_launch_template_is_made_again() {
     assert_eq!(failed.error.class, ErrorClass::Transient);
     launch(&provider, "b", Market::Spot, false).await.unwrap();
     assert_eq!(fake.count("CreateLaunchTemplate"), 2);
+    let requests = fake.fleet_requests();
+    assert_ne!(
+        requests[0].template, requests[1].template,
+        "the new template, by its own id"
+    );
+    assert_eq!(requests[1].place, 0, "a refused request used no token");
+}
+
+/// What a failed launch leaves for the pod to carry: how many of its tokens are spent.
+#[tokio::test]
+async fn a_failed_launch_says_how_many_of_the_pods_tokens_are_spent() {
+    let fake = Arc::new(FakeEc2::default());
+    let provider = provider(fake.clone());
+    for spent in ["1", "2"] {
+        short(&fake, "m5.large", Market::OnDemand, 2);
+        short(&fake, "m6i.large", Market::OnDemand, 2);
+        let failed = launch(&provider, "a", Market::OnDemand, false)
+            .await
+            .unwrap_err();
+        let progress = failed.progress.unwrap();
+        assert_eq!(progress.annotation, FLEET_TOKENS_SPENT_ANNOTATION);
+        assert_eq!(progress.value, spent);
+    }
 }
 
 #[tokio::test]
