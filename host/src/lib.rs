@@ -27,3 +27,4 @@ pub mod provider;
 pub mod replicas;
 pub mod served_nodes;
 pub mod tls;
+pub mod turn;

@@ -217,12 +217,20 @@ impl Consumer<'_> {
             }
         }))
         .await;
+        // Asked again right before the delete: a sink whose node stopped being served here
+        // meanwhile (a replica that stalled past its hold) no longer owns its instances, and
+        // the message goes on to the replica serving the node now.
+        let still_ours = join_all(dispositions.iter().map(|d| self.still_owned(d))).await;
         let (mut done, mut handed_on) = (Vec::new(), Vec::new());
-        for ((message, disposition), delivery) in
-            messages.into_iter().zip(dispositions).zip(deliveries)
+        for (((message, disposition), delivery), still_ours) in messages
+            .into_iter()
+            .zip(dispositions)
+            .zip(deliveries)
+            .zip(still_ours)
         {
             match self.settle(&message.body, disposition, delivery) {
-                Settled::Delete => done.push(message.receipt_handle),
+                Settled::Delete if still_ours => done.push(message.receipt_handle),
+                Settled::Delete => handed_on.push(message.receipt_handle),
                 Settled::HandOn => handed_on.push(message.receipt_handle),
                 Settled::Leave => {}
             }
@@ -318,6 +326,21 @@ impl Consumer<'_> {
             (true, _) => Disposition::Foreign,
             (false, false) => Disposition::Ours(ours),
             (false, true) => Disposition::Shared(ours),
+        }
+    }
+
+    /// Whether the sink still owns every instance a delivered message names.
+    async fn still_owned(&self, disposition: &Disposition) -> bool {
+        match disposition {
+            Disposition::Ours(notices) | Disposition::Shared(notices) => {
+                for notice in notices {
+                    if !self.sink.owns(&notice.instance_id).await {
+                        return false;
+                    }
+                }
+                true
+            }
+            Disposition::Foreign | Disposition::Unparsed(_) => true,
         }
     }
 

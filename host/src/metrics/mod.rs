@@ -8,6 +8,7 @@ mod pods;
 mod policy;
 mod scraped;
 pub mod server;
+mod serving;
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
 pub use node::LeaseMetrics;
 pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
+pub use serving::ServingMetrics;
 
 use crate::provider::aws::Ec2Calls;
 use crate::served_nodes::ServedNodes;
@@ -29,6 +31,7 @@ pub struct Metrics {
     pub ec2: Arc<Ec2Metrics>,
     pub lease: Arc<LeaseMetrics>,
     pub interruption: Arc<InterruptionMetrics>,
+    pub serving: Arc<ServingMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -43,6 +46,7 @@ impl Metrics {
         let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
+        let serving = Arc::new(ServingMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
@@ -53,6 +57,7 @@ impl Metrics {
             ec2,
             lease,
             interruption,
+            serving,
             registry: Arc::new(registry),
         }
     }

@@ -21,7 +21,7 @@ mod writes;
 use std::sync::Arc;
 
 use futures::channel::mpsc;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, controller, watcher};
@@ -37,7 +37,10 @@ use crate::config::PodsConfig;
 use crate::health::Health;
 use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
-use crate::provider::Provider;
+use crate::provider::aws::strays::PodPresence;
+use crate::provider::{PodKey, Provider};
+use crate::replicas::Tenure;
+use crate::turn::{self, ServingTask, TurnEnd};
 use events::PodEvents;
 use instances::InstanceCache;
 use reconcile::{Context, error_policy, measured_reconcile};
@@ -71,12 +74,23 @@ pub struct PodControllerDeps {
     pub notice_sinks: Option<Arc<crate::interruption::NodeSinks>>,
     /// Every node's pod writes in this process, which every node's Events wait out.
     pub pod_writes: Arc<events::PodWrites>,
+    /// Whether a pod exists, read from the apiserver: an instance is collected as an orphan,
+    /// and a notice dropped for a pod gone, only once a read made then says so.
+    pub presence: Arc<dyn PodPresence>,
+    /// How long this turn may act for the node: reconciles, the status sync and the notices
+    /// of the interruption queue take no step after it ends.
+    pub tenure: Tenure,
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
 /// provider's instances once, so pods whose instances already run (a restart) are adopted,
 /// never launched twice.
-pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
+///
+/// # Guarantees
+/// Answers how it ended: [`TurnEnd::Stopped`] after `shutdown`; the status sync's end when
+/// the sync task ended first (a panic, its tenure lapsed); a controller that ended without
+/// `shutdown` is [`TurnEnd::Failed`]. Every reconcile runs under the tenure's guard.
+pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEnd {
     let instances = Arc::new(InstanceCache::default());
     let records = Arc::new(PodRecords::default());
     let ledger = Arc::new(TerminationLedger::default());
@@ -90,6 +104,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         metrics: deps.metrics.clone(),
         node: deps.node_name.clone(),
+        presence: deps.presence.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
@@ -100,7 +115,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .is_none()
     {
         tokio::select! {
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return TurnEnd::Stopped,
             () = tokio::time::sleep(delay) => {}
         }
         delay = (delay * 2).min(deps.config.retry_max_backoff.get());
@@ -126,6 +141,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         config: deps.config.clone(),
         metrics: deps.metrics,
         node_zone: deps.node_zone.clone(),
+        tenure: deps.tenure.clone(),
     });
     let store = deps.pods.store();
     let listed_rx = deps.pods.listed();
@@ -135,12 +151,24 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     for pod in already {
         let _ = changed_tx.unbounded_send(ObjectRef::from_obj(&*pod));
     }
-    tokio::spawn(mark_listed(
-        listed_rx.clone(),
-        deps.health.clone(),
-        deps.node_name.clone(),
-        shutdown.clone(),
-    ));
+    // Small helpers of the turn, run in this task (a panic in one ends the turn); once done
+    // (at shutdown at the latest) they wait for the controller.
+    let helpers = futures::future::join(
+        mark_listed(
+            listed_rx.clone(),
+            deps.health.clone(),
+            deps.node_name.clone(),
+            shutdown.clone(),
+        ),
+        policy_wait::wake_on_ready(
+            deps.policy_ready,
+            records.clone(),
+            store.clone(),
+            changed_tx.clone(),
+            shutdown.clone(),
+        ),
+    )
+    .then(|_| std::future::pending::<()>());
     let pod_events = updates
         .map(Ok::<Pod, watcher::Error>)
         // orca's own writes come back through the watch. The reconcile that wrote went on
@@ -149,17 +177,11 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             let records = records.clone();
             move |pod| std::future::ready(!records.take_echo(pod))
         });
-    tokio::spawn(policy_wait::wake_on_ready(
-        deps.policy_ready,
-        records.clone(),
-        store.clone(),
-        changed_tx.clone(),
-        shutdown.clone(),
-    ));
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
-    if let Some(sinks) = &deps.notice_sinks {
+    // The node's notices are handled from here until this turn ends, however it ends.
+    let _notices = deps.notice_sinks.as_ref().map(|sinks| {
         let sink = notices::PodNotices {
             client: deps.client.clone(),
             store: store.clone(),
@@ -167,30 +189,99 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             records: records.clone(),
             events: events.clone(),
             sync_now,
+            presence: deps.presence.clone(),
+            tenure: deps.tenure.clone(),
         };
-        sinks.add(&deps.node_name, Arc::new(sink));
-    }
-    let sync_task = tokio::spawn(sync.run(store, listed_rx, changed_tx, shutdown.clone()));
+        NoticeRegistration::add(sinks.clone(), &deps.node_name, Arc::new(sink))
+    });
+    let mut sync_task = tokio::spawn({
+        let tenure = deps.tenure.clone();
+        let sync = sync.run(store, listed_rx, changed_tx, shutdown.clone());
+        async move {
+            tenure
+                .guard(async move {
+                    sync.await;
+                    TurnEnd::Stopped
+                })
+                .await
+        }
+    });
     // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
     // (kube's unstable-runtime feature) feeds them into the same per-pod queue.
-    controller
+    let reconciles = controller
         .reconcile_on(changed_rx)
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
-        .run(measured_reconcile, error_policy, ctx)
+        .run(
+            |pod, ctx| {
+                let tenure = ctx.tenure.clone();
+                async move {
+                    let key = PodKey::of(&pod);
+                    match (tenure.guard(measured_reconcile(pod, ctx)).await, key) {
+                        (Ok(result), _) => result,
+                        (Err(source), Some(pod)) => {
+                            Err(reconcile::ReconcileError::HoldEnded { pod, source })
+                        }
+                        (Err(_), None) => Ok(kube::runtime::controller::Action::await_change()),
+                    }
+                }
+            },
+            error_policy,
+            ctx,
+        )
         .for_each(|result| async move {
             // Reconcile errors are logged by the reconciler; a pod deleted while queued is
             // routine. (The pod watch's own failures are logged by `NodePods`.)
             if let Err(error) = result {
                 tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");
             }
-        })
-        .await;
-    let _ = sync_task.await;
-    if let Some(sinks) = &deps.notice_sinks {
-        sinks.remove(&deps.node_name);
-    }
+        });
+    let end = tokio::select! {
+        () = helpers => TurnEnd::Stopped,
+        () = reconciles => {
+            let stopping = shutdown.is_cancelled();
+            // The controller ends at shutdown; the sync task then too.
+            let sync = turn::end_of(ServingTask::StatusSync, sync_task.await, true);
+            let controller = if stopping {
+                TurnEnd::Stopped
+            } else {
+                TurnEnd::Failed { task: ServingTask::PodController, how: turn::Failure::Returned }
+            };
+            turn::first_cause(controller, sync)
+        }
+        joined = &mut sync_task => turn::end_of(ServingTask::StatusSync, joined, shutdown.is_cancelled()),
+    };
+    drop(_notices);
     events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
+    end
+}
+
+/// A node's sink on the interruption queue's consumer, removed when dropped: however the
+/// turn ends (a panic, a lapsed tenure dropping its future), notices for its instances stop
+/// coming here.
+struct NoticeRegistration {
+    sinks: Arc<crate::interruption::NodeSinks>,
+    node: String,
+}
+
+impl NoticeRegistration {
+    fn add(
+        sinks: Arc<crate::interruption::NodeSinks>,
+        node: &str,
+        sink: Arc<notices::PodNotices>,
+    ) -> NoticeRegistration {
+        sinks.add(node, sink);
+        NoticeRegistration {
+            sinks,
+            node: node.to_owned(),
+        }
+    }
+}
+
+impl Drop for NoticeRegistration {
+    fn drop(&mut self) {
+        self.sinks.remove(&self.node);
+    }
 }
 
 /// Readiness waits for the node's pods to be listed (at once when they were already).

@@ -12,6 +12,16 @@
 //! Everything here is idempotent: SQS may deliver a message again (a crash between delivery
 //! and delete), and a condition written twice is the same condition; Warnings fold into one
 //! Event.
+//!
+//! # A replica whose hold ended
+//! The consumer runs for the whole process, not for a serving turn, so the sink answers for
+//! the turn's tenure (`replicas::tenure`): once the hold has ended it owns no instance (the
+//! consumer hands the message on to the replica serving the node now) and a delivery under
+//! way takes no further step and answers [`Delivery::Again`]. The consumer asks `owns` again
+//! right before it deletes a message. A delivery answers [`Delivery::Done`] only for what stays
+//! true whoever serves the node next: the pod's condition written, or the pod gone as the
+//! apiserver says (not only the store, which lags, most after a replica was stopped). A
+//! message deleted late is therefore lost to no one.
 
 use std::sync::Arc;
 
@@ -31,6 +41,8 @@ use super::record::PodRecords;
 use crate::interruption::{Delivery, Notice, NoticeKind, NoticeSink};
 use crate::policy::DECISION_ANNOTATION;
 use crate::provider::InstanceStatus;
+use crate::provider::aws::strays::PodPresence;
+use crate::replicas::Tenure;
 
 /// The condition a spot warning sets, as Kubernetes names pod disruptions.
 pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
@@ -52,6 +64,10 @@ pub struct PodNotices {
     pub events: Arc<PodEvents>,
     /// Wakes the status sync for a listing now.
     pub sync_now: Arc<Notify>,
+    /// Whether a pod the store lacks is gone, from the apiserver.
+    pub presence: Arc<dyn PodPresence>,
+    /// How long the turn that added this sink may act for the node.
+    pub tenure: Tenure,
 }
 
 impl PodNotices {
@@ -161,29 +177,37 @@ impl PodNotices {
 
     /// The pod `instance` runs for, as the cache has it; `Err(Delivery::Again)` when the cache
     /// may not have it yet (a restart: the instance listing can come before the pod watch has
-    /// synced), `Err(Delivery::Done)` when the pod is gone.
+    /// synced; a store that lags the apiserver), `Err(Delivery::Done)` when the pod is gone as
+    /// the apiserver says.
     async fn pod_of(&self, instance: &InstanceStatus) -> Result<Arc<Pod>, Delivery> {
         let reference = ObjectRef::new(&instance.pod.name).within(&instance.pod.namespace);
         let synced = tokio::time::timeout(STORE_SYNC_WAIT, self.store.wait_until_ready())
             .await
             .is_ok_and(|ready| ready.is_ok());
         match self.store.get(&reference) {
-            Some(pod) if pod.metadata.uid.as_deref() == Some(instance.pod.uid.as_str()) => Ok(pod),
-            // Another pod of the same name: the instance's pod is gone.
-            Some(_) => Err(Delivery::Done),
-            None if synced => Err(Delivery::Done),
-            None => Err(Delivery::Again),
+            Some(pod) if pod.metadata.uid.as_deref() == Some(instance.pod.uid.as_str()) => {
+                return Ok(pod);
+            }
+            // Another pod of the same name: the instance's pod is gone, if the store is right.
+            Some(_) => {}
+            None if synced => {}
+            None => return Err(Delivery::Again),
+        }
+        match self.presence.exists(&instance.pod).await {
+            Ok(false) => Err(Delivery::Done),
+            Ok(true) => {
+                tracing::info!(pod = %instance.pod, "the pod store lags the apiserver: the notice's pod exists; the message comes back after its visibility timeout");
+                Err(Delivery::Again)
+            }
+            Err(error) => {
+                tracing::warn!(pod = %instance.pod, error = %crate::errors::error_chain(&error), "could not read whether the notice's pod is gone; the message comes back after its visibility timeout");
+                Err(Delivery::Again)
+            }
         }
     }
-}
 
-#[async_trait]
-impl NoticeSink for PodNotices {
-    async fn owns(&self, instance_id: &str) -> bool {
-        self.instance(instance_id).is_some()
-    }
-
-    async fn deliver(&self, notice: Notice) -> Delivery {
+    /// [`NoticeSink::deliver`] while the tenure lasts.
+    async fn deliver_held(&self, notice: Notice) -> Delivery {
         // Owned a moment ago; gone from the listing since: nothing to act on.
         let Some(instance) = self.instance(&notice.instance_id) else {
             return Delivery::Done;
@@ -227,6 +251,23 @@ impl NoticeSink for PodNotices {
             .publish(&pod, recorder, true, reason, "Interruption", message)
             .await;
         Delivery::Done
+    }
+}
+
+#[async_trait]
+impl NoticeSink for PodNotices {
+    /// The instance is in the node's listing, and the turn's hold lasts.
+    async fn owns(&self, instance_id: &str) -> bool {
+        self.tenure.holds() && self.instance(instance_id).is_some()
+    }
+
+    /// Acts on the notice while the turn's hold lasts; [`Delivery::Again`] once it has ended
+    /// (the replica serving the node now gets the message).
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        self.tenure
+            .guard(self.deliver_held(notice))
+            .await
+            .unwrap_or(Delivery::Again)
     }
 }
 

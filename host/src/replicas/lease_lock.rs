@@ -11,7 +11,12 @@
 //! `renewTime` owned by the renewer, and from then on every replica's apply conflicts on it:
 //! nobody can ever take the node again (the simulation caught it; reproduced with kubectl
 //! against the apiserver).
+//!
+//! Every decision here reads the boot clock ([`BootInstant`]), never the wall clock: the wall
+//! clock steps, and a hold must end on time however long the process was stopped. The wall
+//! clock only fills in the Lease's `renewTime` and `acquireTime`, for people and client-go.
 
+use std::fmt;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -19,12 +24,40 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
 use kube::api::PostParams;
-use tokio::time::Instant;
 
-use super::held::holds;
+use super::BootInstant;
+use super::tenure::STOP_BEFORE_EXPIRY;
+
+/// Why a write of the Lease did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("{step} of Lease {lease} failed")]
+    WriteFailed {
+        lease: String,
+        step: Step,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "{step} of Lease {lease}: no answer within {waited:?}, the time the hold had left; given up (it may still land)"
+    )]
+    WriteTimedOut {
+        lease: String,
+        step: Step,
+        waited: Duration,
+    },
+    #[error("releasing Lease {lease} failed")]
+    ReleaseFailed {
+        lease: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("releasing Lease {lease}: no answer within {waited:?}; given up")]
+    ReleaseTimedOut { lease: String, waited: Duration },
+}
 
 /// What this replica does with the Lease after one look.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// No Lease yet: create it, held by this replica.
     Create,
@@ -36,12 +69,23 @@ pub enum Step {
     Wait,
 }
 
-/// A Lease record as last seen, and when this replica first saw it so (its own clock).
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Step::Create => "creating",
+            Step::Renew => "renewing",
+            Step::Take => "taking",
+            Step::Wait => "waiting on",
+        })
+    }
+}
+
+/// A Lease record as last seen, and when this replica first saw it so (its boot clock).
 #[derive(Debug, Clone)]
 struct Observed {
     holder: Option<String>,
     renewed: Option<Timestamp>,
-    since: Instant,
+    since: BootInstant,
     /// How long the record promises the holder: its `leaseDurationSeconds`, or this
     /// replica's own duration if longer. Replicas mid-way through a rolling update that
     /// changes `replicas.leaseDuration` disagree; the holder stops serving by its own.
@@ -58,6 +102,9 @@ pub struct Hold {
     /// This replica's last write of the Lease, while it is the newest it knows of.
     written: Option<Written>,
     observed: Option<Observed>,
+    /// A write was given up on for lack of time since the last answer: it may still have
+    /// landed, so a record naming this replica that it does not know of may be its own.
+    abandoned: bool,
 }
 
 /// The Lease as this replica wrote it, and the resourceVersions a lagging watch may still
@@ -68,6 +115,8 @@ pub struct Hold {
 struct Written {
     lease: Lease,
     stale: Vec<String>,
+    /// When the write was sent (before it landed, so before anyone could see it).
+    sent: BootInstant,
 }
 
 /// How many superseded versions are remembered: a watch lags by milliseconds, renewals come
@@ -108,30 +157,57 @@ impl LeaseLock {
     /// the write it calls for. A failed or conflicting write changes nothing here: the next
     /// look decides again on what it shows then.
     ///
+    /// # Guarantees
+    /// Returns within the time the hold has left (or, when there is no hold, the length of the
+    /// hold the write would give), kube's retries included: a write still unanswered then is
+    /// given up on, so a renewal that hangs cannot hold up the end of the hold.
+    ///
     /// # Errors
-    /// The write failed other than by a conflict (the apiserver unreachable, forbidden).
-    pub async fn look(&mut self, seen: Option<&Lease>) -> Result<Step, kube::Error> {
-        let now = Instant::now();
-        let wall = Timestamp::now();
+    /// [`LeaseError::WriteFailed`] when the write failed other than by a conflict (the
+    /// apiserver unreachable, forbidden); [`LeaseError::WriteTimedOut`] when it did not answer
+    /// in time.
+    pub async fn look(&mut self, seen: Option<&Lease>) -> Result<Step, LeaseError> {
+        let now = BootInstant::now();
         let current = self.hold.current(seen);
         if let Some(lease) = &current {
             self.hold.observe(lease, now);
         }
-        let step = self.hold.decide(current.as_ref(), now, wall);
-        let (written, replaced) = match (&step, current) {
-            (Step::Create, _) => (self.create(wall).await?, None),
-            (Step::Renew, Some(lease)) => {
-                let replaced = version(&lease);
-                (self.replace(lease, wall, false).await?, Some(replaced))
-            }
-            (Step::Take, Some(lease)) => {
-                let replaced = version(&lease);
-                (self.replace(lease, wall, true).await?, Some(replaced))
-            }
+        let step = self.hold.decide(current.as_ref(), now);
+        let (lease, take) = match (step, current) {
+            (Step::Create, _) => (None, false),
+            (Step::Renew, Some(lease)) => (Some(lease), false),
+            (Step::Take, Some(lease)) => (Some(lease), true),
             _ => return Ok(step),
         };
+        let replaced = lease.as_ref().map(version);
+        let waited = self.hold.time_for_write(now);
+        let wall = Timestamp::now();
+        let write = async {
+            match lease {
+                None => self.create(wall).await,
+                Some(lease) => self.replace(lease, wall, take).await,
+            }
+        };
+        let written = match tokio::time::timeout(waited, write).await {
+            Ok(Ok(written)) => written,
+            Ok(Err(source)) => {
+                return Err(LeaseError::WriteFailed {
+                    lease: self.name.clone(),
+                    step,
+                    source,
+                });
+            }
+            Err(_) => {
+                self.hold.abandoned = true;
+                return Err(LeaseError::WriteTimedOut {
+                    lease: self.name.clone(),
+                    step,
+                    waited,
+                });
+            }
+        };
         // None: someone wrote first, so what this replica wrote before is no longer the Lease.
-        self.hold.wrote(written, replaced);
+        self.hold.wrote(written, replaced, now);
         Ok(step)
     }
 
@@ -178,11 +254,11 @@ impl LeaseLock {
     }
 
     /// Gives the Lease back if this replica holds it, so another takes the node at once
-    /// rather than after expiry.
+    /// rather than after expiry. Waits at most the Lease's duration for the answer.
     ///
     /// # Errors
-    /// The write failed; the Lease then expires by itself.
-    pub async fn release(&mut self) -> Result<(), kube::Error> {
+    /// The write failed or did not answer in time; the Lease then expires by itself.
+    pub async fn release(&mut self) -> Result<(), LeaseError> {
         let Some(Written { mut lease, .. }) = self.hold.written.take() else {
             return Ok(());
         };
@@ -191,15 +267,21 @@ impl LeaseLock {
             spec.acquire_time = None;
             spec.renew_time = None;
         }
-        match self
-            .api
-            .replace(&self.name, &PostParams::default(), &lease)
-            .await
-        {
-            Ok(_) => Ok(()),
+        let waited = self.hold.duration;
+        let params = PostParams::default();
+        let write = self.api.replace(&self.name, &params, &lease);
+        match tokio::time::timeout(waited, write).await {
+            Ok(Ok(_)) => Ok(()),
             // Taken by another since: not ours to give back.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-            Err(error) => Err(error),
+            Ok(Err(kube::Error::Api(status))) if status.code == 409 => Ok(()),
+            Ok(Err(source)) => Err(LeaseError::ReleaseFailed {
+                lease: self.name.clone(),
+                source,
+            }),
+            Err(_) => Err(LeaseError::ReleaseTimedOut {
+                lease: self.name.clone(),
+                waited,
+            }),
         }
     }
 }
@@ -212,31 +294,50 @@ impl Hold {
             renew_after: duration.saturating_sub(renew_before),
             written: None,
             observed: None,
+            abandoned: false,
         }
     }
 
-    /// Whether this replica may serve the node at `now`: its own last write names it and
-    /// is more than [`super::STOP_BEFORE_EXPIRY`] from expiry.
-    pub fn held(&self, now: Timestamp) -> bool {
+    /// Until when (on the boot clock) this replica may serve the node: its own last write,
+    /// while the newest it knows of, sent at `S`, lets it serve until `S + leaseDuration -`
+    /// [`STOP_BEFORE_EXPIRY`] (see [`super::tenure`] for why). `None` without such a write.
+    pub fn serving_until(&self) -> Option<BootInstant> {
+        let valid_for = self.duration.saturating_sub(STOP_BEFORE_EXPIRY);
         self.written
             .as_ref()
-            .is_some_and(|written| holds(&written.lease, &self.identity, now))
+            .map(|written| written.sent.saturating_add(valid_for))
+    }
+
+    /// Whether this replica may serve the node at `now` (see [`Self::serving_until`]).
+    pub fn held(&self, now: BootInstant) -> bool {
+        self.serving_until().is_some_and(|until| now < until)
+    }
+
+    /// How long a write decided at `now` may take: the time the hold has left while it
+    /// lasts (an answer after that would come too late to serve on), else the length of the
+    /// hold the write would give.
+    fn time_for_write(&self, now: BootInstant) -> std::time::Duration {
+        match self.serving_until() {
+            Some(until) if now < until => until.saturating_duration_since(now),
+            _ => self.duration.saturating_sub(STOP_BEFORE_EXPIRY),
+        }
     }
 
     /// Whether another replica holds the Lease and renews it in time, as last seen.
-    pub fn held_by_another(&self, now: Instant) -> bool {
+    pub fn held_by_another(&self, now: BootInstant) -> bool {
         self.observed.as_ref().is_some_and(|observed| {
             observed
                 .holder
                 .as_deref()
                 .is_some_and(|holder| holder != self.identity)
-                && now < observed.since + observed.lasts
+                && now < observed.since.saturating_add(observed.lasts)
         })
     }
 
-    /// Records a write's outcome: the Lease as written, having replaced version `replaced`
-    /// (`None` for a create), or `None` when someone else wrote first.
-    fn wrote(&mut self, lease: Option<Lease>, replaced: Option<String>) {
+    /// Records a write's outcome: the Lease as written (sent at `sent`), having replaced
+    /// version `replaced` (`None` for a create), or `None` when someone else wrote first.
+    fn wrote(&mut self, lease: Option<Lease>, replaced: Option<String>, sent: BootInstant) {
+        self.abandoned = false;
         self.written = lease.map(|lease| {
             let mut stale = self
                 .written
@@ -250,7 +351,7 @@ impl Hold {
             stale.extend(replaced);
             let excess = stale.len().saturating_sub(STALE_KEPT);
             stale.drain(..excess);
-            Written { lease, stale }
+            Written { lease, stale, sent }
         });
     }
 
@@ -275,7 +376,8 @@ impl Hold {
             Some(seen) if written.stale.contains(&version(seen)) => Some(written.lease.clone()),
             // Written by someone else after this replica's last write.
             Some(seen) => {
-                if holder_of(seen) == Some(self.identity.as_str()) {
+                // After a write given up on, that write may be what the watch shows.
+                if holder_of(seen) == Some(self.identity.as_str()) && !self.abandoned {
                     tracing::error!(identity = %self.identity, "another process renews this node's Lease under this replica's identity: each replica needs an identity of its own (replicas.identity unset, POD_NAME set)");
                 }
                 self.written = None;
@@ -284,7 +386,7 @@ impl Hold {
         }
     }
 
-    fn observe(&mut self, lease: &Lease, now: Instant) {
+    fn observe(&mut self, lease: &Lease, now: BootInstant) {
         let holder = holder_of(lease).map(str::to_owned);
         let renewed = lease
             .spec
@@ -311,7 +413,7 @@ impl Hold {
         }
     }
 
-    fn decide(&self, current: Option<&Lease>, now: Instant, wall: Timestamp) -> Step {
+    fn decide(&self, current: Option<&Lease>, now: BootInstant) -> Step {
         let Some(lease) = current else {
             return Step::Create;
         };
@@ -321,23 +423,22 @@ impl Hold {
         match observed.holder.as_deref() {
             None => Step::Take,
             Some(holder) if holder == self.identity => {
-                let due = observed
-                    .renewed
-                    .and_then(|renewed| {
-                        jiff::SignedDuration::try_from(self.renew_after)
-                            .ok()
-                            .and_then(|after| renewed.checked_add(after).ok())
-                    })
-                    .is_none_or(|due| wall >= due);
                 // A record naming this replica that it did not write in this life (a
                 // restart keeps the identity) is renewed at once, so it is this life's.
-                let own = self
+                let Some(written) = self
                     .written
                     .as_ref()
-                    .is_some_and(|written| version(&written.lease) == version(lease));
-                if due || !own { Step::Renew } else { Step::Wait }
+                    .filter(|written| version(&written.lease) == version(lease))
+                else {
+                    return Step::Renew;
+                };
+                if now >= written.sent.saturating_add(self.renew_after) {
+                    Step::Renew
+                } else {
+                    Step::Wait
+                }
             }
-            Some(_) if now >= observed.since + observed.lasts => Step::Take,
+            Some(_) if now >= observed.since.saturating_add(observed.lasts) => Step::Take,
             Some(_) => Step::Wait,
         }
     }
