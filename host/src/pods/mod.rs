@@ -181,7 +181,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
     // The node's notices are handled from here until this turn ends, however it ends.
-    let _notices = deps.notice_sinks.as_ref().map(|sinks| {
+    let registration = deps.notice_sinks.as_ref().map(|sinks| {
         let sink = notices::PodNotices {
             client: deps.client.clone(),
             store: store.clone(),
@@ -206,6 +206,8 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
                 .await
         }
     });
+    // Aborted if this task is dropped first (its tenure lapsed): it never outlives the turn.
+    let _sync_aborted_on_drop = AbortOnDrop(sync_task.abort_handle());
     // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
     // (kube's unstable-runtime feature) feeds them into the same per-pod queue.
     let reconciles = controller
@@ -250,10 +252,19 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
         }
         joined = &mut sync_task => turn::end_of(ServingTask::StatusSync, joined, shutdown.is_cancelled()),
     };
-    drop(_notices);
+    drop(registration);
     events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
     end
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A node's sink on the interruption queue's consumer, removed when dropped: however the

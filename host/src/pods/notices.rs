@@ -343,6 +343,97 @@ mod tests {
         .unwrap()
     }
 
+    /// Issue 39, case 2: a replica stopped past its hold ran again with its sink still
+    /// registered and its instance cache as old as the stop, and acted on (then deleted) the
+    /// spot warnings of the replica serving the node now. The sink answers for the turn's
+    /// tenure: once it has ended the sink owns nothing and acts on nothing.
+    #[tokio::test]
+    async fn a_sink_whose_hold_ended_owns_nothing_and_acts_on_nothing() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use crate::config::{Seconds, SimulatedConfig};
+        use crate::provider::Provider;
+        use crate::provider::simulated::SimulatedProvider;
+        use crate::replicas::{BootInstant, TenureGrant};
+
+        // An apiserver that counts the requests it gets and answers none usefully.
+        let requests = Arc::new(AtomicUsize::new(0));
+        let service = tower::service_fn({
+            let requests = requests.clone();
+            move |_request: hyper::Request<kube::client::Body>| {
+                requests.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(
+                    hyper::Response::builder()
+                        .status(500)
+                        .body(kube::client::Body::from(Vec::new())),
+                )
+            }
+        });
+        let client = kube::Client::new(service, "default");
+        let pod: Pod = serde_json::from_value(json!({ "metadata": {
+            "namespace": "ns", "name": "p", "uid": "uid-p",
+        } }))
+        .unwrap();
+        let provider = SimulatedProvider::new(SimulatedConfig {
+            boot_delay: Seconds::from_millis(0),
+            ..SimulatedConfig::default()
+        })
+        .unwrap();
+        let launched = provider
+            .create(&pod, &crate::plan::LaunchPlan::on_demand("m5.large"))
+            .await
+            .unwrap();
+        let instances = Arc::new(InstanceCache::default());
+        instances.replace(
+            provider.statuses().await.unwrap(),
+            &std::collections::HashMap::new(),
+        );
+        let (store, mut writer) = kube::runtime::reflector::store();
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(pod));
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        struct Present;
+        #[async_trait]
+        impl PodPresence for Present {
+            async fn exists(&self, _pod: &crate::provider::PodKey) -> Result<bool, kube::Error> {
+                Ok(true)
+            }
+        }
+        let grant = TenureGrant::new();
+        grant.extend_to(Some(
+            BootInstant::now().saturating_add(std::time::Duration::from_secs(600)),
+        ));
+        let sink = PodNotices {
+            client: client.clone(),
+            store,
+            instances,
+            records: Arc::new(PodRecords::default()),
+            events: Arc::new(PodEvents::new(
+                client,
+                "node",
+                Arc::new(crate::pods::events::PodWrites::new()),
+            )),
+            sync_now: Arc::new(Notify::new()),
+            presence: Arc::new(Present),
+            tenure: grant.tenure(),
+        };
+        assert!(sink.owns(&launched.instance_id).await, "held: owned");
+
+        // The hold ends (the replica stalled past it, or lost the Lease).
+        grant.extend_to(None);
+        assert!(!sink.owns(&launched.instance_id).await);
+        let warning = Notice {
+            kind: NoticeKind::SpotInterruption,
+            instance_id: launched.instance_id.clone(),
+            time: Timestamp::now(),
+            deadline: None,
+            state: None,
+            action: None,
+            description: String::new(),
+        };
+        assert_eq!(sink.deliver(warning).await, Delivery::Again);
+        assert_eq!(requests.load(Ordering::SeqCst), 0, "nothing written");
+    }
+
     #[test]
     fn the_decision_record_says_whether_a_rebalance_marks_the_pod() {
         assert!(marks_on_rebalance(&decided(true)));

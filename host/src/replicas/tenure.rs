@@ -22,6 +22,9 @@
 //!   reading and the socket write (a few microseconds of one poll).
 //! - Work a turn hands to tasks outside it checks [`Tenure::holds`] itself: the interruption
 //!   queue's consumer asks the node's sink, which answers for the tenure (`pods::notices`).
+//!   The helpers a turn's steps hand their requests to (the Events sender, the EC2 batches of
+//!   50 ms) send what a guarded step decided before the deadline; what a late request can do
+//!   is argued where the decision is made (`pods::sync` for orphans).
 //! - The guard also wakes its task at the deadline (in steps of at most [`WAKE_STEP`] on
 //!   tokio's clock, which a suspend stops), so a turn whose tasks are idle ends within a step
 //!   of it rather than at its next event.
@@ -140,6 +143,9 @@ impl Tenure {
     /// `future` is never polled when [`Self::left`] says the tenure has ended; the returned
     /// future wakes by itself within [`WAKE_STEP`] (on tokio's clock) of the deadline.
     pub async fn guard<F: Future>(&self, future: F) -> Result<F::Output, TenureError> {
+        if *self.until.borrow() == Until::Always {
+            return Ok(future.await);
+        }
         let mut future = pin!(future);
         let mut wake = pin!(tokio::time::sleep(Duration::ZERO));
         std::future::poll_fn(|cx| {
@@ -149,7 +155,7 @@ impl Tenure {
             if let Poll::Ready(output) = future.as_mut().poll(cx) {
                 return Poll::Ready(Ok(output));
             }
-            if left != Duration::MAX && wake.as_mut().poll(cx).is_ready() {
+            if wake.as_mut().poll(cx).is_ready() {
                 // Re-armed only once it fired: at the deadline, or a step from now.
                 let step = left.min(WAKE_STEP);
                 wake.as_mut().reset(tokio::time::Instant::now() + step);
