@@ -21,6 +21,7 @@
 //! Lease duration before it may take it again.
 
 mod boot_clock;
+mod hold;
 mod lease_lock;
 pub mod tenure;
 
@@ -43,7 +44,8 @@ use crate::pods::NodePods;
 use crate::turn::{self, ServingTask, TurnEnd};
 
 pub use boot_clock::BootInstant;
-pub use lease_lock::{Hold, LeaseError, LeaseLock, Step};
+pub use hold::{Hold, Step};
+pub use lease_lock::{LeaseError, LeaseLock};
 pub use tenure::{STOP_BEFORE_EXPIRY, Tenure, TenureError, TenureGrant};
 
 /// How often a replica looks at the Leases it waits for or serves under.
