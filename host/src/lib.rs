@@ -28,3 +28,4 @@ pub mod replicas;
 pub mod served_nodes;
 pub mod spend;
 pub mod tls;
+pub mod turn;

@@ -5,18 +5,22 @@
 
 use std::sync::Arc;
 
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeclaredNode, PodsConfig};
 use crate::health::Health;
 use crate::interruption::NodeSinks;
-use crate::metrics::{LeaseMetrics, ReconcileMetrics};
+use crate::metrics::{LeaseMetrics, ReconcileMetrics, ServingMetrics};
 use crate::node::{NodeController, RegistrationError};
 use crate::pods::events::PodWrites;
 use crate::pods::{self, NodePods, PodControllerDeps};
 use crate::policy::Planner;
 use crate::provider::Provider;
+use crate::provider::aws::strays::ApiPodPresence;
+use crate::replicas::Tenure;
 use crate::served_nodes::{ServedNode, ServedNodes};
+use crate::turn::{self, ServingTask, TurnEnd};
 
 /// Builds a node's provider (identity tags, subnets, zone).
 pub type ProviderFactory =
@@ -41,6 +45,7 @@ pub struct SharedParts {
     pub pods: PodsConfig,
     pub reconcile_metrics: Arc<ReconcileMetrics>,
     pub lease_metrics: Arc<LeaseMetrics>,
+    pub serving_metrics: Arc<ServingMetrics>,
     pub health: Arc<Health>,
     pub served: Arc<ServedNodes>,
     pub notice_sinks: Option<Arc<NodeSinks>>,
@@ -74,11 +79,19 @@ impl NodeRuntime {
         )
     }
 
-    /// Serves the node until `stop`: registers it (or adopts it, writing this process's
-    /// address), keeps its heartbeat, and runs its pod controller on `pods` (the node's pod
-    /// watch, which outlives the turn), which adopts the node's instances before its first
-    /// reconcile. Returns once both have stopped; the Node, its pods and instances stay for
+    /// Serves the node until `stop`, or until its tenure ends: registers it (or adopts it,
+    /// writing this process's address), keeps its heartbeat, and runs its pod controller on
+    /// `pods` (the node's pod watch, which outlives the turn), which adopts the node's
+    /// instances before its first reconcile. The Node, its pods and instances stay for
     /// whoever serves it next.
+    ///
+    /// # Guarantees
+    /// - Every task of the turn runs under [`Tenure::guard`]: none takes a step once the
+    ///   tenure has ended.
+    /// - Returns once every task of the turn has stopped, with why the turn ended: when one
+    ///   task ends by itself (a panic, a loop that returned) the others are stopped, and the
+    ///   answer is [`TurnEnd::Failed`] naming it. The caller ends the hold or the process:
+    ///   a node whose serving died must not stay "served".
     pub async fn serve(
         &self,
         provider: Arc<dyn Provider>,
@@ -86,7 +99,8 @@ impl NodeRuntime {
         pods: Arc<NodePods>,
         shared: &SharedParts,
         stop: CancellationToken,
-    ) {
+        tenure: Tenure,
+    ) -> TurnEnd {
         let name = self.name().to_owned();
         shared.health.serve(&name);
         shared.served.serve(
@@ -96,28 +110,92 @@ impl NodeRuntime {
                 provider: provider.clone(),
             },
         );
-        let node_task = tokio::spawn(controller.run(stop.clone()));
-        let pods_task = tokio::spawn(pods::run(
-            PodControllerDeps {
-                client: shared.client.clone(),
-                node_name: name.clone(),
-                node_zone: self.declared.zone.clone(),
-                provider,
-                planner: self.planner.clone(),
-                config: shared.pods.clone(),
-                metrics: shared.reconcile_metrics.clone(),
-                health: shared.health.clone(),
-                pods,
-                policy_ready: shared.policy_ready.clone(),
-                notice_sinks: shared.notice_sinks.clone(),
-                pod_writes: shared.pod_writes.clone(),
-                spend: shared.spend.clone(),
-            },
-            stop,
-        ));
-        let _ = node_task.await;
-        let _ = pods_task.await;
+        let turn = stop.child_token();
+        let mut node_task = tokio::spawn({
+            let (tenure, turn) = (tenure.clone(), turn.clone());
+            async move {
+                tenure
+                    .guard(async move {
+                        controller.run(turn).await;
+                        TurnEnd::Stopped
+                    })
+                    .await
+            }
+        });
+        let deps = PodControllerDeps {
+            client: shared.client.clone(),
+            node_name: name.clone(),
+            node_zone: self.declared.zone.clone(),
+            provider,
+            planner: self.planner.clone(),
+            config: shared.pods.clone(),
+            metrics: shared.reconcile_metrics.clone(),
+            health: shared.health.clone(),
+            pods,
+            policy_ready: shared.policy_ready.clone(),
+            notice_sinks: shared.notice_sinks.clone(),
+            pod_writes: shared.pod_writes.clone(),
+            presence: Arc::new(ApiPodPresence(shared.client.clone())),
+            spend: shared.spend.clone(),
+            tenure: tenure.clone(),
+        };
+        let mut pods_task = tokio::spawn({
+            let turn = turn.clone();
+            async move { tenure.guard(pods::run(deps, turn)).await }
+        });
+        let (first, other, other_task) = tokio::select! {
+            joined = &mut node_task => (
+                turn::end_of(ServingTask::NodeController, joined, turn.is_cancelled()),
+                pods_task,
+                ServingTask::PodController,
+            ),
+            joined = &mut pods_task => (
+                turn::end_of(ServingTask::PodController, joined, turn.is_cancelled()),
+                node_task,
+                ServingTask::NodeController,
+            ),
+        };
+        turn.cancel();
+        let then = stopped(other, other_task, shared.pods.shutdown_grace_period.get()).await;
         shared.served.stop_serving(&name);
         shared.health.stop_serving(&name);
+        turn::first_cause(first, then)
     }
+}
+
+/// Waits for a task of a turn that was asked to stop, at most `grace` (then it is aborted).
+async fn stopped(
+    mut task: JoinHandle<Result<TurnEnd, crate::replicas::TenureError>>,
+    which: ServingTask,
+    grace: std::time::Duration,
+) -> TurnEnd {
+    match tokio::time::timeout(grace, &mut task).await {
+        Ok(joined) => turn::end_of(which, joined, true),
+        Err(_) => {
+            tracing::warn!(
+                task = which.as_str(),
+                ?grace,
+                "a serving task did not stop within the shutdown grace period; aborted"
+            );
+            task.abort();
+            TurnEnd::Stopped
+        }
+    }
+}
+
+/// Logs and counts a turn of serving `node` that ended when nothing asked it to.
+pub fn report_end(metrics: &ServingMetrics, node: &str, end: TurnEnd) {
+    match end {
+        TurnEnd::Stopped => return,
+        TurnEnd::Lapsed => {
+            tracing::warn!(%node, reason = %end, "stopped serving the node: its hold ran out before a renewal of its Lease got through (this replica stalled, or the apiserver did not answer in time)")
+        }
+        TurnEnd::Lost => {
+            tracing::warn!(%node, reason = %end, "stopped serving the node: its Lease was taken by another replica, or a write of it refused")
+        }
+        TurnEnd::Failed { .. } => {
+            tracing::error!(%node, reason = %end, "serving the node ended: one of its tasks ended by itself (a panic is printed above); the node's other tasks were stopped")
+        }
+    }
+    metrics.ended(node, end);
 }

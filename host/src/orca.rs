@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue_refresh;
@@ -33,12 +35,13 @@ use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
-use crate::replicas::NodeSharing;
+use crate::replicas::{NodeSharing, Tenure};
 use crate::served_nodes::ServedNodes;
 use crate::spend::NamespaceSpend;
 use crate::spend::census::{Census, CensusLoop, ServedCensus};
+use crate::turn::{self, ServingTask, TurnEnd};
 
-/// Why orca could not start.
+/// Why orca could not start, or stopped running before it was asked to.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("starting the simulated provider")]
@@ -70,6 +73,10 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "serving node {node} ended by itself ({reason}); exiting so that the process is restarted"
+    )]
+    ServingEnded { node: String, reason: TurnEnd },
 }
 
 /// A configured orca, ready to run.
@@ -299,6 +306,7 @@ impl Orca {
             pods: self.config.pods.clone(),
             reconcile_metrics: self.metrics.reconcile.clone(),
             lease_metrics: self.metrics.lease.clone(),
+            serving_metrics: self.metrics.serving.clone(),
             health: self.health.clone(),
             served: self.served.clone(),
             notice_sinks: notice_sinks.clone(),
@@ -489,32 +497,70 @@ impl Orca {
                 pods
             })
             .collect();
-        let mut tasks = Vec::new();
+        // Each node's serving (or, sharing, its Lease loop), by node; each ends only at
+        // shutdown, or by itself when something failed.
+        let mut tasks: Vec<(String, ServingTask, JoinHandle<TurnEnd>)> = Vec::new();
+        let mut lease_watch = None;
         if self.config.replicas.share_nodes {
-            let sharing = Arc::new(NodeSharing::start(
-                self.client.clone(),
-                &self.config.replicas,
-                shutdown.clone(),
-            ));
+            let (sharing, watch) =
+                NodeSharing::start(self.client.clone(), &self.config.replicas, shutdown.clone());
+            lease_watch = Some(watch);
+            let sharing = Arc::new(sharing);
             for (node, pods) in self.nodes.iter().zip(node_pods) {
-                tasks.push(tokio::spawn(sharing.clone().share(
-                    node.clone(),
-                    pods,
-                    shared.clone(),
-                    shutdown.clone(),
-                )));
+                let share =
+                    sharing
+                        .clone()
+                        .share(node.clone(), pods, shared.clone(), shutdown.clone());
+                tasks.push((
+                    node.name().to_owned(),
+                    ServingTask::LeaseLoop,
+                    tokio::spawn(async move {
+                        share.await;
+                        TurnEnd::Stopped
+                    }),
+                ));
             }
         } else {
             for ((node, (provider, controller)), pods) in
                 self.nodes.iter().zip(first_parts).zip(node_pods)
             {
                 let (node, shared, stop) = (node.clone(), shared.clone(), shutdown.clone());
-                tasks.push(tokio::spawn(async move {
-                    node.serve(provider, controller, pods, &shared, stop).await;
-                }));
+                let name = node.name().to_owned();
+                tasks.push((
+                    name,
+                    ServingTask::Turn,
+                    tokio::spawn(async move {
+                        node.serve(
+                            provider,
+                            controller,
+                            pods,
+                            &shared,
+                            stop,
+                            Tenure::unlimited(),
+                        )
+                        .await
+                    }),
+                ));
             }
         }
-        shutdown.cancelled().await;
+        // A node whose serving ended by itself ends the process (non-zero: it is restarted),
+        // rather than stay registered with nothing serving it.
+        let mut running: futures::stream::FuturesUnordered<_> = tasks
+            .into_iter()
+            .map(|(node, task, handle)| async move { (node, task, handle.await) })
+            .collect();
+        let failed = tokio::select! {
+            () = shutdown.cancelled() => None,
+            Some((node, task, joined)) = running.next() => {
+                let end = turn::end_of(task, joined.map(Ok), shutdown.is_cancelled());
+                (end != TurnEnd::Stopped).then_some((node, end))
+            }
+        };
+        if let Some((node, end)) = &failed {
+            crate::node_runtime::report_end(&self.metrics.serving, node, *end);
+            tracing::error!(%node, reason = %end, "serving a node ended by itself; shutting down to be restarted");
+            shutdown.cancel();
+        }
         let grace = self.config.pods.shutdown_grace_period.get();
         // A kubelet API that could not start ended the run: report why, as a startup error.
         if kubelet_api_task.is_finished()
@@ -523,8 +569,16 @@ impl Orca {
             return Err(StartError::KubeletApiFailed(error));
         }
         let drained = tokio::time::timeout(grace, async {
-            for task in tasks {
-                let _ = task.await;
+            while let Some((node, task, joined)) = running.next().await {
+                let end = turn::end_of(task, joined.map(Ok), true);
+                if end != TurnEnd::Stopped {
+                    crate::node_runtime::report_end(&self.metrics.serving, &node, end);
+                }
+            }
+            if let Some(watch) = lease_watch
+                && let Err(error) = watch.await
+            {
+                tracing::error!(%error, "the watch on the node Leases ended abnormally");
             }
             if let Some(watch_task) = watch_task {
                 let _ = watch_task.await;
@@ -548,7 +602,10 @@ impl Orca {
                 "shutdown grace period elapsed with work in flight; exiting anyway"
             );
         }
-        Ok(())
+        match failed {
+            Some((node, reason)) => Err(StartError::ServingEnded { node, reason }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -35,8 +35,11 @@ fn a_plugin_that_writes_to_stderr_or_panics_is_reported_not_a_crash_of_orca() {
         ("trap", "hostile plugin panics on purpose"),
         ("grow", "memory budget"),
     ] {
+        // A small budget: growing the default 64 MiB a megabyte at a time in a debug build can
+        // take longer than the call's 100 ms on a busy machine, and the time limit answers
+        // first.
         let output = orca()
-            .args(["plugin", "eval", "--plugin"])
+            .args(["plugin", "eval", "--max-memory", "8Mi", "--plugin"])
             .arg(&hostile)
             .arg("--pod")
             .arg(pod_file(dir.path(), mode))

@@ -217,7 +217,7 @@ async fn a_sigkill_of_the_holder_during_a_burst_of_50_creates_and_deletes_launch
 async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_the_next()
 -> Result<()> {
     use k8s_openapi::api::coordination::v1::Lease;
-    use orca::replicas::{LeaseLock, Step};
+    use orca::replicas::{BootInstant, LeaseLock, Step};
 
     const DURATION: Duration = Duration::from_secs(4);
     const LOOK: Duration = Duration::from_millis(200);
@@ -247,7 +247,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
         let seen = api.get_opt(&name).await?;
         a.look(seen.as_ref()).await?;
         b.look(seen.as_ref()).await?;
-        let now = jiff::Timestamp::now();
+        let now = BootInstant::now();
         ensure!(
             !(a.hold().held(now) && b.hold().held(now)),
             "both replicas hold the Lease"
@@ -271,7 +271,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
         tokio::time::sleep(LOOK).await;
     };
     ensure!(
-        b.hold().held(jiff::Timestamp::now()),
+        b.hold().held(BootInstant::now()),
         "b holds it after taking it"
     );
     ensure!(
@@ -283,7 +283,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
     // a wakes up believing it holds the Lease, renews on what it saw before: refused.
     a.look(stale.as_ref()).await?;
     ensure!(
-        !a.hold().held(jiff::Timestamp::now()),
+        !a.hold().held(BootInstant::now()),
         "the stalled replica still believes it holds the Lease"
     );
     ensure!(
@@ -294,7 +294,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
     tokio::time::sleep(Duration::from_secs(1)).await;
     let seen = api.get_opt(&name).await?;
     ensure!(b.look(seen.as_ref()).await? == Step::Renew, "b renews");
-    ensure!(b.hold().held(jiff::Timestamp::now()));
+    ensure!(b.hold().held(BootInstant::now()));
     b.release().await?;
     ensure!(holder().await?.is_none(), "released");
     let seen = api.get_opt(&name).await?;
@@ -302,7 +302,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
         a.look(seen.as_ref()).await? == Step::Take,
         "a released Lease is taken at once"
     );
-    ensure!(a.hold().held(jiff::Timestamp::now()));
+    ensure!(a.hold().held(BootInstant::now()));
     ensure!(holder().await?.as_deref() == Some("replica-a"));
     namespace.delete().await
 }

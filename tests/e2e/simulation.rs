@@ -7,9 +7,11 @@
 //! capacity errors, per-id refusals, termination protection). A seeded driver creates pods,
 //! deletes them gracefully or by force, lets workloads complete, interrupts spot instances,
 //! stops on-demand ones, protects some from termination, crashes and restarts orca
-//! (everything in memory lost; the apiserver and EC2 keep theirs), and crashes the replica
-//! serving the node so that a standby replica takes it over through the node's Lease. Then it
-//! lets everything settle, deletes what is left, and checks:
+//! (everything in memory lost; the apiserver and EC2 keep theirs), crashes the replica
+//! serving the node so that a standby replica takes it over through the node's Lease, and
+//! stalls the serving replica (every thread stopped, as SIGSTOP or a frozen VM would) past its
+//! Lease and the orphan grace while the standby takes over, then lets it run again with its
+//! old view. Then it lets everything settle, deletes what is left, and checks:
 //!
 //! 1. every pod that ever existed had at most one instance launched for it (over the model's
 //!    whole history, by the pod-UID tag);
@@ -77,6 +79,10 @@ const MAX_PODS: usize = 10;
 const END_PROTECTION: Duration = Duration::from_secs(20);
 /// `pods.retryMaxBackoff`.
 const RETRY_MAX: Duration = Duration::from_secs(1);
+/// How long a stalled replica stops: past its Lease (4 s) and the orphan grace, so that the
+/// instances the standby launches meanwhile are old enough to be collected as orphans by a
+/// replica that would act on its old pod store.
+const STALL: Duration = Duration::from_secs(9);
 /// Allowance for the model's throttling bursts and stale reads, on top of the bounds.
 const SLACK: Duration = Duration::from_secs(4);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
@@ -151,6 +157,10 @@ struct Run {
     orca_identity: String,
     /// A second replica, waiting for the node's Lease.
     standby: Option<(InProcessOrca, String)>,
+    /// A replica stalled while it served the node, its identity, and when it runs again.
+    stalled: Option<(InProcessOrca, String, Instant)>,
+    /// How many times the serving replica stalled.
+    stalls: usize,
     replicas_started: u32,
     /// Takeovers by the standby, and how long each took from the crash to serving.
     takeovers: Vec<Duration>,
@@ -208,6 +218,8 @@ impl Run {
             foreign_instances: Vec::new(),
             log: Vec::new(),
             next_pod: 0,
+            stalled: None,
+            stalls: 0,
         };
         run.start_orca().await?;
         run.start_standby()?;
@@ -337,11 +349,13 @@ impl Run {
 
     async fn drive_and_check(&mut self) -> Result<String> {
         for _ in 0..TICKS {
+            self.run_stalled_again(false);
             self.step().await?;
             self.publish_notices();
             self.observe_gone().await?;
             tokio::time::sleep(TICK).await;
         }
+        self.run_stalled_again(true);
         if self.orca.is_none() {
             self.start_orca().await?;
         }
@@ -388,12 +402,13 @@ impl Run {
         ensure!(broken.is_empty(), "{}", broken.join("\n"));
         let history = self.model.history();
         Ok(format!(
-            "{} pods ({recorded_tokens} recording spent fleet tokens), {} instances, {} crashes, {} takeovers ({:?}), {} spot warnings, {} messages not orca's, {} look-alikes, {} other clusters' instances",
+            "{} pods ({recorded_tokens} recording spent fleet tokens), {} instances, {} crashes, {} takeovers ({:?}), {} stalls, {} spot warnings, {} messages not orca's, {} look-alikes, {} other clusters' instances",
             self.tracked.len(),
             history.len(),
             self.downtime.len() - self.takeovers.len(),
             self.takeovers.len(),
             self.takeovers,
+            self.stalls,
             self.warned.len(),
             self.foreign.len(),
             self.look_alikes.len(),
@@ -483,7 +498,7 @@ impl Run {
                     self.note("orca restarted".into());
                 }
             }
-            77..80 => {
+            77..80 if self.standby.is_some() => {
                 // The serving replica dies for good: the standby takes the node over once
                 // the Lease expires, and a new standby starts.
                 if let (Some(orca), Some((standby, identity))) =
@@ -548,9 +563,59 @@ impl Run {
                 ));
                 self.foreign_instances.push(id);
             }
+            85..88 => self.stall_holder().await?,
             _ => {}
         }
         Ok(())
+    }
+
+    /// The serving replica stalls (SIGSTOP, a frozen VM, a long pause) for longer than its
+    /// Lease and the orphan grace: the standby takes the node over and serves it, launching
+    /// for new pods, getting spot notices; then the stalled replica runs again (see
+    /// [`Self::run_stalled_again`]) with a pod store and an instance cache as old as the
+    /// stall, and its status sync due. It must take no step for the node: an instance of the
+    /// new holder's it terminated breaks invariant 7, a notice it deleted unacted invariant 6.
+    async fn stall_holder(&mut self) -> Result<()> {
+        if self.stalled.is_some() || self.orca.is_none() || self.standby.is_none() {
+            return Ok(());
+        }
+        let (Some(mut orca), Some((standby, identity))) = (self.orca.take(), self.standby.take())
+        else {
+            return Ok(());
+        };
+        let stalled = Instant::now();
+        orca.freeze();
+        self.stalls += 1;
+        self.downtime.push((Timestamp::now(), None));
+        self.note(format!("{} stalled", self.orca_identity));
+        let stalled_identity = std::mem::replace(&mut self.orca_identity, identity);
+        self.stalled = Some((orca, stalled_identity, stalled + STALL));
+        self.orca = Some(standby);
+        self.end_downtime().await?;
+        self.takeovers.push(stalled.elapsed());
+        self.note(format!(
+            "{} took the node over after {:?}",
+            self.orca_identity,
+            stalled.elapsed()
+        ));
+        Ok(())
+    }
+
+    /// The stalled replica runs again once its stall is over (or `now`): it lost the Lease,
+    /// and stays on as the standby.
+    fn run_stalled_again(&mut self, now: bool) {
+        let due = self
+            .stalled
+            .as_ref()
+            .is_some_and(|(_, _, until)| now || Instant::now() >= *until);
+        if !due {
+            return;
+        }
+        if let Some((mut orca, identity, _)) = self.stalled.take() {
+            orca.thaw();
+            self.note(format!("{identity} runs again after its stall"));
+            self.standby = Some((orca, identity));
+        }
     }
 
     async fn create_pod(&mut self) -> Result<()> {

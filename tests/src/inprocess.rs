@@ -5,7 +5,7 @@
 //! their state, as they would.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::time::Duration;
 
 use ::orca::config::Config;
@@ -14,11 +14,16 @@ use ::orca::provider::aws::api::Ec2Api;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
+/// The in-process orca's worker threads: a freeze blocks every one.
+const WORKERS: usize = 2;
+
 /// One in-process orca.
 pub struct InProcessOrca {
     runtime: Option<tokio::runtime::Runtime>,
     shutdown: CancellationToken,
     pub metrics_port: u16,
+    /// Set while [`Self::freeze`] holds the workers: true until [`Self::thaw`].
+    frozen: Option<Arc<(Mutex<bool>, Condvar)>>,
 }
 
 impl InProcessOrca {
@@ -38,7 +43,7 @@ impl InProcessOrca {
         let config = Config::parse(config).context("the in-process orca's config")?;
         let metrics_port = config.metrics.port;
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(WORKERS)
             .thread_name("orca-in-process")
             .enable_all()
             .build()?;
@@ -70,7 +75,48 @@ impl InProcessOrca {
             runtime: Some(runtime),
             shutdown,
             metrics_port,
+            frozen: None,
         })
+    }
+
+    /// Stops this orca where it is, as SIGSTOP or a frozen VM would: every worker thread of
+    /// its runtime blocks until [`Self::thaw`], so none of its tasks runs (its timers, its
+    /// watches, its metrics port); its connections stay open and the kernel keeps receiving
+    /// for them. Returns once every worker is blocked.
+    pub fn freeze(&mut self) {
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        if self.frozen.is_some() {
+            return;
+        }
+        let gate = Arc::new((Mutex::new(true), Condvar::new()));
+        let parked = Arc::new(Barrier::new(WORKERS + 1));
+        for _ in 0..WORKERS {
+            let (gate, parked) = (gate.clone(), parked.clone());
+            // A worker that picks this task up blocks in it, so the other worker takes the
+            // next one (and every other task) until it blocks too.
+            drop(runtime.spawn(async move {
+                parked.wait();
+                let (frozen, thawed) = &*gate;
+                let mut frozen = frozen.lock().unwrap_or_else(|p| p.into_inner());
+                while *frozen {
+                    frozen = thawed.wait(frozen).unwrap_or_else(|p| p.into_inner());
+                }
+            }));
+        }
+        parked.wait();
+        self.frozen = Some(gate);
+    }
+
+    /// Lets a frozen orca run on from where it stopped (SIGCONT): its timers due meanwhile
+    /// fire at once, its watches deliver what arrived.
+    pub fn thaw(&mut self) {
+        if let Some(gate) = self.frozen.take() {
+            let (frozen, thawed) = &*gate;
+            *frozen.lock().unwrap_or_else(|p| p.into_inner()) = false;
+            thawed.notify_all();
+        }
     }
 
     /// Ends this orca as SIGKILL would: no shutdown step runs, nothing in memory survives.
@@ -78,6 +124,7 @@ impl InProcessOrca {
     /// its reconcile tasks are cancelled under it; a real SIGKILL has no such moment, and the
     /// panic takes nothing with it that the crash did not already.
     pub fn crash(mut self) {
+        self.thaw();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
@@ -85,6 +132,7 @@ impl InProcessOrca {
 
     /// Ends this orca as SIGTERM would: the controllers finish their current steps.
     pub fn stop(mut self) {
+        self.thaw();
         self.shutdown.cancel();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_timeout(Duration::from_secs(15));
@@ -108,6 +156,7 @@ impl InProcessOrca {
 
 impl Drop for InProcessOrca {
     fn drop(&mut self) {
+        self.thaw();
         if let Some(runtime) = self.runtime.take() {
             self.shutdown.cancel();
             runtime.shutdown_background();

@@ -21,6 +21,7 @@ pub mod orca;
 pub mod plugins;
 pub mod pods;
 pub mod procfs;
+pub mod proxy;
 pub mod registry;
 pub mod replicas;
 pub mod scenario;

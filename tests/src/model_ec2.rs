@@ -22,11 +22,23 @@ use orca_ec2_model::{
 /// The model, as orca's aws provider sees EC2.
 pub struct ModelEc2 {
     pub model: Arc<Ec2Model>,
+    /// A bug's stand-in: once set, `DescribeInstances` panics in the caller (orca's status
+    /// sync lists with it every period).
+    listing_panics: std::sync::atomic::AtomicBool,
 }
 
 impl ModelEc2 {
     pub fn new(model: Arc<Ec2Model>) -> ModelEc2 {
-        ModelEc2 { model }
+        ModelEc2 {
+            model,
+            listing_panics: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// From now on every `DescribeInstances` panics.
+    pub fn panic_on_listing(&self) {
+        self.listing_panics
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -189,6 +201,12 @@ impl Ec2Api for ModelEc2 {
     }
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
+        assert!(
+            !self
+                .listing_panics
+                .load(std::sync::atomic::Ordering::SeqCst),
+            "DescribeInstances panics, as the test asked"
+        );
         let filters: Vec<orca_ec2_model::Filter> = filters
             .iter()
             .map(|f| orca_ec2_model::Filter::new(f.name.clone(), f.values.clone()))

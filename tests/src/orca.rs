@@ -244,6 +244,29 @@ impl OrcaProcess {
         Ok(())
     }
 
+    /// SIGSTOP: the process stops where it is, as in a frozen VM or a long pause (its
+    /// sockets stay open, the kernel keeps receiving for it).
+    pub fn pause(&self) -> Result<()> {
+        self.signal("-STOP")
+    }
+
+    /// SIGCONT after [`Self::pause`]: the process runs on from where it stopped.
+    pub fn resume(&self) -> Result<()> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, signal: &str) -> Result<()> {
+        let pid = self.pid().context("orca is not running")?;
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()?;
+        if !status.success() {
+            bail!("kill {signal} {pid} failed");
+        }
+        Ok(())
+    }
+
     /// SIGTERM, then waits for exit; returns the exit status.
     pub fn stop(&mut self) -> Result<std::process::ExitStatus> {
         let mut child = self.child.take().context("orca is not running")?;

@@ -3,6 +3,7 @@
 //! and the failover bench both drive them.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -35,17 +36,40 @@ pub struct Replicas {
     pub ec2: aws_sdk_ec2::Client,
 }
 
+/// How each replica reaches the apiserver and AWS, and what else their config says.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Lines under `provider.aws` for both replicas (an `interruptionQueue`).
+    pub aws_extra: String,
+    /// Replica `a`'s and `b`'s kubeconfigs when not the harness's orca user's (a proxy).
+    pub kubeconfigs: [Option<PathBuf>; 2],
+    /// Replica `a`'s and `b`'s AWS endpoint (EC2 and the interruption queue) when not moto
+    /// itself (a recording proxy in front of it).
+    pub aws_endpoints: [Option<String>; 2],
+}
+
 impl Replicas {
-    /// Replica `a` starts first and takes both nodes; `b` starts once they are Ready.
     /// `nodes` nodes, replica `a` started first (it takes every node), `b` once they are Ready.
     pub async fn start(test: &str, nodes: usize) -> Result<Replicas> {
+        Self::start_with(test, nodes, Setup::default()).await
+    }
+
+    /// [`Self::start`], each replica reaching the apiserver and AWS as `setup` says.
+    pub async fn start_with(test: &str, nodes: usize, setup: Setup) -> Result<Replicas> {
         let cluster = TestCluster::shared();
         let client = cluster.kube_client().await?;
         let namespace = TestNamespace::create(&client, &format!("e2e-{test}")).await?;
         let base = unique_node_name(test);
         let nodes: Vec<String> = (0..nodes).map(|i| format!("{base}-{i}")).collect();
-        let config = |identity: &str| {
-            let mut text = aws_test_config(&base, "");
+        let moto = cluster.var("AWS_ENDPOINT_URL");
+        let config = |identity: &str, endpoint: &Option<String>| {
+            let mut text = aws_test_config(&base, &setup.aws_extra);
+            if let Some(endpoint) = endpoint {
+                text = text.replace(
+                    &format!("endpointUrl: {moto}"),
+                    &format!("endpointUrl: {endpoint}"),
+                );
+            }
             text.push_str("nodes:\n");
             for node in &nodes {
                 text.push_str(&format!("  - name: {node}\n"));
@@ -56,12 +80,22 @@ impl Replicas {
             ));
             text
         };
+        let orca_kubeconfig = PathBuf::from(cluster.var("ORCA_KUBECONFIG"));
+        let kubeconfig = |replica: usize| {
+            setup.kubeconfigs[replica]
+                .clone()
+                .unwrap_or_else(|| orca_kubeconfig.clone())
+        };
         // Each process has its own name for its log; the nodes are the config's.
-        let a =
-            OrcaProcess::start(&format!("{base}-a"), |_| config("replica-a"))?.declaring(&nodes);
+        let a = OrcaProcess::start_with_kubeconfig(&format!("{base}-a"), &kubeconfig(0), |_| {
+            config("replica-a", &setup.aws_endpoints[0])
+        })?
+        .declaring(&nodes);
         a.wait_ready(Duration::from_secs(30)).await?;
-        let b =
-            OrcaProcess::start(&format!("{base}-b"), |_| config("replica-b"))?.declaring(&nodes);
+        let b = OrcaProcess::start_with_kubeconfig(&format!("{base}-b"), &kubeconfig(1), |_| {
+            config("replica-b", &setup.aws_endpoints[1])
+        })?
+        .declaring(&nodes);
         b.wait_serving(Duration::from_secs(30)).await?;
         Ok(Replicas {
             base,
@@ -206,7 +240,7 @@ impl Replicas {
     }
 
     /// `error` with the end of each replica's log.
-    fn with_logs(&self, error: &anyhow::Error) -> anyhow::Error {
+    pub fn with_logs(&self, error: &anyhow::Error) -> anyhow::Error {
         anyhow::anyhow!(
             "{error:#}\nreplica a log:\n{}\nreplica b log:\n{}",
             tail(&self.a.log()),

@@ -226,10 +226,20 @@ impl Consumer<'_> {
             }
         }));
         let (deliveries, kept) = tokio::join!(deliveries, this.ask(&asked));
+        // Asked again right before the delete: a sink whose node stopped being served here
+        // meanwhile (a replica that stalled past its hold) no longer owns its instances, and
+        // the message goes on to the replica serving the node now.
+        let still_ours = join_all(readings.iter().map(|r| self.still_owned(r))).await;
         let (mut done, mut handed_on) = (Vec::new(), Vec::new());
-        for ((message, reading), delivery) in messages.into_iter().zip(readings).zip(deliveries) {
+        for (((message, reading), delivery), still_ours) in messages
+            .into_iter()
+            .zip(readings)
+            .zip(deliveries)
+            .zip(still_ours)
+        {
             match self.settle(&message.body, &reading, kept.as_ref(), delivery) {
-                Settled::Delete => done.push(message.receipt_handle),
+                Settled::Delete if still_ours => done.push(message.receipt_handle),
+                Settled::Delete => handed_on.push(message.receipt_handle),
                 Settled::HandOn => handed_on.push(message.receipt_handle),
                 Settled::Leave => {}
             }
@@ -273,6 +283,19 @@ impl Consumer<'_> {
             }
         }
         Reading::Notices { here, unlisted }
+    }
+
+    /// Whether the sink still owns every instance of a message it delivered notices for.
+    async fn still_owned(&self, reading: &Reading) -> bool {
+        let Reading::Notices { here, .. } = reading else {
+            return true;
+        };
+        for notice in here {
+            if !self.sink.owns(&notice.instance_id).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Which of the instances asked about may be this orca's; `None` when EC2 could not say.

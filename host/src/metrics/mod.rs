@@ -8,6 +8,7 @@ mod pods;
 mod policy;
 mod scraped;
 pub mod server;
+mod serving;
 mod spend;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
 pub use node::LeaseMetrics;
 pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
+pub use serving::ServingMetrics;
 
 use crate::provider::aws::Ec2Calls;
 use crate::served_nodes::ServedNodes;
@@ -31,6 +33,7 @@ pub struct Metrics {
     pub ec2: Arc<Ec2Metrics>,
     pub lease: Arc<LeaseMetrics>,
     pub interruption: Arc<InterruptionMetrics>,
+    pub serving: Arc<ServingMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -49,6 +52,7 @@ impl Metrics {
         let ec2 = Arc::new(Ec2Metrics::register(&mut registry));
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
+        let serving = Arc::new(ServingMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
@@ -60,6 +64,7 @@ impl Metrics {
             ec2,
             lease,
             interruption,
+            serving,
             registry: Arc::new(registry),
         }
     }

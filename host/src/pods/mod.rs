@@ -22,7 +22,7 @@ mod writes;
 use std::sync::Arc;
 
 use futures::channel::mpsc;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, controller, watcher};
@@ -38,8 +38,11 @@ use crate::config::PodsConfig;
 use crate::health::Health;
 use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
-use crate::provider::Provider;
+use crate::provider::aws::strays::PodPresence;
+use crate::provider::{PodKey, Provider};
+use crate::replicas::Tenure;
 use crate::spend::NamespaceSpend;
+use crate::turn::{self, ServingTask, TurnEnd};
 use events::PodEvents;
 use instances::InstanceCache;
 use reconcile::{Context, error_policy, measured_reconcile};
@@ -75,12 +78,23 @@ pub struct PodControllerDeps {
     pub pod_writes: Arc<events::PodWrites>,
     /// What each namespace's instances cost against its cap, for the whole process.
     pub spend: Arc<NamespaceSpend>,
+    /// Whether a pod exists, read from the apiserver: an instance is collected as an orphan,
+    /// and a notice dropped for a pod gone, only once a read made then says so.
+    pub presence: Arc<dyn PodPresence>,
+    /// How long this turn may act for the node: reconciles, the status sync and the notices
+    /// of the interruption queue take no step after it ends.
+    pub tenure: Tenure,
 }
 
 /// Runs the pod controller until `shutdown`. Before the first reconcile it lists the
 /// provider's instances once, so pods whose instances already run (a restart) are adopted,
 /// never launched twice.
-pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
+///
+/// # Guarantees
+/// Answers how it ended: [`TurnEnd::Stopped`] after `shutdown`; the status sync's end when
+/// the sync task ended first (a panic, its tenure lapsed); a controller that ended without
+/// `shutdown` is [`TurnEnd::Failed`]. Every reconcile runs under the tenure's guard.
+pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEnd {
     let instances = Arc::new(InstanceCache::default());
     let records = Arc::new(PodRecords::default());
     let ledger = Arc::new(TerminationLedger::default());
@@ -95,6 +109,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         metrics: deps.metrics.clone(),
         node: deps.node_name.clone(),
         spend: deps.spend.clone(),
+        presence: deps.presence.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
     let mut delay = std::time::Duration::from_millis(200);
@@ -105,7 +120,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         .is_none()
     {
         tokio::select! {
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return TurnEnd::Stopped,
             () = tokio::time::sleep(delay) => {}
         }
         delay = (delay * 2).min(deps.config.retry_max_backoff.get());
@@ -120,8 +135,8 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         let mut freed = deps.spend.freed();
         while !deps.spend.is_listed() {
             tokio::select! {
-                () = shutdown.cancelled() => return,
-                changed = freed.changed() => if changed.is_err() { return },
+                () = shutdown.cancelled() => return TurnEnd::Stopped,
+                changed = freed.changed() => if changed.is_err() { return TurnEnd::Stopped },
             }
         }
     }
@@ -144,6 +159,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
         node_zone: deps.node_zone.clone(),
         node_name: deps.node_name.clone(),
         spend: deps.spend.clone(),
+        tenure: deps.tenure.clone(),
     });
     let store = deps.pods.store();
     let listed_rx = deps.pods.listed();
@@ -153,12 +169,31 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
     for pod in already {
         let _ = changed_tx.unbounded_send(ObjectRef::from_obj(&*pod));
     }
-    tokio::spawn(mark_listed(
-        listed_rx.clone(),
-        deps.health.clone(),
-        deps.node_name.clone(),
-        shutdown.clone(),
-    ));
+    // Small helpers of the turn, run in this task (a panic in one ends the turn); once done
+    // (at shutdown at the latest) they wait for the controller.
+    let helpers = futures::future::join3(
+        mark_listed(
+            listed_rx.clone(),
+            deps.health.clone(),
+            deps.node_name.clone(),
+            shutdown.clone(),
+        ),
+        policy_wait::wake_on_ready(
+            deps.policy_ready,
+            records.clone(),
+            store.clone(),
+            changed_tx.clone(),
+            shutdown.clone(),
+        ),
+        room_wait::wake_on_room(
+            deps.spend.clone(),
+            records.clone(),
+            store.clone(),
+            changed_tx.clone(),
+            shutdown.clone(),
+        ),
+    )
+    .then(|_| std::future::pending::<()>());
     let pod_events = updates
         .map(Ok::<Pod, watcher::Error>)
         // orca's own writes come back through the watch. The reconcile that wrote went on
@@ -167,24 +202,11 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             let records = records.clone();
             move |pod| std::future::ready(!records.take_echo(pod))
         });
-    tokio::spawn(policy_wait::wake_on_ready(
-        deps.policy_ready,
-        records.clone(),
-        store.clone(),
-        changed_tx.clone(),
-        shutdown.clone(),
-    ));
-    let room_task = tokio::spawn(room_wait::wake_on_room(
-        deps.spend.clone(),
-        records.clone(),
-        store.clone(),
-        changed_tx.clone(),
-        shutdown.clone(),
-    ));
     let controller = Controller::for_stream(pod_events, store.clone()).with_config(
         controller::Config::default().concurrency(deps.config.max_concurrent_reconciles),
     );
-    if let Some(sinks) = &deps.notice_sinks {
+    // The node's notices are handled from here until this turn ends, however it ends.
+    let registration = deps.notice_sinks.as_ref().map(|sinks| {
         let sink = notices::PodNotices {
             client: deps.client.clone(),
             store: store.clone(),
@@ -192,33 +214,110 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) {
             records: records.clone(),
             events: events.clone(),
             sync_now,
+            presence: deps.presence.clone(),
+            tenure: deps.tenure.clone(),
         };
-        sinks.add(&deps.node_name, Arc::new(sink));
-    }
-    let sync_task = tokio::spawn(sync.run(store, listed_rx, changed_tx, shutdown.clone()));
+        NoticeRegistration::add(sinks.clone(), &deps.node_name, Arc::new(sink))
+    });
+    let mut sync_task = tokio::spawn({
+        let tenure = deps.tenure.clone();
+        let sync = sync.run(store, listed_rx, changed_tx, shutdown.clone());
+        async move {
+            tenure
+                .guard(async move {
+                    sync.await;
+                    TurnEnd::Stopped
+                })
+                .await
+        }
+    });
+    // Aborted if this task is dropped first (its tenure lapsed): it never outlives the turn.
+    let _sync_aborted_on_drop = AbortOnDrop(sync_task.abort_handle());
     // Instance changes arrive from the sync loop, not from the pod watch: `reconcile_on`
     // (kube's unstable-runtime feature) feeds them into the same per-pod queue.
-    controller
+    let reconciles = controller
         .reconcile_on(changed_rx)
         .graceful_shutdown_on(shutdown.clone().cancelled_owned())
-        .run(measured_reconcile, error_policy, ctx)
+        .run(
+            |pod, ctx| {
+                let tenure = ctx.tenure.clone();
+                async move {
+                    let key = PodKey::of(&pod);
+                    match (tenure.guard(measured_reconcile(pod, ctx)).await, key) {
+                        (Ok(result), _) => result,
+                        (Err(source), Some(pod)) => {
+                            Err(reconcile::ReconcileError::HoldEnded { pod, source })
+                        }
+                        (Err(_), None) => Ok(kube::runtime::controller::Action::await_change()),
+                    }
+                }
+            },
+            error_policy,
+            ctx,
+        )
         .for_each(|result| async move {
             // Reconcile errors are logged by the reconciler; a pod deleted while queued is
             // routine. (The pod watch's own failures are logged by `NodePods`.)
             if let Err(error) = result {
                 tracing::debug!(error = %crate::errors::error_chain(&error), "pod controller");
             }
-        })
-        .await;
-    let _ = sync_task.await;
-    if let Err(error) = room_task.await {
-        tracing::error!(%error, "waking the pods that wait for room under their namespace's cap ended abnormally");
-    }
-    if let Some(sinks) = &deps.notice_sinks {
-        sinks.remove(&deps.node_name);
-    }
+        });
+    let end = tokio::select! {
+        () = helpers => TurnEnd::Stopped,
+        () = reconciles => {
+            let stopping = shutdown.is_cancelled();
+            // The controller ends at shutdown; the sync task then too.
+            let sync = turn::end_of(ServingTask::StatusSync, sync_task.await, true);
+            let controller = if stopping {
+                TurnEnd::Stopped
+            } else {
+                TurnEnd::Failed { task: ServingTask::PodController, how: turn::Failure::Returned }
+            };
+            turn::first_cause(controller, sync)
+        }
+        joined = &mut sync_task => turn::end_of(ServingTask::StatusSync, joined, shutdown.is_cancelled()),
+    };
+    drop(registration);
     events.drain(EVENTS_DRAIN).await;
     tracing::info!("pod controller stopped; instances left running for the next start");
+    end
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A node's sink on the interruption queue's consumer, removed when dropped: however the
+/// turn ends (a panic, a lapsed tenure dropping its future), notices for its instances stop
+/// coming here.
+struct NoticeRegistration {
+    sinks: Arc<crate::interruption::NodeSinks>,
+    node: String,
+}
+
+impl NoticeRegistration {
+    fn add(
+        sinks: Arc<crate::interruption::NodeSinks>,
+        node: &str,
+        sink: Arc<notices::PodNotices>,
+    ) -> NoticeRegistration {
+        sinks.add(node, sink);
+        NoticeRegistration {
+            sinks,
+            node: node.to_owned(),
+        }
+    }
+}
+
+impl Drop for NoticeRegistration {
+    fn drop(&mut self) {
+        self.sinks.remove(&self.node);
+    }
 }
 
 /// Readiness waits for the node's pods to be listed (at once when they were already).

@@ -12,6 +12,16 @@
 //! Everything here is idempotent: SQS may deliver a message again (a crash between delivery
 //! and delete), and a condition written twice is the same condition; Warnings fold into one
 //! Event.
+//!
+//! # A replica whose hold ended
+//! The consumer runs for the whole process, not for a serving turn, so the sink answers for
+//! the turn's tenure (`replicas::tenure`): once the hold has ended it owns no instance (the
+//! consumer hands the message on to the replica serving the node now) and a delivery under
+//! way takes no further step and answers [`Delivery::Again`]. The consumer asks `owns` again
+//! right before it deletes a message. A delivery answers [`Delivery::Done`] only for what stays
+//! true whoever serves the node next: the pod's condition written, or the pod gone as the
+//! apiserver says (not only the store, which lags, most after a replica was stopped). A
+//! message deleted late is therefore lost to no one.
 
 use std::sync::Arc;
 
@@ -31,6 +41,8 @@ use super::record::PodRecords;
 use crate::interruption::{Delivery, Notice, NoticeKind, NoticeSink};
 use crate::policy::DECISION_ANNOTATION;
 use crate::provider::InstanceStatus;
+use crate::provider::aws::strays::PodPresence;
+use crate::replicas::Tenure;
 
 /// The condition a spot warning sets, as Kubernetes names pod disruptions.
 pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
@@ -52,6 +64,10 @@ pub struct PodNotices {
     pub events: Arc<PodEvents>,
     /// Wakes the status sync for a listing now.
     pub sync_now: Arc<Notify>,
+    /// Whether a pod the store lacks is gone, from the apiserver.
+    pub presence: Arc<dyn PodPresence>,
+    /// How long the turn that added this sink may act for the node.
+    pub tenure: Tenure,
 }
 
 impl PodNotices {
@@ -161,29 +177,37 @@ impl PodNotices {
 
     /// The pod `instance` runs for, as the cache has it; `Err(Delivery::Again)` when the cache
     /// may not have it yet (a restart: the instance listing can come before the pod watch has
-    /// synced), `Err(Delivery::Done)` when the pod is gone.
+    /// synced; a store that lags the apiserver), `Err(Delivery::Done)` when the pod is gone as
+    /// the apiserver says.
     async fn pod_of(&self, instance: &InstanceStatus) -> Result<Arc<Pod>, Delivery> {
         let reference = ObjectRef::new(&instance.pod.name).within(&instance.pod.namespace);
         let synced = tokio::time::timeout(STORE_SYNC_WAIT, self.store.wait_until_ready())
             .await
             .is_ok_and(|ready| ready.is_ok());
         match self.store.get(&reference) {
-            Some(pod) if pod.metadata.uid.as_deref() == Some(instance.pod.uid.as_str()) => Ok(pod),
-            // Another pod of the same name: the instance's pod is gone.
-            Some(_) => Err(Delivery::Done),
-            None if synced => Err(Delivery::Done),
-            None => Err(Delivery::Again),
+            Some(pod) if pod.metadata.uid.as_deref() == Some(instance.pod.uid.as_str()) => {
+                return Ok(pod);
+            }
+            // Another pod of the same name: the instance's pod is gone, if the store is right.
+            Some(_) => {}
+            None if synced => {}
+            None => return Err(Delivery::Again),
+        }
+        match self.presence.exists(&instance.pod).await {
+            Ok(false) => Err(Delivery::Done),
+            Ok(true) => {
+                tracing::info!(pod = %instance.pod, "the pod store lags the apiserver: the notice's pod exists; the message comes back after its visibility timeout");
+                Err(Delivery::Again)
+            }
+            Err(error) => {
+                tracing::warn!(pod = %instance.pod, error = %crate::errors::error_chain(&error), "could not read whether the notice's pod is gone; the message comes back after its visibility timeout");
+                Err(Delivery::Again)
+            }
         }
     }
-}
 
-#[async_trait]
-impl NoticeSink for PodNotices {
-    async fn owns(&self, instance_id: &str) -> bool {
-        self.instance(instance_id).is_some()
-    }
-
-    async fn deliver(&self, notice: Notice) -> Delivery {
+    /// [`NoticeSink::deliver`] while the tenure lasts.
+    async fn deliver_held(&self, notice: Notice) -> Delivery {
         // Owned a moment ago; gone from the listing since: nothing to act on.
         let Some(instance) = self.instance(&notice.instance_id) else {
             return Delivery::Done;
@@ -227,6 +251,23 @@ impl NoticeSink for PodNotices {
             .publish(&pod, recorder, true, reason, "Interruption", message)
             .await;
         Delivery::Done
+    }
+}
+
+#[async_trait]
+impl NoticeSink for PodNotices {
+    /// The instance is in the node's listing, and the turn's hold lasts.
+    async fn owns(&self, instance_id: &str) -> bool {
+        self.tenure.holds() && self.instance(instance_id).is_some()
+    }
+
+    /// Acts on the notice while the turn's hold lasts; [`Delivery::Again`] once it has ended
+    /// (the replica serving the node now gets the message).
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        self.tenure
+            .guard(self.deliver_held(notice))
+            .await
+            .unwrap_or(Delivery::Again)
     }
 }
 
@@ -302,6 +343,97 @@ mod tests {
             "annotations": { DECISION_ANNOTATION: record.to_json() },
         } }))
         .unwrap()
+    }
+
+    /// Issue 39, case 2: a replica stopped past its hold ran again with its sink still
+    /// registered and its instance cache as old as the stop, and acted on (then deleted) the
+    /// spot warnings of the replica serving the node now. The sink answers for the turn's
+    /// tenure: once it has ended the sink owns nothing and acts on nothing.
+    #[tokio::test]
+    async fn a_sink_whose_hold_ended_owns_nothing_and_acts_on_nothing() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use crate::config::{Seconds, SimulatedConfig};
+        use crate::provider::Provider;
+        use crate::provider::simulated::SimulatedProvider;
+        use crate::replicas::{BootInstant, TenureGrant};
+
+        // An apiserver that counts the requests it gets and answers none usefully.
+        let requests = Arc::new(AtomicUsize::new(0));
+        let service = tower::service_fn({
+            let requests = requests.clone();
+            move |_request: hyper::Request<kube::client::Body>| {
+                requests.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(
+                    hyper::Response::builder()
+                        .status(500)
+                        .body(kube::client::Body::from(Vec::new())),
+                )
+            }
+        });
+        let client = kube::Client::new(service, "default");
+        let pod: Pod = serde_json::from_value(json!({ "metadata": {
+            "namespace": "ns", "name": "p", "uid": "uid-p",
+        } }))
+        .unwrap();
+        let provider = SimulatedProvider::new(SimulatedConfig {
+            boot_delay: Seconds::from_millis(0),
+            ..SimulatedConfig::default()
+        })
+        .unwrap();
+        let launched = provider
+            .create(&pod, &crate::plan::LaunchPlan::on_demand("m5.large"))
+            .await
+            .unwrap();
+        let instances = Arc::new(InstanceCache::default());
+        instances.replace(
+            provider.statuses().await.unwrap(),
+            &std::collections::HashMap::new(),
+        );
+        let (store, mut writer) = kube::runtime::reflector::store();
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(pod));
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+        struct Present;
+        #[async_trait]
+        impl PodPresence for Present {
+            async fn exists(&self, _pod: &crate::provider::PodKey) -> Result<bool, kube::Error> {
+                Ok(true)
+            }
+        }
+        let grant = TenureGrant::new();
+        grant.extend_to(Some(
+            BootInstant::now().saturating_add(std::time::Duration::from_secs(600)),
+        ));
+        let sink = PodNotices {
+            client: client.clone(),
+            store,
+            instances,
+            records: Arc::new(PodRecords::default()),
+            events: Arc::new(PodEvents::new(
+                client,
+                "node",
+                Arc::new(crate::pods::events::PodWrites::new()),
+            )),
+            sync_now: Arc::new(Notify::new()),
+            presence: Arc::new(Present),
+            tenure: grant.tenure(),
+        };
+        assert!(sink.owns(&launched.instance_id).await, "held: owned");
+
+        // The hold ends (the replica stalled past it, or lost the Lease).
+        grant.extend_to(None);
+        assert!(!sink.owns(&launched.instance_id).await);
+        let warning = Notice {
+            kind: NoticeKind::SpotInterruption,
+            instance_id: launched.instance_id.clone(),
+            time: Timestamp::now(),
+            deadline: None,
+            state: None,
+            action: None,
+            description: String::new(),
+        };
+        assert_eq!(sink.deliver(warning).await, Delivery::Again);
+        assert_eq!(requests.load(Ordering::SeqCst), 0, "nothing written");
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Context {
     pub node_name: String,
     /// What each namespace's instances cost, against its cap: a launch reserves first.
     pub spend: Arc<NamespaceSpend>,
+    /// How long this turn may act for the node: a reconcile takes no step after it ends.
+    pub tenure: crate::replicas::Tenure,
 }
 
 impl Context {
@@ -90,6 +92,14 @@ pub enum ReconcileError {
         instance_id: String,
         source: ProviderError,
     },
+    /// The turn's tenure ended mid-reconcile; the replica serving the node next reconciles
+    /// the pod.
+    #[error("reconciling pod {pod}")]
+    HoldEnded {
+        pod: PodKey,
+        #[source]
+        source: crate::replicas::TenureError,
+    },
 }
 
 impl ReconcileError {
@@ -101,6 +111,7 @@ impl ReconcileError {
             ReconcileError::TerminateFailed { .. } => "TerminateFailed",
             ReconcileError::LookUpFailed { .. } => "LookUpFailed",
             ReconcileError::ExitReadFailed { .. } => "ExitReadFailed",
+            ReconcileError::HoldEnded { .. } => "HoldEnded",
         }
     }
 
@@ -110,7 +121,8 @@ impl ReconcileError {
             | ReconcileError::PodRemovalFailed { pod, .. }
             | ReconcileError::TerminateFailed { pod, .. }
             | ReconcileError::LookUpFailed { pod, .. }
-            | ReconcileError::ExitReadFailed { pod, .. } => pod,
+            | ReconcileError::ExitReadFailed { pod, .. }
+            | ReconcileError::HoldEnded { pod, .. } => pod,
         }
     }
 
@@ -209,6 +221,11 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Recon
 pub fn error_policy(_pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     if error.is_conflict() {
         return Action::requeue(Duration::from_millis(200));
+    }
+    if let ReconcileError::HoldEnded { pod, .. } = error {
+        // The turn is ending: whoever serves the node next takes the pod up.
+        tracing::debug!(%pod, "reconcile stopped: this replica's hold on the node ended");
+        return Action::await_change();
     }
     let pod = error.pod();
     let retry = ctx

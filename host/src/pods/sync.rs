@@ -2,6 +2,17 @@
 //! call per pod. Pods whose instance changed are sent to the controller; instances with no pod
 //! (and extra instances of a pod), past a grace period, are terminated; records of pods that
 //! left the store are dropped.
+//!
+//! # Orphans, and a store that lags
+//! The pod store is a watch: it lags the apiserver, by milliseconds normally, by as long as a
+//! replica was stopped (SIGSTOP, a frozen VM) when it runs again, by minutes when its watch
+//! hung. An instance whose pod the store lacks is terminated only once a read of the
+//! apiserver made after the listing, right before the call, finds no pod with its namespace,
+//! name and UID. A pod that is gone never comes back (a new pod of that name has another
+//! UID), so such an instance is an orphan for whichever replica serves the node, now or later:
+//! a termination sent just before this replica's hold ended and landing after is still right.
+//! The whole loop runs under the turn's tenure (`replicas::tenure`): it takes no step once
+//! the hold has ended.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -19,6 +30,7 @@ use super::view::PodView;
 use crate::config::PodsConfig;
 use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
+use crate::provider::aws::strays::PodPresence;
 use crate::provider::{InstanceStatus, PodKey, Provider};
 use crate::spend::NamespaceSpend;
 
@@ -40,6 +52,8 @@ pub struct StatusSync {
     /// The namespaces' spend: reservations of pods gone from the node are dropped, and
     /// instances collected stop counting.
     pub spend: Arc<NamespaceSpend>,
+    /// Whether an orphan's pod is gone, read from the apiserver right before the termination.
+    pub presence: Arc<dyn PodPresence>,
 }
 
 /// Instances launched before instances carried the cluster's id are claimed (see
@@ -186,7 +200,8 @@ impl StatusSync {
     /// Terminates instances that hold resources but belong to no pod bound to this node (or
     /// are a pod's second instance), once they are older than the orphan grace period (so a
     /// pod being created right now is never hit). Each is asked once, and again if it is still
-    /// listed two sync periods later.
+    /// listed two sync periods later. An instance whose pod `present` (the store) lacks is
+    /// terminated only once the apiserver says its pod is gone (see the module's doc).
     async fn collect_orphans(&self, present: &HashSet<String>) {
         let grace = SignedDuration::try_from(self.config.orphan_grace_period.get())
             .unwrap_or(SignedDuration::MAX);
@@ -205,6 +220,19 @@ impl StatusSync {
             }
             if self.asked_recently(&instance, now) {
                 continue;
+            }
+            if !present.contains(&instance.pod.uid) {
+                match self.presence.exists(&instance.pod).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        tracing::info!(pod = %instance.pod, instance = %instance.instance_id, "the pod store lags the apiserver: the pod of this instance exists, so it is no orphan");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, error = %crate::errors::error_chain(&error), "could not read whether the pod of this instance is gone; it is looked at again next sync");
+                        continue;
+                    }
+                }
             }
             tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, "terminating instance whose pod is gone (or that is not its pod's)");
             match self.provider.terminate(&instance.instance_id).await {

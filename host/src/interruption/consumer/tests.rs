@@ -640,3 +640,47 @@ async fn a_notice_for_another_replicas_instance_is_handed_on_a_few_times_then_le
         "nobody else serves: left for the visibility timeout: {seen:?}"
     );
 }
+
+/// A replica whose hold on the node ends while it delivers (it stalled past its Lease after
+/// the delivery's own check): issue 39, case 2.
+struct HoldEndsDuringDelivery {
+    held: std::sync::atomic::AtomicBool,
+    steps: Steps,
+}
+
+#[async_trait]
+impl NoticeSink for HoldEndsDuringDelivery {
+    async fn owns(&self, instance_id: &str) -> bool {
+        instance_id == OURS && self.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn deliver(&self, notice: Notice) -> Delivery {
+        lock(&self.steps).push(Step::Delivered(notice.kind, notice.instance_id));
+        self.held.store(false, std::sync::atomic::Ordering::SeqCst);
+        Delivery::Done
+    }
+}
+
+/// Issue 39, case 2: a stalled replica's consumer deleted the spot warnings of the replica
+/// serving the node now. Ownership is asked again right before the delete: a message whose
+/// node stopped being served here meanwhile is handed on to the replica serving it, not deleted.
+#[tokio::test(start_paused = true)]
+async fn a_message_whose_node_stopped_being_served_here_during_delivery_is_handed_on_not_deleted() {
+    let steps = Steps::default();
+    let queue =
+        Arc::new(FakeQueue::new(&steps, true).then(Ok(vec![message("h1", samples::spot(OURS))])));
+    let sink = Arc::new(HoldEndsDuringDelivery {
+        held: std::sync::atomic::AtomicBool::new(true),
+        steps: steps.clone(),
+    });
+    let mut registry = Registry::default();
+    let parts = parts(queue, sink, &Setup::default(), &steps, &mut registry);
+    consume(parts, tokio::time::sleep(Duration::from_secs(30))).await;
+    assert_eq!(
+        *lock(&steps),
+        [
+            Step::Delivered(NoticeKind::SpotInterruption, OURS.to_owned()),
+            Step::HandedOn(vec!["h1".to_owned()], HAND_ON_AFTER),
+        ]
+    );
+}

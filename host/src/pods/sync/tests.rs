@@ -6,6 +6,7 @@ use super::*;
 use crate::config::{Seconds, SimulatedConfig};
 use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
+use crate::provider::aws::strays::PodPresence;
 use crate::provider::simulated::SimulatedProvider;
 
 fn pod(uid: &str) -> Pod {
@@ -24,7 +25,24 @@ fn plan() -> LaunchPlan {
     LaunchPlan::on_demand("m5.large")
 }
 
+/// Which pods exist as the apiserver would answer, set by the test.
+#[derive(Default)]
+struct Apiserver {
+    pods: std::sync::Mutex<HashSet<String>>,
+}
+
+#[async_trait::async_trait]
+impl PodPresence for Apiserver {
+    async fn exists(&self, pod: &PodKey) -> Result<bool, kube::Error> {
+        Ok(self.pods.lock().unwrap().contains(&pod.uid))
+    }
+}
+
 fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
+    sync_with(provider, Arc::new(Apiserver::default()))
+}
+
+fn sync_with(provider: Arc<dyn Provider>, presence: Arc<dyn PodPresence>) -> StatusSync {
     StatusSync {
         sync_now: Arc::new(tokio::sync::Notify::new()),
         provider,
@@ -38,6 +56,7 @@ fn sync_over(provider: Arc<dyn Provider>) -> StatusSync {
             Arc::new(crate::policy::guardrails::Guardrails::none()),
             std::time::Duration::from_secs(120),
         )),
+        presence,
     }
 }
 
@@ -194,4 +213,45 @@ async fn a_pod_that_arrives_while_the_listing_runs_keeps_its_record() {
     shutdown.cancel();
     provider.answer.notify_one();
     task.await.unwrap();
+}
+
+/// Issue 39, case 2: a replica stopped (SIGSTOP, a frozen VM) past its hold runs again with a
+/// pod store as old as the stop, while its first listing is fresh: the instances the replica
+/// serving the node meanwhile launched for new pods looked like orphans, and were terminated
+/// under their running pods. An instance whose pod the store lacks is now terminated only once
+/// the apiserver says the pod is gone.
+#[tokio::test]
+async fn an_instance_whose_pod_only_the_store_lacks_is_not_collected() {
+    let provider = Arc::new(
+        SimulatedProvider::new(SimulatedConfig {
+            boot_delay: Seconds::from_millis(0),
+            ..SimulatedConfig::default()
+        })
+        .unwrap(),
+    );
+    let apiserver = Arc::new(Apiserver::default());
+    let mut sync = sync_with(provider.clone(), apiserver.clone());
+    sync.config.orphan_grace_period = Seconds::from_secs(0);
+    let launched = provider.create(&pod("fresh"), &plan()).await.unwrap();
+    apiserver.pods.lock().unwrap().insert("fresh".to_owned());
+    // The store has not seen the pod (it lags); the listing has its instance.
+    let stale_store = HashSet::new();
+    let (changed, _pending) = mpsc::unbounded();
+    sync.sync_once(&changed, HashMap::new(), Some(&stale_store))
+        .await
+        .unwrap();
+
+    sync.collect_orphans(&stale_store).await;
+    let listed = provider.statuses().await.unwrap();
+    assert_eq!(
+        listed[0].state,
+        InstanceState::Running,
+        "the pod exists: its instance is no orphan"
+    );
+    assert_eq!(sync.ledger.len(), 0, "nothing asked");
+
+    // Once the pod is gone from the apiserver too, its instance is an orphan.
+    apiserver.pods.lock().unwrap().clear();
+    sync.collect_orphans(&stale_store).await;
+    assert!(sync.ledger.get(&launched.instance_id).is_some());
 }
