@@ -37,6 +37,8 @@
 //!    visibility grace for it.
 //!
 //! A failing run names its seed; `ORCA_SIM_SEEDS=<seed>[,<seed>…]` replays exactly those.
+//! `ORCA_SIM_LOG` sets the filter of orca's log a failing seed shows (`info`), and
+//! `ORCA_SIM_LOG_LINES` how many of its last lines (150).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,7 +88,7 @@ const STALL: Duration = Duration::from_secs(9);
 /// Allowance for the model's throttling bursts and stale reads, on top of the bounds.
 const SLACK: Duration = Duration::from_secs(4);
 const POD_UID_TAG: &str = "orca.research/pod-uid";
-/// How much of orca's log a failing seed shows.
+/// How much of orca's log a failing seed shows, unless `ORCA_SIM_LOG_LINES` says.
 const ORCA_LOG_LINES: usize = 150;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,6 +104,10 @@ async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs()
     // orca's log, shown for a seed that fails: `ORCA_SIM_LOG=orca=debug,info` for more.
     let filter = std::env::var("ORCA_SIM_LOG").unwrap_or_else(|_| "info".into());
     let orca_log = CapturedLog::install(&filter)?;
+    let log_lines = std::env::var("ORCA_SIM_LOG_LINES")
+        .ok()
+        .and_then(|lines| lines.parse().ok())
+        .unwrap_or(ORCA_LOG_LINES);
     let mut failed = Vec::new();
     for seed in &seeds {
         let started = Instant::now();
@@ -109,8 +115,8 @@ async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs()
         let run = Run::start(*seed).await?;
         match run.play().await.map_err(|error| {
             error.context(format!(
-                "orca's last {ORCA_LOG_LINES} log lines:\n  {}",
-                orca_log.last(ORCA_LOG_LINES).join("\n  ")
+                "orca's last {log_lines} log lines:\n  {}",
+                orca_log.last(log_lines).join("\n  ")
             ))
         }) {
             Ok(summary) => eprintln!(

@@ -66,9 +66,10 @@ pub enum Verdict {
     /// from before cluster ids is not, until this orca claims it: its node's listing then
     /// shows it.)
     Ours,
-    /// EC2 does not say yet: it lists no such instance, or lists it without any tag, within
-    /// the visibility grace of the notice or of its launch (EC2 shows new instances and their
-    /// tags eventually, not at once).
+    /// EC2 does not say yet: it lists no such instance within the visibility grace of the
+    /// notice, or lists one launched within the grace without all of orca's tags and none that
+    /// names another owner (EC2 shows new instances and their tags eventually, not at once,
+    /// and not necessarily all tags together).
     Unsettled,
     /// Someone else's (another cluster, another orca's nodes, not orca's at all), or unknown to
     /// EC2 (never in this account, or gone long ago), or this orca's but ended long ago.
@@ -98,17 +99,26 @@ pub fn verdict(
             Verdict::NotOurs
         };
     };
-    let tag = |key: &str| instance.tags.get(key).map(String::as_str);
-    let ours = tag(TAG_MANAGED_BY) == Some(MANAGED_BY_VALUE)
-        && tag(TAG_NODE).is_some_and(|node| this.nodes.contains(node))
-        && tag(TAG_CLUSTER_ID) == Some(this.cluster_id.as_str());
-    if ours {
+    // Each of orca's tags as EC2 shows it: `None` while it does not show it (EC2 may show an
+    // instance's tags one by one, each when it has caught up), else whether it says ours.
+    let says = |key: &str, ours: &dyn Fn(&str) -> bool| {
+        instance.tags.get(key).map(|value| ours(value.as_str()))
+    };
+    let says = [
+        says(TAG_MANAGED_BY, &|value| value == MANAGED_BY_VALUE),
+        says(TAG_NODE, &|node| this.nodes.contains(node)),
+        says(TAG_CLUSTER_ID, &|id| id == this.cluster_id),
+    ];
+    if says.iter().all(|said| *said == Some(true)) {
         if instance.state.needs_termination() || recent(noticed) {
             Verdict::Ours
         } else {
             Verdict::NotOurs
         }
-    } else if instance.tags.is_empty() && recent(instance.launch_time) {
+    } else if says.contains(&Some(false)) {
+        // A tag that names another owner: someone else's, however new.
+        Verdict::NotOurs
+    } else if recent(instance.launch_time) {
         Verdict::Unsettled
     } else {
         Verdict::NotOurs

@@ -65,7 +65,7 @@ fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_sh
     let before_cluster_ids = [("ManagedBy", "ORCA"), ("orca.research/node", "n1")];
     let not_orcas = [("Name", "batch-worker")];
     // (what EC2 lists for the id, when the notice was sent, the verdict)
-    let cases: [(&str, Option<Ec2Instance>, &str, Verdict); 12] = [
+    let cases: [(&str, Option<Ec2Instance>, &str, Verdict); 17] = [
         (
             "ours, running",
             Some(instance(&OURS, Running, long_ago)),
@@ -103,8 +103,42 @@ fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_sh
             NotOurs,
         ),
         (
-            "not orca's",
+            "not orca's, launched long ago",
+            Some(instance(&not_orcas, Running, long_ago)),
+            just_now,
+            NotOurs,
+        ),
+        (
+            "just launched, only other tags shown yet: orca's may come",
             Some(instance(&not_orcas, Running, just_now)),
+            just_now,
+            Unsettled,
+        ),
+        (
+            "just launched, ours but the cluster id not shown yet (EC2 shows tags one by one)",
+            Some(instance(&OURS[..2], Running, just_now)),
+            just_now,
+            Unsettled,
+        ),
+        (
+            "just launched, only the cluster id shown yet",
+            Some(instance(&OURS[2..], Running, just_now)),
+            just_now,
+            Unsettled,
+        ),
+        (
+            "just launched with another cluster's id: not ours, however new",
+            Some(instance(
+                &[("orca.research/cluster-id", "another-cluster")],
+                Running,
+                just_now,
+            )),
+            just_now,
+            NotOurs,
+        ),
+        (
+            "just launched for a node this process does not declare",
+            Some(instance(&other_node[..2], Running, just_now)),
             just_now,
             NotOurs,
         ),
