@@ -694,11 +694,15 @@ async fn a_forged_warning_is_never_acted_on_and_nothing_but_this_orcas_notices_s
         .wait_phase("target", "Running", Duration::from_secs(30))
         .await?;
     let id = instance_id(&running).context("the pod names its instance")?;
-    // Someone else's instance in the account: tagged, but not by orca.
-    let name = aws_sdk_ec2::types::Tag::builder()
-        .key("Name")
-        .value("web")
-        .build();
+    // Someone else's instance in the account, tagged by the controller that launched it. (One
+    // launched moments ago that shows none of orca's tags is kept for the visibility grace:
+    // EC2 may show an instance's tags one by one. A tag naming another owner settles it.)
+    let tag = |key: &str, value: &str| {
+        aws_sdk_ec2::types::Tag::builder()
+            .key(key)
+            .value(value)
+            .build()
+    };
     let someone_elses = scenario
         .ec2
         .run_instances()
@@ -709,7 +713,8 @@ async fn a_forged_warning_is_never_acted_on_and_nothing_but_this_orcas_notices_s
         .tag_specifications(
             aws_sdk_ec2::types::TagSpecification::builder()
                 .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
-                .tags(name)
+                .tags(tag("Name", "web"))
+                .tags(tag("ManagedBy", "karpenter"))
                 .build(),
         )
         .send()

@@ -67,9 +67,10 @@ pub enum Verdict {
     /// shows it.)
     Ours,
     /// EC2 does not say yet: it lists no such instance within the visibility grace of the
-    /// notice, or lists one launched within the grace without tags, or with some of orca's
-    /// tags but not all and none that names another owner (EC2 shows new instances and their
-    /// tags eventually, not at once, and not necessarily all tags together).
+    /// notice, or lists one launched within the grace without all of orca's tags and with none
+    /// that names another owner (EC2 shows new instances and their tags eventually, not at
+    /// once, and not necessarily all together). A notice about another team's instance
+    /// launched moments ago is kept until the grace has passed.
     Unsettled,
     /// Someone else's (another cluster, another orca's nodes, not orca's at all), or unknown to
     /// EC2 (never in this account, or gone long ago), or this orca's but ended long ago.
@@ -118,13 +119,12 @@ pub fn verdict(
     } else if says.contains(&Some(false)) {
         // A tag that names another owner: someone else's, however new.
         Verdict::NotOurs
-    } else if (instance.tags.is_empty() || says.contains(&Some(true)))
-        && recent(instance.launch_time)
-    {
-        // No tags shown yet, or some of orca's and not all: EC2 has not caught up.
+    } else if recent(instance.launch_time) {
+        // Launched moments ago without all of orca's tags shown: EC2 may show an instance's
+        // tags one by one, and which it shows first says nothing (the `Name` a plugin gave may
+        // come before `ManagedBy`).
         Verdict::Unsettled
     } else {
-        // Tags shown, none of them orca's: launched without them.
         Verdict::NotOurs
     }
 }

@@ -84,7 +84,13 @@ async fn round(foreign: usize, warn_after: Duration, seed: u64) -> Result<(Durat
     let (_, instance) = running.first().context("the pod's instance")?;
     let others: Vec<String> = (0..OTHER_INSTANCES)
         .map(|n| {
-            let tags = BTreeMap::from([("Name".to_owned(), format!("batch-worker-{n}"))]);
+            // Tagged by the controller that launched them: orca tells them from its own at
+            // once (one showing only a Name is kept for the visibility grace, as EC2 may show
+            // an instance's tags one by one).
+            let tags = BTreeMap::from([
+                ("Name".to_owned(), format!("batch-worker-{n}")),
+                ("ManagedBy".to_owned(), "batch-scheduler".to_owned()),
+            ]);
             model.launch_by_someone(Timestamp::now(), "m5.large", &tags)
         })
         .collect();

@@ -109,10 +109,10 @@ fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_sh
             NotOurs,
         ),
         (
-            "just launched, tags shown and none of them orca's: not launched by orca",
+            "just launched, only a Name shown yet: orca's tags may come",
             Some(instance(&not_orcas, Running, just_now)),
             just_now,
-            NotOurs,
+            Unsettled,
         ),
         (
             "just launched, ours but the cluster id not shown yet (EC2 shows tags one by one)",
