@@ -245,11 +245,12 @@ impl Grant {
             (group, Some((resource, sub))) => format!("{resource}.{group}/{sub}"),
             (group, None) => format!("{}.{group}", self.resource),
         };
-        let qualified = match &self.name {
-            Some(name) => format!("{qualified}/{name}"),
-            None => qualified,
-        };
-        service_account_can(&self.verb, &qualified, self.namespace.as_deref())
+        service_account_can(
+            &self.verb,
+            &qualified,
+            self.name.as_deref(),
+            self.namespace.as_deref(),
+        )
     }
 }
 
@@ -495,7 +496,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         ("get", "leases", Some("default")),
     ] {
         assert!(
-            !service_account_can(verb, resource, namespace)?,
+            !service_account_can(verb, resource, None, namespace)?,
             "orca may {verb} {resource} in {namespace:?}"
         );
     }

@@ -69,15 +69,26 @@ pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// `kubectl auth can-i VERB RESOURCE[.GROUP] [--subresource SUB] [-n NAMESPACE]` asked as the
-/// `orca` ServiceAccount; `resource` is written `RESOURCE[.GROUP][/SUB]`.
-pub fn service_account_can(verb: &str, resource: &str, namespace: Option<&str>) -> Result<bool> {
+/// `kubectl auth can-i VERB RESOURCE[.GROUP][/NAME] [--subresource SUB] [-n NAMESPACE]` asked as
+/// the `orca` ServiceAccount; `resource` is written `RESOURCE[.GROUP][/SUB]`, `name` the one
+/// object asked about (a rule with `resourceNames`).
+pub fn service_account_can(
+    verb: &str,
+    resource: &str,
+    name: Option<&str>,
+    namespace: Option<&str>,
+) -> Result<bool> {
     let (resource, subresource) = match resource.split_once('/') {
         Some((resource, sub)) => (resource, Some(sub)),
         None => (resource, None),
     };
+    // kubectl reads `TYPE/NAME`; a subresource goes in its own flag.
+    let target = match name {
+        Some(name) => format!("{resource}/{name}"),
+        None => resource.to_owned(),
+    };
     let user = format!("--as={USERNAME}");
-    let mut args = vec!["auth", "can-i", verb, resource, user.as_str()];
+    let mut args = vec!["auth", "can-i", verb, target.as_str(), user.as_str()];
     if let Some(subresource) = subresource {
         args.extend(["--subresource", subresource]);
     }
