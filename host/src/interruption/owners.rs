@@ -102,13 +102,13 @@ pub fn verdict(
     };
     // Each of orca's tags as EC2 shows it: `None` while it does not show it (EC2 may show an
     // instance's tags one by one, each when it has caught up), else whether it says ours.
-    let says = |key: &str, ours: &dyn Fn(&str) -> bool| {
+    let shown = |key: &str, ours: &dyn Fn(&str) -> bool| {
         instance.tags.get(key).map(|value| ours(value.as_str()))
     };
     let says = [
-        says(TAG_MANAGED_BY, &|value| value == MANAGED_BY_VALUE),
-        says(TAG_NODE, &|node| this.nodes.contains(node)),
-        says(TAG_CLUSTER_ID, &|id| id == this.cluster_id),
+        shown(TAG_MANAGED_BY, &|value| value == MANAGED_BY_VALUE),
+        shown(TAG_NODE, &|node| this.nodes.contains(node)),
+        shown(TAG_CLUSTER_ID, &|id| id == this.cluster_id),
     ];
     if says.iter().all(|said| *said == Some(true)) {
         if instance.state.needs_termination() || recent(noticed) {
