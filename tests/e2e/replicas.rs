@@ -219,7 +219,12 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
     use k8s_openapi::api::coordination::v1::Lease;
     use orca::replicas::{BootInstant, LeaseLock, Step};
 
-    const DURATION: Duration = Duration::from_secs(4);
+    // A hold serves for DURATION less orca's two seconds of margin and is renewed once
+    // RENEW_BEFORE is all that is left of the Lease (a second after each write), so every
+    // renewal here has five seconds to be answered: with a 4 s Lease the renewal after the
+    // takeover had half a second, and a busy CI apiserver did not answer in it.
+    const DURATION: Duration = Duration::from_secs(8);
+    const RENEW_BEFORE: Duration = Duration::from_secs(7);
     const LOOK: Duration = Duration::from_millis(200);
     let client = TestCluster::shared().kube_client().await?;
     let namespace = orca_e2e::TestNamespace::create(&client, "lease-lock").await?;
@@ -231,7 +236,7 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
             name.clone(),
             identity.to_owned(),
             DURATION,
-            Duration::from_secs(3),
+            RENEW_BEFORE,
         )
     };
     let (mut a, mut b) = (lock("replica-a"), lock("replica-b"));
@@ -259,10 +264,10 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
 
     // a stalls: b takes the Lease once it has not changed for a whole duration.
     let stalled = Instant::now();
-    let taken = loop {
+    let (taken_at, taken) = loop {
         let seen = api.get_opt(&name).await?;
         if b.look(seen.as_ref()).await? == Step::Take {
-            break stalled.elapsed();
+            break (Instant::now(), stalled.elapsed());
         }
         ensure!(
             stalled.elapsed() < DURATION * 3,
@@ -290,8 +295,9 @@ async fn lease_locks_never_hold_a_lease_twice_and_a_stalled_holder_cannot_block_
         holder().await?.as_deref() == Some("replica-b"),
         "the stalled replica's renewal landed on the new holder's Lease"
     );
-    // No livelock: b keeps renewing, then gives the Lease back and a takes it at once.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // No livelock: b keeps renewing, then gives the Lease back and a takes it at once. Its
+    // renewal is due once RENEW_BEFORE is all that is left of the Lease it wrote.
+    tokio::time::sleep_until((taken_at + (DURATION - RENEW_BEFORE)).into()).await;
     let seen = api.get_opt(&name).await?;
     ensure!(b.look(seen.as_ref()).await? == Step::Renew, "b renews");
     ensure!(b.hold().held(BootInstant::now()));
