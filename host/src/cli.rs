@@ -39,10 +39,25 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
     /// Loads a plugin as orca would and reports its world, interface version, name, version,
-    /// sha256 and hooks. Exit status 1 if orca would refuse it.
+    /// sha256 and hooks. Exit status 1 if orca would refuse it. Given an `oci://` reference,
+    /// pulls it as orca would and shows its cosign signatures: with `--key` (or `--config`),
+    /// who signed it, and exit status 1 if `policy.registry.verify` would refuse it.
     Check {
-        /// The plugin component (`.wasm`).
-        file: PathBuf,
+        /// The plugin component (`.wasm`), or `oci://REGISTRY/REPOSITORY:TAG` (or `@sha256:…`).
+        file: String,
+        /// Cosign public keys a signature must be by (repeatable); for an `oci://` reference.
+        #[arg(long = "key", conflicts_with = "config")]
+        keys: Vec<PathBuf>,
+        /// An orca config.yaml whose `policy.registry` (verify, dockerConfig, caFile) applies;
+        /// for an `oci://` reference.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Registry credentials, Docker's config.json format (default as for `push`).
+        #[arg(long)]
+        docker_config: Option<PathBuf>,
+        /// PEM certificates trusted besides the system's, for a registry with a private CA.
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
     },
     /// Runs the whole pipeline for a pod and shows every plugin asked (who answered, who
     /// declined or failed and why), every candidate with its reason, and the decision as orca
@@ -81,6 +96,11 @@ pub enum PluginCommand {
         /// PEM certificates trusted besides the system's, for a registry with a private CA.
         #[arg(long)]
         ca_file: Option<PathBuf>,
+        /// Signs the pushed manifest with this cosign private key (`cosign generate-key-pair`;
+        /// its password from `COSIGN_PASSWORD`), as `cosign sign --key` would, so
+        /// `policy.registry.verify` accepts it.
+        #[arg(long)]
+        sign_key: Option<PathBuf>,
     },
 }
 

@@ -32,7 +32,8 @@ async fn run() -> ExitCode {
         let level = cli
             .log_level
             .as_deref()
-            .unwrap_or("warn,orca::policy::wasm=info,orca::policy::reload=info");
+            // The sigstore crate warns of every missing signature, which `check` reports itself.
+            .unwrap_or("warn,orca::policy::wasm=info,orca::policy::reload=info,sigstore=error");
         if let Err(error) = orca::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text)) {
             return fail(&error);
         }

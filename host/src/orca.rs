@@ -410,12 +410,24 @@ impl Orca {
                 .policy
                 .compile_cache_dir()
                 .map(|d| d.join("pulled"));
-            let puller = crate::policy::oci::Puller::new(
+            let mut puller = crate::policy::oci::Puller::new(
                 registry.ca_file.as_deref(),
                 registry.docker_config.clone(),
                 store.as_deref(),
             )
             .map_err(StartError::PluginRegistryFailed)?;
+            // Checked when the config was loaded; read again here, where it is used.
+            let trust = crate::policy::oci::TrustPolicy::from_config(registry)
+                .map_err(|error| StartError::PluginRegistryFailed(error.to_string()))?;
+            if !trust.is_empty() {
+                let verifier = crate::policy::oci::SignatureVerifier::new(
+                    trust,
+                    puller.client().clone(),
+                    registry.ca_file.as_deref(),
+                )
+                .map_err(StartError::PluginRegistryFailed)?;
+                puller = puller.with_verifier(verifier);
+            }
             let references = self
                 .config
                 .policy

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod captured_log;
 pub mod cluster;
+pub mod cosign;
 pub mod deploy;
 pub mod ec2;
 pub mod guest_plugins;

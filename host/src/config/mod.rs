@@ -17,6 +17,7 @@ mod policy;
 mod provider;
 mod quantity_field;
 mod replicas;
+mod verify;
 
 use std::path::Path;
 
@@ -34,10 +35,11 @@ pub use pods::PodsConfig;
 pub use policy::{
     DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, GuardrailsConfig, Instances,
     OnError, OnErrorAction, PluginLimits, PluginLimitsConfig, PluginStep, PolicyConfig,
-    SandboxLimitsConfig,
+    RegistryConfig, SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 pub use replicas::ReplicasConfig;
+pub use verify::{KeylessIdentityConfig, SigstoreTrustRootConfig, VerifyRuleConfig};
 
 use crate::cli::LogFormat;
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 pub use super::guardrails::GuardrailsConfig;
 pub use super::on_error::{FailureKind, OnError, OnErrorAction};
+use super::verify::{SigstoreTrustRootConfig, VerifyRuleConfig};
 use super::{ConfigError, Seconds};
 
 /// The names of the plugins embedded in the binary (see `plugins/`).
@@ -60,6 +61,11 @@ pub struct RegistryConfig {
     pub docker_config: Option<PathBuf>,
     /// PEM certificates trusted besides the system's, for a registry with a private CA.
     pub ca_file: Option<PathBuf>,
+    /// Whose cosign signatures a pulled plugin must carry, per reference (the first entry
+    /// covering a reference applies); a reference no entry covers loads unsigned.
+    pub verify: Vec<VerifyRuleConfig>,
+    /// What keyless signatures are checked against; required by any `keyless` entry.
+    pub sigstore_trust_root: Option<SigstoreTrustRootConfig>,
 }
 
 impl Default for RegistryConfig {
@@ -68,6 +74,8 @@ impl Default for RegistryConfig {
             refresh_interval: Seconds::from_secs(60),
             docker_config: None,
             ca_file: None,
+            verify: Vec::new(),
+            sigstore_trust_root: None,
         }
     }
 }
@@ -336,6 +344,8 @@ impl PolicyConfig {
                 ));
             }
         }
+        // Keys, certificates and globs are read and parsed now, so a bad one stops startup.
+        crate::policy::oci::TrustPolicy::from_config(&self.registry)?;
         validate_limits(
             "policy.limits",
             Some(self.limits.timeout),

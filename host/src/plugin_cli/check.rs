@@ -1,4 +1,4 @@
-//! `orca plugin check FILE.wasm`.
+//! `orca plugin check FILE.wasm` (and the loading half of `check oci://…`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,8 +12,14 @@ use crate::policy::wasm::{CatalogueQuery, InterfaceVersion, LoadedPlugin, Plugin
 
 pub fn run(file: &Path) -> Result<(), String> {
     let (plugin, bytes, elapsed) = load(file)?;
-    let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
     println!("file:       {}", file.display());
+    describe(&plugin, &bytes, elapsed);
+    Ok(())
+}
+
+/// What `check` prints of a loaded plugin.
+pub(super) fn describe(plugin: &LoadedPlugin, bytes: &[u8], elapsed: std::time::Duration) {
+    let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
     println!(
         "world:      orca:policy/plugin@{} (this orca serves {})",
         plugin.interface,
@@ -32,7 +38,6 @@ pub fn run(file: &Path) -> Result<(), String> {
     println!("hooks:      {}", hooks.join(", "));
     println!("size:       {} bytes", bytes.len());
     println!("load time:  {elapsed:.1?} (compile or compile cache, link, info call)");
-    Ok(())
 }
 
 /// Loads `file` as orca would (the default limits, the user's compile cache): the plugin,
@@ -43,6 +48,18 @@ pub fn run(file: &Path) -> Result<(), String> {
 pub(super) fn load(file: &Path) -> Result<(LoadedPlugin, Vec<u8>, std::time::Duration), String> {
     let bytes =
         std::fs::read(file).map_err(|error| format!("reading {}: {error}", file.display()))?;
+    let (plugin, elapsed) = load_bytes(&bytes, &file.display().to_string())?;
+    Ok((plugin, bytes, elapsed))
+}
+
+/// Loads `bytes` (named `label` in messages) as orca would: the plugin and how long it took.
+///
+/// # Errors
+/// Why orca would refuse it.
+pub(super) fn load_bytes(
+    bytes: &[u8],
+    label: &str,
+) -> Result<(LoadedPlugin, std::time::Duration), String> {
     let policy = PolicyConfig::default();
     let mut engine =
         PluginEngine::new(sandbox_limits(&policy)).map_err(|error| error.to_string())?;
@@ -54,7 +71,7 @@ pub(super) fn load(file: &Path) -> Result<(LoadedPlugin, Vec<u8>, std::time::Dur
     let catalogue: Arc<dyn CatalogueQuery> =
         Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(|error| error.to_string())?);
     let started = Instant::now();
-    let plugin = LoadedPlugin::load(&engine, &bytes, &catalogue)
-        .map_err(|error| format!("{}: orca would refuse this plugin: {error}", file.display()))?;
-    Ok((plugin, bytes, started.elapsed()))
+    let plugin = LoadedPlugin::load(&engine, bytes, &catalogue)
+        .map_err(|error| format!("{label}: orca would refuse this plugin: {error}"))?;
+    Ok((plugin, started.elapsed()))
 }

@@ -3,6 +3,7 @@
 
 mod bench;
 mod check;
+mod check_reference;
 mod eval;
 mod push;
 
@@ -37,7 +38,24 @@ const DEFAULT_ARCHITECTURE: &str = "amd64";
 /// A message saying what failed.
 pub fn run(command: PluginCommand) -> Result<(), String> {
     match command {
-        PluginCommand::Check { file } => check::run(&file),
+        PluginCommand::Check {
+            file,
+            keys,
+            config,
+            docker_config,
+            ca_file,
+        } => match file.strip_prefix("oci://") {
+            Some(_) => check_reference::run(
+                &file,
+                &check_reference::Options {
+                    keys,
+                    config,
+                    docker_config,
+                    ca_file,
+                },
+            ),
+            None => check::run(Path::new(&file)),
+        },
         PluginCommand::Eval { pipeline, output } => eval::run(&pipeline, &output),
         PluginCommand::Bench {
             pipeline,
@@ -48,7 +66,14 @@ pub fn run(command: PluginCommand) -> Result<(), String> {
             reference,
             docker_config,
             ca_file,
-        } => push::run(&file, &reference, docker_config, ca_file.as_deref()),
+            sign_key,
+        } => push::run(
+            &file,
+            &reference,
+            docker_config,
+            ca_file.as_deref(),
+            sign_key.as_deref(),
+        ),
     }
 }
 

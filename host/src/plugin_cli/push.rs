@@ -1,15 +1,20 @@
 //! `orca plugin push FILE oci://…`: publishes a plugin as teams publish everything else, as an
-//! artifact their CI pushes to a registry.
+//! artifact their CI pushes to a registry, signed with a cosign key when asked.
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::oci::{PluginReference, Puller, push};
+use zeroize::Zeroizing;
+
+use crate::policy::oci::{
+    PASSWORD_VARIABLE, PluginReference, Puller, SigningKey, TrustPolicy, cosign_client, push,
+};
 
 pub fn run(
     file: &Path,
     reference: &str,
     docker_config: Option<PathBuf>,
     ca_file: Option<&Path>,
+    sign_key: Option<&Path>,
 ) -> Result<(), String> {
     let target = PluginReference::parse(reference)
         .map_err(|error| format!("{reference} is not a plugin reference: {error}"))?;
@@ -18,11 +23,24 @@ pub fn run(
             "{reference} names a digest; push to a tag (the digest is printed after the push)"
         ));
     }
+    // The key opens before anything is pushed: a wrong password pushes nothing.
+    let key = match sign_key {
+        Some(path) => {
+            let password = Zeroizing::new(
+                std::env::var(PASSWORD_VARIABLE)
+                    .unwrap_or_default()
+                    .into_bytes(),
+            );
+            Some(SigningKey::read(path, &password)?)
+        }
+        None => None,
+    };
     // Refuse to publish what orca would refuse to load.
     let (plugin, bytes, _) = super::check::load(file)?;
     let puller = Puller::new(ca_file, docker_config.or_else(default_docker_config), None)?;
     let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
-    let digest = tokio::runtime::Handle::current()
+    let runtime = tokio::runtime::Handle::current();
+    let digest = runtime
         .block_on(push(puller.client(), &target.reference, &auth, bytes))
         .map_err(|error| format!("pushing to {reference}: {error}"))?;
     let pinned = format!(
@@ -34,13 +52,20 @@ pub fn run(
         "pushed {} {} (sha256 {}) to {reference}",
         plugin.name, plugin.version, plugin.sha256
     );
+    if let Some(key) = key {
+        let mut client = cosign_client(ca_file, &TrustPolicy::default())?;
+        runtime
+            .block_on(key.sign(&mut client, &target.reference, &auth, &digest))
+            .map_err(|error| format!("{pinned} is pushed but not signed: {error}"))?;
+        println!("signed {digest} with {}", key.signer());
+    }
     println!("{pinned}");
     Ok(())
 }
 
 /// Docker's own default: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`, if it
 /// exists.
-fn default_docker_config() -> Option<PathBuf> {
+pub(super) fn default_docker_config() -> Option<PathBuf> {
     let dir = std::env::var_os("DOCKER_CONFIG")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker")))?;

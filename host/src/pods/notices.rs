@@ -320,6 +320,7 @@ mod tests {
             version: "0.1.0".to_owned(),
             sha256: String::new(),
             reason: "test".to_owned(),
+            signed_by: None,
         };
         let record = DecisionRecord {
             instance_type: "m5.large".to_owned(),

@@ -89,6 +89,10 @@ pub struct HookRecord {
     pub version: String,
     pub sha256: String,
     pub reason: String,
+    /// Who signed the plugin (`key sha256:…`, `keyless SUBJECT (issuer ISSUER)`), when it was
+    /// pulled under `policy.registry.verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
 }
 
 /// A plugin passed over: it declined, or failed under `onError: fallback` for that kind.
@@ -115,8 +119,12 @@ impl DecisionRecord {
             None => String::new(),
         };
         let by = |hook: &HookRecord| {
+            let signed = match &hook.signed_by {
+                Some(signer) => format!(", signed by {signer}"),
+                None => String::new(),
+            };
             format!(
-                "{} {} ({}): {}",
+                "{} {} ({}{signed}): {}",
                 hook.plugin,
                 hook.version,
                 short(&hook.sha256),

@@ -473,6 +473,7 @@ impl Pipeline {
                             version: plugin.plugin.version.clone(),
                             sha256: plugin.plugin.sha256.clone(),
                             reason: reason(&answer),
+                            signed_by: plugin.signer.as_ref().map(ToString::to_string),
                         };
                         return Ok((answer, record));
                     }

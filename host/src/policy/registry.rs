@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use super::embedded::EmbeddedPlugin;
+use super::oci::Signer;
 use super::wasm::{CatalogueQuery, Hook, LoadError, LoadedPlugin, PluginEngine};
 use crate::errors::lock;
 
@@ -38,6 +39,8 @@ impl fmt::Display for PluginSource {
 pub struct RegisteredPlugin {
     pub plugin: LoadedPlugin,
     pub source: PluginSource,
+    /// Who signed it: a pulled plugin that `policy.registry.verify` covers.
+    pub signer: Option<Signer>,
 }
 
 impl RegisteredPlugin {
@@ -131,6 +134,7 @@ impl PluginRegistry {
                 Ok(plugin) => loaded.push(Arc::new(RegisteredPlugin {
                     plugin,
                     source: PluginSource::Embedded,
+                    signer: None,
                 })),
                 Err(error) if error.is_transient() => {
                     tracing::error!(package = plugin.package, %error, "an embedded plugin kept running out of time while loading; starting without it and loading it again in the background");
@@ -178,6 +182,7 @@ impl PluginRegistry {
                     lock(&self.embedded).push(Arc::new(RegisteredPlugin {
                         plugin,
                         source: PluginSource::Embedded,
+                        signer: None,
                     }));
                 }
                 Err(error) => {
@@ -277,6 +282,7 @@ impl PluginRegistry {
                     state.serving = Some(Arc::new(RegisteredPlugin {
                         plugin,
                         source: PluginSource::File(path),
+                        signer: None,
                     }));
                 }
                 Err(error) => {
@@ -302,9 +308,15 @@ impl PluginRegistry {
         events
     }
 
-    /// Loads the verified bytes pulled for `reference` and publishes them in place of what it
-    /// served before; bytes that do not load leave the previous version serving.
-    pub fn offer_pulled(&self, reference: &str, bytes: &[u8]) -> Vec<ReloadEvent> {
+    /// Loads the verified bytes pulled for `reference` (signed by `signer`, when its signature
+    /// was checked) and publishes them in place of what it served before; bytes that do not
+    /// load leave the previous version serving.
+    pub fn offer_pulled(
+        &self,
+        reference: &str,
+        bytes: &[u8],
+        signer: Option<Signer>,
+    ) -> Vec<ReloadEvent> {
         // Loads run one at a time: the files lock is what every load holds.
         let files = lock(&self.files);
         let mut pulled = lock(&self.pulled);
@@ -332,6 +344,7 @@ impl PluginRegistry {
                 state.serving = Some(Arc::new(RegisteredPlugin {
                     plugin,
                     source: PluginSource::Registry(reference.to_owned()),
+                    signer,
                 }));
             }
             Err(error) => {
@@ -365,6 +378,7 @@ impl PluginRegistry {
         let plugin = Arc::new(RegisteredPlugin {
             plugin,
             source: PluginSource::File(path.to_path_buf()),
+            signer: None,
         });
         let mut files = lock(&self.files);
         files.insert(

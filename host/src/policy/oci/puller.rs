@@ -13,7 +13,9 @@ use oci_client::{Client, Reference};
 use super::artifact::LAYER_MEDIA_TYPE;
 use super::credentials::DockerConfig;
 use super::reference::PluginReference;
+use super::signature::{SignatureError, Signer};
 use super::store::{ArtifactStore, Remembered};
+use super::verifier::SignatureVerifier;
 
 /// The largest component pulled: an interpreter's plugin is 12-20 MB.
 const MAX_COMPONENT_BYTES: i64 = 256 << 20;
@@ -35,6 +37,8 @@ pub enum PullError {
     },
     #[error("not a plugin artifact: {0}")]
     NotAPlugin(String),
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
 }
 
 /// A verified plugin component.
@@ -43,6 +47,8 @@ pub struct Pulled {
     pub manifest_digest: String,
     pub layer_digest: String,
     pub bytes: Vec<u8>,
+    /// Who signed it, when `policy.registry.verify` covers its reference.
+    pub signer: Option<Signer>,
 }
 
 pub struct Puller {
@@ -50,6 +56,8 @@ pub struct Puller {
     docker_config: Option<PathBuf>,
     /// Verified components kept on disk, when a directory is usable.
     store: Option<ArtifactStore>,
+    /// The signatures a version needs before it is downloaded (`policy.registry.verify`).
+    verifier: Option<SignatureVerifier>,
 }
 
 impl Puller {
@@ -75,12 +83,30 @@ impl Puller {
             client: Client::new(config),
             docker_config,
             store: store_dir.and_then(ArtifactStore::open),
+            verifier: None,
         })
     }
 
-    /// What `plugin` last resolved to, with its verified component, from the disk.
+    /// Checks every version's signatures with `verifier` before it is downloaded.
+    #[must_use]
+    pub fn with_verifier(mut self, verifier: SignatureVerifier) -> Puller {
+        self.verifier = Some(verifier);
+        self
+    }
+
+    /// What `plugin` last resolved to, with its verified component, from the disk; not when
+    /// its signer no longer satisfies `policy.registry.verify` (or it has none and needs one).
     pub fn remembered(&self, plugin: &PluginReference) -> Option<Remembered> {
-        self.store.as_ref()?.remembered(&plugin.text)
+        let remembered = self.store.as_ref()?.remembered(&plugin.text)?;
+        if let Some(verifier) = &self.verifier
+            && !verifier
+                .policy()
+                .still_allows(plugin, remembered.signer.as_ref())
+        {
+            tracing::warn!(reference = %plugin.text, manifest = %remembered.manifest_digest, "the version kept on disk is not signed as policy.registry.verify requires; not loaded");
+            return None;
+        }
+        Some(remembered)
     }
 
     pub fn client(&self) -> &Client {
@@ -142,6 +168,11 @@ impl Puller {
             PullError::NotAPlugin(format!("its manifest does not parse: {error}"))
         })?;
         let layer = plugin_layer(&manifest)?;
+        // Who signed it, before a byte of the component is downloaded or kept.
+        let signer = match &self.verifier {
+            Some(verifier) => verifier.verify(plugin, manifest_digest, &auth).await?,
+            None => None,
+        };
         if layer.size > MAX_COMPONENT_BYTES {
             return Err(PullError::NotAPlugin(format!(
                 "its component is {} bytes, more than the {MAX_COMPONENT_BYTES} a plugin may be",
@@ -157,12 +188,19 @@ impl Puller {
             None => self.download(&reference, layer).await?,
         };
         if let Some(store) = &self.store {
-            store.keep(&plugin.text, manifest_digest, &layer.digest, &bytes);
+            store.keep(
+                &plugin.text,
+                manifest_digest,
+                &layer.digest,
+                &bytes,
+                signer.as_ref(),
+            );
         }
         Ok(Pulled {
             manifest_digest: manifest_digest.to_owned(),
             layer_digest: layer.digest.clone(),
             bytes,
+            signer,
         })
     }
 

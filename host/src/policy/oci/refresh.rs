@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::puller::Puller;
 use super::reference::PluginReference;
+use super::signature::Signer;
 use crate::policy::registry::{PluginRegistry, ReloadEvent};
 use crate::policy::reload::{self, ReloadReporter};
 
@@ -70,7 +71,7 @@ pub fn spawn_refresh(
                         {
                             tracing::warn!(reference = %plugin.text, manifest = %remembered.manifest_digest, %error, "the registry cannot be reached; loading the version last pulled from disk");
                             events.extend(
-                                load(&registry, plugin, remembered.bytes)
+                                load(&registry, plugin, remembered.bytes, remembered.signer)
                                     .await
                                     .unwrap_or_default(),
                             );
@@ -113,7 +114,7 @@ async fn refresh(
         .await
         .map_err(|e| format!("pulling {digest}: {e}"))?;
     tracing::info!(reference = %plugin.text, manifest = %pulled.manifest_digest, component = %pulled.layer_digest, bytes = pulled.bytes.len(), "pulled a plugin; loading it");
-    let events = load(registry, plugin, pulled.bytes).await?;
+    let events = load(registry, plugin, pulled.bytes, pulled.signer).await?;
     Ok(Some((digest, events)))
 }
 
@@ -123,10 +124,11 @@ async fn load(
     registry: &Arc<PluginRegistry>,
     plugin: &PluginReference,
     bytes: Vec<u8>,
+    signer: Option<Signer>,
 ) -> Result<Vec<ReloadEvent>, String> {
     let registry = registry.clone();
     let text = plugin.text.clone();
-    tokio::task::spawn_blocking(move || registry.offer_pulled(&text, &bytes))
+    tokio::task::spawn_blocking(move || registry.offer_pulled(&text, &bytes, signer))
         .await
         .map_err(|error| format!("loading the pulled plugin panicked: {error}"))
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::puller::digest_of;
+use super::signature::Signer;
 use crate::policy::wasm::cache::private_dir;
 use crate::policy::wasm::sha256_hex;
 
@@ -19,6 +20,8 @@ pub struct ArtifactStore {
 pub struct Remembered {
     pub manifest_digest: String,
     pub bytes: Vec<u8>,
+    /// Who signed it, when it was verified (a third line, JSON).
+    pub signer: Option<Signer>,
 }
 
 impl ArtifactStore {
@@ -62,11 +65,21 @@ impl ArtifactStore {
 
     /// Keeps a verified component and what `reference` resolved to. Failures only cost a
     /// download later, so they are logged.
-    pub fn keep(&self, reference: &str, manifest_digest: &str, layer_digest: &str, bytes: &[u8]) {
+    pub fn keep(
+        &self,
+        reference: &str,
+        manifest_digest: &str,
+        layer_digest: &str,
+        bytes: &[u8],
+        signer: Option<&Signer>,
+    ) {
+        let signer = signer
+            .and_then(|s| serde_json::to_string(s).ok())
+            .unwrap_or_default();
         let result = write_atomically(&self.component_path(layer_digest), bytes).and_then(|()| {
             write_atomically(
                 &self.reference_path(reference),
-                format!("{manifest_digest}\n{layer_digest}\n").as_bytes(),
+                format!("{manifest_digest}\n{layer_digest}\n{signer}\n").as_bytes(),
             )
         });
         if let Err(error) = result {
@@ -80,10 +93,14 @@ impl ArtifactStore {
         let mut lines = text.lines();
         let manifest_digest = lines.next()?.to_owned();
         let layer_digest = lines.next()?;
+        let signer = lines
+            .next()
+            .and_then(|line| serde_json::from_str(line).ok());
         let bytes = self.component(layer_digest)?;
         Some(Remembered {
             manifest_digest,
             bytes,
+            signer,
         })
     }
 }
@@ -109,7 +126,7 @@ mod tests {
         let layer = digest_of(&bytes);
         let reference = "oci://127.0.0.1:5000/team/p:stable";
         assert!(store.remembered(reference).is_none());
-        store.keep(reference, "sha256:manifest", &layer, &bytes);
+        store.keep(reference, "sha256:manifest", &layer, &bytes, None);
         let remembered = store.remembered(reference).unwrap();
         assert_eq!(remembered.manifest_digest, "sha256:manifest");
         assert_eq!(remembered.bytes, bytes);
