@@ -1,6 +1,8 @@
 //! Plugin reloads as Events on the Node (`kubectl describe node` shows them): an operator who
 //! applied a broken plugin sees why it was refused and which version still serves.
 
+use std::collections::HashMap;
+
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::mpsc;
@@ -9,6 +11,10 @@ use crate::pods::events::truncate;
 use crate::policy::decision::short;
 use crate::policy::registry::ReloadEvent;
 use crate::policy::reload::ReloadReporter;
+
+/// Distinct notes remembered for folding repeats; past it, the memory starts again (a repeat
+/// then makes one more Event).
+const MAX_RECORDERS: usize = 64;
 
 /// Queues reload events for a task that publishes them (reporting must not block a rescan).
 pub struct NodePluginEvents {
@@ -19,13 +25,14 @@ impl NodePluginEvents {
     /// Starts the publishing task; it ends when the reporter is dropped.
     pub fn spawn(client: kube::Client, node_name: &str) -> NodePluginEvents {
         let (queue, mut events) = mpsc::unbounded_channel::<ReloadEvent>();
-        let recorder = Recorder::new(
-            client,
-            Reporter {
-                controller: "orca".to_owned(),
-                instance: Some(node_name.to_owned()),
-            },
-        );
+        let reporter = Reporter {
+            controller: "orca".to_owned(),
+            instance: Some(node_name.to_owned()),
+        };
+        // A recorder folds every Event of one reason into the first one's series for six
+        // minutes, note and all: one recorder per note, so a repeat folds and a different
+        // refusal (another file, another digest, another reason) is an Event of its own.
+        let mut recorders: HashMap<String, Recorder> = HashMap::new();
         // The kubelet refers to its Node this way (the Node's UID is its name).
         let node = ObjectReference {
             api_version: Some("v1".to_owned()),
@@ -39,6 +46,17 @@ impl NodePluginEvents {
                 let Some(event) = node_event(&event) else {
                     continue;
                 };
+                let key = format!(
+                    "{}\n{}",
+                    event.reason,
+                    event.note.as_deref().unwrap_or_default()
+                );
+                if recorders.len() >= MAX_RECORDERS && !recorders.contains_key(&key) {
+                    recorders.clear();
+                }
+                let recorder = recorders
+                    .entry(key)
+                    .or_insert_with(|| Recorder::new(client.clone(), reporter.clone()));
                 if let Err(error) = recorder.publish(&event, &node).await {
                     tracing::warn!(%error, reason = %event.reason, "publishing a plugin event on the node failed");
                 }

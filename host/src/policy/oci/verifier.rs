@@ -91,11 +91,8 @@ impl SignatureVerifier {
             .triangulate(&image, &sigstore_auth)
             .await
             .map_err(|error| unreachable(error.to_string()))?;
-        let layers = cosign
-            .trusted_signature_layers(&sigstore_auth, &image)
-            .await
-            .map_err(|error| unreachable(error.to_string()))?;
-        drop(cosign);
+        // Asked first: a signature pushed between the two requests then counts as found, not
+        // as a tag whose layers are all invalid.
         let tag = Reference::with_tag(
             signature_tag.registry().to_owned(),
             signature_tag.repository().to_owned(),
@@ -106,6 +103,11 @@ impl SignatureVerifier {
             Err(error) if is_not_found(&error) => SignatureManifest::Absent,
             Err(error) => return Err(unreachable(error.to_string())),
         };
+        let layers = cosign
+            .trusted_signature_layers(&sigstore_auth, &image)
+            .await
+            .map_err(|error| unreachable(error.to_string()))?;
+        drop(cosign);
         Ok((layers, manifest))
     }
 }
