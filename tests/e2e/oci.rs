@@ -4,7 +4,9 @@
 //! are decided by v1; v2 pushed to the same tag decides new pods within the refresh interval,
 //! no restart; a v3 whose bytes in the registry no longer match their digest is refused,
 //! reported on the Node as `PluginRejected`, and v2 keeps serving; restarted while the registry
-//! is down, orca serves v2 from the components it kept on disk.
+//! is down, orca serves v2 from the components it kept on disk. With `policy.registry.verify`,
+//! only versions signed by an allowed cosign key load (signed by `orca plugin push --sign-key`
+//! and by the real cosign CLI), and the signer is in every decision.
 
 use std::path::Path;
 use std::process::Command;
