@@ -700,6 +700,7 @@ impl Orca {
                 .map(|node| node.declared.node.clone())
                 .collect(),
             served: self.served.clone(),
+            metrics: self.metrics.kubelet_api.clone(),
         };
         let health = self.health.clone();
         let shutdown = shutdown.clone();

@@ -22,6 +22,7 @@ pub struct ServedNode {
 }
 
 /// A pod found on one of the served nodes.
+#[derive(Clone)]
 pub struct FoundPod {
     pub node: String,
     pub pod: Arc<Pod>,
@@ -96,6 +97,15 @@ impl ServedNodes {
             .collect()
     }
 
+    /// Every pod of those of `nodes` served now.
+    pub fn pods_on(&self, nodes: &[String]) -> Vec<Arc<Pod>> {
+        self.read()
+            .iter()
+            .filter(|(name, _)| nodes.contains(name))
+            .flat_map(|(_, served)| served.pods.state())
+            .collect()
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, ServedNode>> {
         self.nodes
             .read()
@@ -155,7 +165,16 @@ mod tests {
         assert_eq!(served.pod("web", "train-0").unwrap().node, "orca-b");
         assert!(served.pod("ml", "train-2").is_none());
         assert_eq!(served.pods().len(), 3);
+        assert_eq!(served.pods_on(&["orca-a".to_owned()]).len(), 1);
+        assert_eq!(
+            served
+                .pods_on(&["orca-b".to_owned(), "orca-c".to_owned()])
+                .len(),
+            2
+        );
+        assert!(served.pods_on(&[]).is_empty());
         served.stop_serving("orca-b");
+        assert!(served.pods_on(&["orca-b".to_owned()]).is_empty());
         assert!(served.pod("ml", "train-1").is_none());
         assert_eq!(served.names(), ["orca-a"]);
     }

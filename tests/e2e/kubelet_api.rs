@@ -13,10 +13,12 @@ use kube::Api;
 use kube::api::DeleteParams;
 use orca_e2e::cluster::kubectl_ok;
 use orca_e2e::http::curl_status;
+use orca_e2e::kubelet_conn::{closed_by_peer, connector, open};
 use orca_e2e::pods::{self, burst_pod, phase};
 use orca_e2e::{
     OrcaProcess, Scenario, TestCluster, TestNamespace, aws_test_config, unique_node_name,
 };
+use tokio::io::AsyncWriteExt;
 
 const EXEC_REFUSAL: &str = "exec is not supported by this node";
 
@@ -416,5 +418,268 @@ async fn the_serving_certificate_is_requested_through_the_csr_api() -> Result<()
     let (status, body) = readyz()?;
     assert_eq!(status, 200, "{body}");
     let _ = kubectl(&["delete", &csr]);
+    Ok(())
+}
+
+/// Issue 40: one orca serves nodes `a` and `b`; a user granted `nodes/proxy` on `a` only reads
+/// `a`'s pods, and nothing of `b`'s: not by its plain name, not by a percent-encoded one
+/// (which once was authorized against `a` and served from `b`), and not in `/pods`. A pod on
+/// no node answers as one on `b` does, so refusals say nothing of what exists.
+#[tokio::test]
+async fn a_user_allowed_one_node_sees_nothing_of_another() -> Result<()> {
+    let client = TestCluster::shared().kube_client().await?;
+    let base = unique_node_name("kubelet-two");
+    let (a, b) = (format!("{base}-a"), format!("{base}-b"));
+    let orca = OrcaProcess::start(&base, |dir| {
+        format!(
+            "{}nodes:\n  - name: {a}\n  - name: {b}\n",
+            orca_e2e::test_config(&base, dir, "")
+        )
+    })?
+    .declaring(&[a.clone(), b.clone()]);
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-kubelet-two").await?;
+    let ns = namespace.name.clone();
+    let pods_api: Api<Pod> = Api::namespaced(client, &ns);
+    let forever = [("simulated.orca.research/run-time", "forever")];
+    running_pod(&pods_api, burst_pod("on-a", &a, &forever)).await?;
+    running_pod(&pods_api, burst_pod("on-b", &b, &forever)).await?;
+
+    let role = format!("{base}-a-proxy");
+    kubectl_ok(&[
+        "create",
+        "clusterrole",
+        &role,
+        "--verb=get",
+        "--resource=nodes/proxy",
+        &format!("--resource-name={a}"),
+    ])?;
+    kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        &role,
+        &format!("--clusterrole={role}"),
+        &format!("--serviceaccount={ns}:a-reader"),
+    ])?;
+    kubectl_ok(&["create", "serviceaccount", "-n", &ns, "a-reader"])?;
+    let token = kubectl_ok(&["create", "token", "-n", &ns, "a-reader"])?;
+    let get = |path: &str| kubelet_get(&orca, path, Some(token.trim()));
+    let checks = (|| -> Result<()> {
+        for path in [
+            format!("/containerLogs/{ns}/on-a/main"),
+            format!("/containerLogs/{ns}/on%2Da/main"),
+        ] {
+            let (status, body) = get(&path)?;
+            assert_eq!(status, 200, "{path}: {body}");
+            assert!(body.contains("[orca-sim]"), "{path}: {body}");
+        }
+        for path in [
+            format!("/containerLogs/{ns}/on-b/main"),
+            format!("/containerLogs/{ns}/on%2Db/main"),
+            format!("/containerLogs/{ns}/%6Fn-b/main"),
+            format!("/containerLogs/{ns}/absent/main"),
+            format!("/exec/{ns}/on%2Db/main?command=ls"),
+        ] {
+            let (status, body) = get(&path)?;
+            assert_eq!(status, 403, "{path}: {body}");
+            assert!(!body.contains("[orca-sim]"), "{path}: {body}");
+        }
+        let (status, body) = get("/pods")?;
+        assert_eq!(status, 200, "/pods: {body}");
+        let list: serde_json::Value = serde_json::from_str(&body)?;
+        let names: Vec<&str> = list["items"]
+            .as_array()
+            .context("items")?
+            .iter()
+            .filter_map(|pod| pod["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(names, ["on-a"], "/pods: {body}");
+        Ok(())
+    })();
+    let _ = kubectl(&["delete", "clusterrolebinding,clusterrole", &role]);
+    checks?;
+    namespace.delete().await
+}
+
+/// orca with the harness's listeners and `bounds` (lines under `kubeletApi:`).
+fn orca_with_bounds(test: &str, bounds: &str) -> Result<OrcaProcess> {
+    let node = unique_node_name(test);
+    OrcaProcess::start(&node, |dir| {
+        format!(
+            "{}kubeletApi:\n  bindAddress: 127.0.0.1\n  followPollInterval: 500ms\n  tls:\n    sources: [selfSigned]\n{bounds}",
+            orca_e2e::test_config(&node, dir, "")
+        )
+    })
+}
+
+/// `orca_kubelet_api_connections_closed_total` by reason.
+fn closed_by_orca(orca: &OrcaProcess) -> Result<std::collections::BTreeMap<String, f64>> {
+    let page = orca_e2e::metrics::scrape(orca.metrics_port)?;
+    Ok(orca_e2e::metrics::by_label(
+        &page,
+        "orca_kubelet_api_connections_closed_total",
+        "reason",
+    ))
+}
+
+/// Issue 40: TLS connections that never send a request, and requests whose headers never end,
+/// once lived for ever; any pod could hold thousands and exhaust orca's file descriptors.
+/// Now each is closed after `idleTimeout` (or `headerReadTimeout`), while a `kubectl logs -f`
+/// on the same port, a request in flight all along, keeps streaming.
+#[tokio::test]
+async fn idle_and_slow_connections_are_closed_and_a_follow_is_not() -> Result<()> {
+    const IDLE: usize = 300;
+    const SLOW: usize = 20;
+    let client = TestCluster::shared().kube_client().await?;
+    let orca = orca_with_bounds(
+        "kubelet-idle",
+        "  idleTimeout: 3s\n  headerReadTimeout: 2s\n",
+    )?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-kubelet-idle").await?;
+    let ns = namespace.name.clone();
+    let pods_api: Api<Pod> = Api::namespaced(client, &ns);
+    let forever = [("simulated.orca.research/run-time", "forever")];
+    running_pod(&pods_api, burst_pod("talker", &orca.node_name, &forever)).await?;
+
+    let mut follow = TestCluster::shared()
+        .kubectl()
+        .args(["logs", "-f", "-n", &ns, "talker"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdout = follow.stdout.take().context("stdout")?;
+    let lines = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if line.is_err() {
+                break;
+            }
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+
+    // Silent connections over each protocol a client may choose, and HTTP/1 requests whose
+    // headers never end.
+    let offers: [&[&[u8]]; 3] = [&[b"h2"], &[b"http/1.1"], &[]];
+    let connectors: Vec<_> = offers.iter().map(|alpn| connector(alpn)).collect();
+    let mut silent = Vec::new();
+    for i in 0..IDLE {
+        silent.push(open(&connectors[i % connectors.len()], orca.kubelet_port).await?);
+    }
+    let mut slow = Vec::new();
+    for _ in 0..SLOW {
+        let mut stream = open(&connectors[1], orca.kubelet_port).await?;
+        stream
+            .write_all(b"GET /pods HTTP/1.1\r\nHost: orca\r\n")
+            .await?;
+        slow.push(stream);
+    }
+    let closing = futures::future::join_all(
+        silent
+            .into_iter()
+            .map(|stream| tokio::spawn(closed_by_peer(stream)))
+            .chain(
+                slow.into_iter()
+                    .map(|stream| tokio::spawn(closed_by_peer(stream))),
+            ),
+    );
+    // A generous deadline for all to be closed, not a measure of how soon.
+    let closed = tokio::time::timeout(Duration::from_secs(120), closing)
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "orca had not closed the {IDLE} silent and {SLOW} slow connections after 120 s \
+                 (idleTimeout 3s, headerReadTimeout 2s)"
+            )
+        })?;
+    anyhow::ensure!(closed.iter().all(Result::is_ok), "a watcher failed");
+    let by_reason = closed_by_orca(&orca)?;
+    assert!(
+        by_reason.get("idle").copied().unwrap_or_default() >= (IDLE + SLOW) as f64,
+        "{by_reason:?}"
+    );
+
+    // The follow, in flight all along, was not cut: it is running and still gets lines.
+    let seen = lines.load(std::sync::atomic::Ordering::Relaxed);
+    orca_e2e::wait::poll_until(
+        "more lines from kubectl logs -f",
+        Duration::from_secs(30),
+        Duration::from_millis(250),
+        || async { Ok((lines.load(std::sync::atomic::Ordering::Relaxed) > seen).then_some(())) },
+    )
+    .await?;
+    let running = follow.try_wait()?.is_none();
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(
+        running,
+        "kubectl logs -f ended while idle connections were closed"
+    );
+    namespace.delete().await
+}
+
+/// Issue 40: connections beyond `maxConnections` are closed as they are accepted, while those
+/// within it stay (here: in their handshake, which they are given ten minutes for), and the
+/// port answers again once they are gone.
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_as_accepted() -> Result<()> {
+    const CAP: usize = 50;
+    const OVER: usize = 30;
+    let orca = orca_with_bounds(
+        "kubelet-cap",
+        &format!("  maxConnections: {CAP}\n  handshakeTimeout: 10m\n  idleTimeout: 10m\n"),
+    )?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let mut streams = Vec::new();
+    for _ in 0..CAP + OVER {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", orca.kubelet_port))?;
+        stream.set_nonblocking(true)?;
+        streams.push(stream);
+    }
+    let closed = |streams: &[std::net::TcpStream]| {
+        streams
+            .iter()
+            .filter(|stream| {
+                let mut stream: &std::net::TcpStream = stream;
+                let mut buffer = [0u8; 16];
+                // EOF (or a reset): closed by orca; WouldBlock: open, in its handshake.
+                match std::io::Read::read(&mut stream, &mut buffer) {
+                    Ok(read) => read == 0,
+                    Err(error) => error.kind() != std::io::ErrorKind::WouldBlock,
+                }
+            })
+            .count()
+    };
+    orca_e2e::wait::poll_until(
+        "the connections over the cap closed",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || async { Ok((closed(&streams) >= OVER).then_some(())) },
+    )
+    .await?;
+    assert_eq!(closed(&streams), OVER, "only those over the cap are closed");
+    let by_reason = closed_by_orca(&orca)?;
+    assert_eq!(
+        by_reason.get("at_capacity"),
+        Some(&(OVER as f64)),
+        "{by_reason:?}"
+    );
+    let page = orca_e2e::metrics::scrape(orca.metrics_port)?;
+    assert!(
+        page.contains(&format!("orca_kubelet_api_connections_open {CAP}\n")),
+        "{page}"
+    );
+
+    // Once they hang up, the port answers again (401: no credentials).
+    drop(streams);
+    orca_e2e::wait::poll_until(
+        "the kubelet port answering",
+        Duration::from_secs(30),
+        Duration::from_millis(250),
+        || async { Ok(matches!(kubelet_get(&orca, "/healthz", None), Ok((401, _))).then_some(())) },
+    )
+    .await?;
     Ok(())
 }

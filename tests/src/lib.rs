@@ -12,6 +12,7 @@ pub mod guest_plugins;
 pub mod http;
 pub mod inprocess;
 pub mod journal;
+pub mod kubelet_conn;
 pub mod metrics;
 pub mod model_ec2;
 pub mod model_queue;

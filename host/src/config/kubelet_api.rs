@@ -15,8 +15,10 @@ use super::{ConfigError, Seconds};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct KubeletApiConfig {
-    /// The address to listen on; the port is `node.daemonPort`.
-    pub bind_address: IpAddr,
+    /// The address to listen on; the port is `node.daemonPort`. Unset: the address the Node
+    /// advertises (`node.internalIP`, else `$POD_IP`, else loopback), the one the apiserver
+    /// is told to call, so no other interface is open to callers.
+    pub bind_address: Option<IpAddr>,
     pub tls: ServingTlsConfig,
     /// PEM bundle of the CAs whose client certificates are accepted (the apiserver presents
     /// one for logs). Default: `client-ca-file` of the `kube-system/extension-apiserver-
@@ -30,19 +32,38 @@ pub struct KubeletApiConfig {
     pub authorization_denied_ttl: Seconds,
     /// How often `kubectl logs -f` polls the provider for new lines.
     pub follow_poll_interval: Seconds,
+    /// At most this many connections open at once, handshaking or served; more are closed as
+    /// they are accepted.
+    pub max_connections: usize,
+    /// A TLS handshake that takes longer is dropped.
+    pub handshake_timeout: Seconds,
+    /// HTTP/1 request headers must have arrived this long after the connection began waiting
+    /// for them: after the handshake, and again after each answer (hyper's own timeout).
+    pub header_read_timeout: Seconds,
+    /// A connection with no request in flight for this long is closed, whatever its protocol.
+    /// A request streaming its answer (`kubectl logs -f`) is in flight until it ends.
+    pub idle_timeout: Seconds,
+    /// HTTP/2 connections are pinged this often; one whose ping goes unanswered for 20 s is
+    /// dropped, with the streams it held.
+    pub keep_alive_interval: Seconds,
 }
 
 impl Default for KubeletApiConfig {
     fn default() -> Self {
         // The kubelet's defaults for its webhook authentication and authorization caches.
         KubeletApiConfig {
-            bind_address: IpAddr::from([0, 0, 0, 0]),
+            bind_address: None,
             tls: ServingTlsConfig::default(),
             client_ca_file: None,
             authentication_cache_ttl: Seconds::from_secs(120),
             authorization_allowed_ttl: Seconds::from_secs(300),
             authorization_denied_ttl: Seconds::from_secs(30),
             follow_poll_interval: Seconds::from_secs(2),
+            max_connections: 1024,
+            handshake_timeout: Seconds::from_secs(10),
+            header_read_timeout: Seconds::from_secs(10),
+            idle_timeout: Seconds::from_secs(60),
+            keep_alive_interval: Seconds::from_secs(30),
         }
     }
 }
@@ -165,11 +186,26 @@ impl KubeletApiConfig {
                 "a fraction between 0 and 1, such as 0.8",
             ));
         }
-        if self.follow_poll_interval.get().is_zero() {
+        for (field, value, example) in [
+            ("followPollInterval", self.follow_poll_interval, "2s"),
+            ("handshakeTimeout", self.handshake_timeout, "10s"),
+            ("headerReadTimeout", self.header_read_timeout, "10s"),
+            ("idleTimeout", self.idle_timeout, "60s"),
+            ("keepAliveInterval", self.keep_alive_interval, "30s"),
+        ] {
+            if value.get().is_zero() {
+                return Err(ConfigError::invalid(
+                    format!("kubeletApi.{field}"),
+                    value,
+                    &format!("a duration above zero, such as {example}"),
+                ));
+            }
+        }
+        if self.max_connections == 0 {
             return Err(ConfigError::invalid(
-                "kubeletApi.followPollInterval",
-                self.follow_poll_interval,
-                "a duration above zero, such as 2s",
+                "kubeletApi.maxConnections",
+                0,
+                "a number of connections above zero, such as 1024",
             ));
         }
         Ok(())

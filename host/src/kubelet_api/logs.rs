@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -12,7 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
-use super::routes::ApiState;
+use super::routes::{Admitted, ApiState};
 use crate::provider::render_logs as render;
 use crate::provider::{LogOptions, PodKey, Provider};
 use crate::served_nodes::FoundPod;
@@ -104,12 +105,22 @@ fn positive(name: &str, text: &str) -> Result<u64, String> {
     }
 }
 
+/// Serves the pod the request was authorized for, never one looked up again: the pod
+/// `admit` found for the decoded path, and only if it is the one the route
+/// decoded too.
 pub async fn container_logs(
     State(state): State<Arc<ApiState>>,
     Path((namespace, name, container)): Path<(String, String, String)>,
     Query(query): Query<LogQuery>,
+    admitted: Option<Extension<Admitted>>,
 ) -> Response {
-    let Some(FoundPod { pod, provider, .. }) = state.pod(&namespace, &name) else {
+    let admitted_pod = admitted
+        .and_then(|Extension(admitted)| admitted.pod)
+        .filter(|found| {
+            found.pod.metadata.namespace.as_deref() == Some(namespace.as_str())
+                && found.pod.metadata.name.as_deref() == Some(name.as_str())
+        });
+    let Some(FoundPod { pod, provider, .. }) = admitted_pod else {
         return refuse(
             StatusCode::NOT_FOUND,
             format!(

@@ -3,9 +3,11 @@
 //! and authorization.
 
 pub mod auth;
+mod idle;
 mod logs;
 mod routes;
 mod server;
+mod target;
 pub mod tls;
 mod unsupported;
 
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeletApiConfig, NodeConfig};
+use crate::metrics::KubeletApiMetrics;
 use crate::served_nodes::ServedNodes;
 
 pub use routes::ApiState;
@@ -25,7 +28,10 @@ pub use unsupported::message as unsupported_message;
 pub enum KubeletApiError {
     #[error("preparing the kubelet API's TLS")]
     TlsFailed(#[source] tls::TlsError),
-    #[error("listening on {address} (kubeletApi.bindAddress, node.daemonPort)")]
+    #[error(
+        "listening on {address} (kubeletApi.bindAddress, unset: the Node's address from \
+         node.internalIP or $POD_IP; node.daemonPort)"
+    )]
     ListenFailed {
         address: SocketAddr,
         #[source]
@@ -38,10 +44,12 @@ pub struct KubeletApiDeps {
     pub client: kube::Client,
     pub config: KubeletApiConfig,
     /// Every node declared: the serving certificate names them all, and the first is the node
-    /// requests about no pod are authorized against. They share the address and port.
+    /// requests about no node's data are authorized on. They share the address and port.
     pub nodes: Vec<NodeConfig>,
     /// The nodes served now, whose pods the API answers for.
     pub served: Arc<ServedNodes>,
+    /// Where its connections are counted.
+    pub metrics: Arc<KubeletApiMetrics>,
 }
 
 /// Prepares TLS, binds the port, and serves until `shutdown` in a spawned task.
@@ -67,7 +75,11 @@ pub async fn start(
     )
     .await
     .map_err(KubeletApiError::TlsFailed)?;
-    let bind = SocketAddr::new(deps.config.bind_address, first.daemon_port);
+    // Unset, the address the Node advertises: the one the apiserver is told to call.
+    let bind = SocketAddr::new(
+        deps.config.bind_address.unwrap_or(address),
+        first.daemon_port,
+    );
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|source| KubeletApiError::ListenFailed {
@@ -81,8 +93,12 @@ pub async fn start(
         first_node: first.name,
         follow_poll_interval: deps.config.follow_poll_interval.get(),
     });
-    let router = routes::router(state);
-    Ok(tokio::spawn(server::serve(
-        listener, tls_config, router, shutdown,
-    )))
+    let listening = server::Listening {
+        listener,
+        tls: tls_config,
+        router: routes::router(state),
+        bounds: server::Bounds::of(&deps.config),
+        metrics: deps.metrics,
+    };
+    Ok(tokio::spawn(server::serve(listening, shutdown)))
 }

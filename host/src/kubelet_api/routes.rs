@@ -3,16 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use axum::{Extension, Router};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::auth::{Gate, User};
+use super::auth::{Gate, Refusal, User};
 use super::logs::{container_logs, refuse};
+use super::target::{Check, Target};
 use super::unsupported::unsupported;
 use crate::served_nodes::{FoundPod, ServedNodes};
 
@@ -21,8 +22,8 @@ pub struct ApiState {
     pub gate: Gate,
     /// The nodes this process serves: one listener answers for all of them.
     pub served: Arc<ServedNodes>,
-    /// The node a request about no pod (`/pods`, `/healthz`, an unknown path) is authorized
-    /// against: the first declared.
+    /// The node a request about no node's data (`/healthz`, an unknown path) is authorized
+    /// on, and every request while no node is served here: the first declared.
     pub first_node: String,
     pub follow_poll_interval: Duration,
 }
@@ -43,27 +44,35 @@ impl ApiState {
         }
     }
 
-    /// The node a request is about, as the kubelet it stands in for would be: the pod's node
-    /// for a pod's path, else the first declared node.
-    fn node_of(&self, path: &str) -> String {
-        let mut parts = path.trim_start_matches('/').split('/');
-        let pod_path = matches!(
-            parts.next(),
-            Some("containerLogs" | "exec" | "attach" | "portForward" | "run")
+    /// The check a request for `path` passes, and the pod it concerns if that pod is on a
+    /// served node: the handler serves that pod and no other.
+    fn check_for(&self, path: &str) -> (Check, Option<FoundPod>) {
+        let target = Target::of(path);
+        let found = match &target {
+            Target::Pod(Some(pod)) => self.pod(&pod.namespace, &pod.name),
+            _ => None,
+        };
+        let check = Check::for_target(
+            &target,
+            found.as_ref().map(|found| found.node.as_str()),
+            &self.served.names(),
+            &self.first_node,
         );
-        if pod_path
-            && let (Some(namespace), Some(name)) = (parts.next(), parts.next())
-            && let Some(found) = self.pod(namespace, name.split('?').next().unwrap_or(name))
-        {
-            return found.node;
-        }
-        self.first_node.clone()
+        (check, found)
     }
 }
 
 /// The user a verified client certificate names, put on each request by the connection.
 #[derive(Debug, Clone, Default)]
 pub struct PeerUser(pub Option<User>);
+
+/// What [`admit`] let through, for the handler: the pod authorized (if the path names one on
+/// a served node) and the nodes the caller was allowed on.
+#[derive(Clone)]
+pub struct Admitted {
+    pub pod: Option<FoundPod>,
+    pub nodes: Vec<String>,
+}
 
 pub fn router(state: Arc<ApiState>) -> Router {
     Router::new()
@@ -82,9 +91,10 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
-/// Authenticates and authorizes every request before any route runs, as the kubelet does;
-/// unknown paths are refused the same way, so probing reveals nothing to strangers.
-async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next) -> Response {
+/// Authenticates and authorizes every request before any route runs, as the kubelet does,
+/// on the node whose data it reads (see [`Check`]); unknown paths are refused the same way,
+/// so probing reveals nothing to strangers.
+async fn admit(State(state): State<Arc<ApiState>>, mut request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<PeerUser>()
@@ -93,34 +103,54 @@ async fn admit(State(state): State<Arc<ApiState>>, request: Request, next: Next)
         || request.uri().path().to_owned(),
         |p| p.as_str().to_owned(),
     );
-    let node = state.node_of(&path);
-    let admitted = state
+    let user = match state
         .gate
-        .admit(
-            &node,
-            peer,
-            request.headers().get(header::AUTHORIZATION),
-            request.method(),
-            &path,
-        )
-        .await;
-    match admitted {
-        Ok(user) => {
-            tracing::debug!(user = %user.name, %path, "kubelet API request");
+        .authenticate(peer, request.headers().get(header::AUTHORIZATION))
+        .await
+    {
+        Ok(user) => user,
+        Err(refusal) => return refused(&path, &refusal),
+    };
+    let (check, pod) = state.check_for(request.uri().path());
+    let mut answers = Vec::new();
+    for node in check.nodes() {
+        let answer = state
+            .gate
+            .authorize(node, &user, request.method(), &path)
+            .await;
+        let refused = answer.is_err();
+        answers.push((node.clone(), answer));
+        if refused && matches!(check, Check::Every(_)) {
+            break;
+        }
+    }
+    match check.verdict(answers) {
+        Ok(nodes) => {
+            tracing::debug!(user = %user.name, %path, ?nodes, "kubelet API request");
+            request.extensions_mut().insert(Admitted { pod, nodes });
             next.run(request).await
         }
-        Err(refusal) => {
-            tracing::debug!(%path, message = refusal.message(), "kubelet API request refused");
-            refuse(refusal.status(), refusal.message().to_owned())
-        }
+        Err(refusal) => refused(&path, &refusal),
     }
 }
 
-/// `GET /pods`: the pods bound to the served nodes, as the kubelet lists the pods it runs.
-async fn pods(State(state): State<Arc<ApiState>>) -> Response {
+fn refused(path: &str, refusal: &Refusal) -> Response {
+    tracing::debug!(%path, message = refusal.message(), "kubelet API request refused");
+    refuse(refusal.status(), refusal.message().to_owned())
+}
+
+/// `GET /pods`: the pods bound to the served nodes the caller may see, as the kubelet lists
+/// the pods it runs.
+async fn pods(
+    State(state): State<Arc<ApiState>>,
+    admitted: Option<Extension<Admitted>>,
+) -> Response {
+    let Some(Extension(admitted)) = admitted else {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden".to_owned());
+    };
     let items: Vec<Pod> = state
         .served
-        .pods()
+        .pods_on(&admitted.nodes)
         .iter()
         .map(|pod| (**pod).clone())
         .collect();

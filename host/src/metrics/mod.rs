@@ -3,6 +3,7 @@
 
 mod ec2;
 mod interruption;
+mod kubelet_api;
 mod node;
 mod pods;
 mod policy;
@@ -17,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
 pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
+pub use kubelet_api::{ConnectionClose, KubeletApiMetrics};
 pub use node::LeaseMetrics;
 pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
@@ -34,6 +36,7 @@ pub struct Metrics {
     pub lease: Arc<LeaseMetrics>,
     pub interruption: Arc<InterruptionMetrics>,
     pub serving: Arc<ServingMetrics>,
+    pub kubelet_api: Arc<KubeletApiMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -53,6 +56,7 @@ impl Metrics {
         let lease = Arc::new(LeaseMetrics::register(&mut registry));
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
         let serving = Arc::new(ServingMetrics::register(&mut registry));
+        let kubelet_api = Arc::new(KubeletApiMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
@@ -65,6 +69,7 @@ impl Metrics {
             lease,
             interruption,
             serving,
+            kubelet_api,
             registry: Arc::new(registry),
         }
     }

@@ -47,16 +47,10 @@ impl Gate {
 
     /// Authenticates (client certificate first, else `Authorization: Bearer <token>` via
     /// TokenReview, cached), then authorizes via SubjectAccessReview (cached) on `node`, as
-    /// the kubelet does.
-    ///
-    /// `certificate_user` is the user of a client certificate the TLS layer already verified
-    /// against the client CA; a bearer token alongside it is ignored, as in the kubelet's
-    /// authenticator union where x509 comes first.
+    /// the kubelet does: [`Gate::authenticate`], then [`Gate::authorize`].
     ///
     /// # Errors
-    /// [`Refusal::Unauthenticated`] without credentials (anonymous requests are not allowed)
-    /// or with a rejected token; [`Refusal::Forbidden`] when RBAC denies the request;
-    /// [`Refusal::Unavailable`] when the apiserver cannot be asked.
+    /// As those two.
     pub async fn admit(
         &self,
         node: &str,
@@ -65,13 +59,47 @@ impl Gate {
         method: &Method,
         path_and_query: &str,
     ) -> Result<User, Refusal> {
-        let user = match (certificate_user, bearer_token(authorization)) {
-            (Some(user), _) => user,
-            (None, Some(token)) => self.tokens.authenticate(token).await?,
-            (None, None) => return Err(Refusal::Unauthenticated(UNAUTHORIZED.to_string())),
-        };
-        let attributes = RequestAttributes::of(method, path_and_query);
-        self.access.authorize(node, &user, &attributes).await?;
+        let user = self.authenticate(certificate_user, authorization).await?;
+        self.authorize(node, &user, method, path_and_query).await?;
         Ok(user)
+    }
+
+    /// Who is calling: the user of a verified client certificate, else the bearer token's
+    /// (TokenReview, cached).
+    ///
+    /// `certificate_user` is the user of a client certificate the TLS layer already verified
+    /// against the client CA; a bearer token alongside it is ignored, as in the kubelet's
+    /// authenticator union where x509 comes first.
+    ///
+    /// # Errors
+    /// [`Refusal::Unauthenticated`] without credentials (anonymous requests are not allowed)
+    /// or with a rejected token; [`Refusal::Unavailable`] when the apiserver cannot be asked.
+    pub async fn authenticate(
+        &self,
+        certificate_user: Option<User>,
+        authorization: Option<&HeaderValue>,
+    ) -> Result<User, Refusal> {
+        match (certificate_user, bearer_token(authorization)) {
+            (Some(user), _) => Ok(user),
+            (None, Some(token)) => self.tokens.authenticate(token).await,
+            (None, None) => Err(Refusal::Unauthenticated(UNAUTHORIZED.to_string())),
+        }
+    }
+
+    /// Whether `user` may make this request to `node`'s kubelet API (SubjectAccessReview,
+    /// cached).
+    ///
+    /// # Errors
+    /// [`Refusal::Forbidden`] when RBAC denies the request; [`Refusal::Unavailable`] when the
+    /// apiserver cannot be asked.
+    pub async fn authorize(
+        &self,
+        node: &str,
+        user: &User,
+        method: &Method,
+        path_and_query: &str,
+    ) -> Result<(), Refusal> {
+        let attributes = RequestAttributes::of(method, path_and_query);
+        self.access.authorize(node, user, &attributes).await
     }
 }
