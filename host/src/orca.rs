@@ -414,6 +414,10 @@ impl Orca {
                 registry.ca_file.as_deref(),
                 registry.docker_config.clone(),
                 store.as_deref(),
+                crate::policy::oci::PullLimits {
+                    max_component_bytes: registry.max_component_bytes(),
+                    stall_timeout: registry.stall_timeout.get(),
+                },
             )
             .map_err(StartError::PluginRegistryFailed)?;
             let references = self
@@ -429,7 +433,10 @@ impl Orca {
                 Arc::new(puller),
                 self.registry.clone(),
                 references,
-                registry.refresh_interval.get(),
+                crate::policy::oci::RefreshSettings {
+                    interval: registry.refresh_interval.get(),
+                    pull_timeout: registry.pull_timeout.get(),
+                },
                 reporter.clone(),
                 shutdown.clone(),
             ));

@@ -21,6 +21,9 @@ use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use sha2::{Digest, Sha256};
 
+#[path = "oci/hostile_registry.rs"]
+mod hostile_registry;
+
 const DECIDED: Duration = Duration::from_secs(60);
 /// A new tag's digest is loaded within the 1 s refresh interval plus a load.
 const SWAPPED: Duration = Duration::from_secs(30);
@@ -60,14 +63,21 @@ fn sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `orca plugin push` of `bytes` to `tag`; the pinned reference it prints.
+/// `orca plugin push` of `bytes` to `tag` of [`REPOSITORY`]; the pinned reference it prints.
 fn push(registry: &TestRegistry, bytes: &[u8], tag: &str) -> Result<String> {
-    let file = registry.dir().join(format!("{tag}.wasm"));
+    push_to(registry, REPOSITORY, bytes, tag)
+}
+
+/// `orca plugin push` of `bytes` to `repository:tag`; the pinned reference it prints.
+fn push_to(registry: &TestRegistry, repository: &str, bytes: &[u8], tag: &str) -> Result<String> {
+    let file = registry
+        .dir()
+        .join(format!("{}-{tag}.wasm", repository.replace('/', "-")));
     std::fs::write(&file, bytes)?;
     let output = Command::new(orca_binary())
         .args(["plugin", "push"])
         .arg(&file)
-        .arg(format!("oci://{}/{REPOSITORY}:{tag}", registry.addr))
+        .arg(format!("oci://{}/{repository}:{tag}", registry.addr))
         .arg("--docker-config")
         .arg(registry.docker_config()?)
         .arg("--ca-file")
@@ -93,11 +103,28 @@ fn push(registry: &TestRegistry, bytes: &[u8], tag: &str) -> Result<String> {
 
 fn start(node: &str, registry: &TestRegistry, docker_config: &Path) -> Result<OrcaProcess> {
     let reference = format!("oci://{}/{REPOSITORY}:stable", registry.addr);
+    start_with(node, &[reference], registry, docker_config, "")
+}
+
+/// orca following `references` (the first one deciding pods: the hostile plugin), trusting
+/// `registry`'s CA, with `registry_extra` lines under `policy.registry`.
+fn start_with(
+    node: &str,
+    references: &[String],
+    registry: &TestRegistry,
+    docker_config: &Path,
+    registry_extra: &str,
+) -> Result<OrcaProcess> {
+    let references = references
+        .iter()
+        .map(|r| format!("\"{r}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
     let ca = registry.ca.display().to_string();
     let docker_config = docker_config.display().to_string();
     OrcaProcess::start(node, |dir| {
         format!(
-            "{}policy:\n  plugins: [\"{reference}\"]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n  selectInstance:\n    - plugin: hostile\n",
+            "{}policy:\n  plugins: [{references}]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n{registry_extra}  selectInstance:\n    - plugin: hostile\n",
             test_config(node, dir, ""),
         )
     })

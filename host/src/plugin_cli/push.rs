@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::oci::{PluginReference, Puller, push};
+use crate::policy::oci::{PluginReference, PullLimits, Puller, push};
 
 pub fn run(
     file: &Path,
@@ -20,7 +20,12 @@ pub fn run(
     }
     // Refuse to publish what orca would refuse to load.
     let (plugin, bytes, _) = super::check::load(file)?;
-    let puller = Puller::new(ca_file, docker_config.or_else(default_docker_config), None)?;
+    let puller = Puller::new(
+        ca_file,
+        docker_config.or_else(default_docker_config),
+        None,
+        PullLimits::default(),
+    )?;
     let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
     let digest = tokio::runtime::Handle::current()
         .block_on(push(puller.client(), &target.reference, &auth, bytes))
