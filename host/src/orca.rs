@@ -414,6 +414,7 @@ impl Orca {
                 registry.ca_file.as_deref(),
                 registry.docker_config.clone(),
                 store.as_deref(),
+                crate::policy::oci::PullLimits::of(registry),
             )
             .map_err(StartError::PluginRegistryFailed)?;
             // Checked when the config was loaded; read again here, where it is used.
@@ -441,7 +442,10 @@ impl Orca {
                 Arc::new(puller),
                 self.registry.clone(),
                 references,
-                registry.refresh_interval.get(),
+                crate::policy::oci::RefreshSettings {
+                    interval: registry.refresh_interval.get(),
+                    pull_timeout: registry.pull_timeout.get(),
+                },
                 reporter.clone(),
                 shutdown.clone(),
             ));

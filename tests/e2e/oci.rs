@@ -25,6 +25,9 @@ use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use sha2::{Digest, Sha256};
 
+#[path = "oci/hostile_registry.rs"]
+mod hostile_registry;
+
 const DECIDED: Duration = Duration::from_secs(60);
 /// A new tag's digest is loaded within the 1 s refresh interval plus a load.
 const SWAPPED: Duration = Duration::from_secs(30);
@@ -64,26 +67,35 @@ fn sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `orca plugin push` of `bytes` to `tag`; the pinned reference it prints.
+/// `orca plugin push` of `bytes` to `tag` of [`REPOSITORY`]; the pinned reference it prints.
 fn push(registry: &TestRegistry, bytes: &[u8], tag: &str) -> Result<String> {
-    push_signed(registry, bytes, tag, None)
+    push_to(registry, REPOSITORY, bytes, tag, None)
 }
 
-/// `orca plugin push` of `bytes` to `tag`, signed with `key` when given; the pinned reference
-/// it prints.
-fn push_signed(
+/// `orca plugin push` of `bytes` to `tag` of [`REPOSITORY`], signed with `key`; the pinned
+/// reference it prints.
+fn push_signed(registry: &TestRegistry, bytes: &[u8], tag: &str, key: &KeyPair) -> Result<String> {
+    push_to(registry, REPOSITORY, bytes, tag, Some(key))
+}
+
+/// `orca plugin push` of `bytes` to `repository:tag`, signed with `key` when given; the pinned
+/// reference it prints.
+fn push_to(
     registry: &TestRegistry,
+    repository: &str,
     bytes: &[u8],
     tag: &str,
     key: Option<&KeyPair>,
 ) -> Result<String> {
-    let file = registry.dir().join(format!("{tag}.wasm"));
+    let file = registry
+        .dir()
+        .join(format!("{}-{tag}.wasm", repository.replace('/', "-")));
     std::fs::write(&file, bytes)?;
     let mut command = Command::new(orca_binary());
     command
         .args(["plugin", "push"])
         .arg(&file)
-        .arg(format!("oci://{}/{REPOSITORY}:{tag}", registry.addr))
+        .arg(format!("oci://{}/{repository}:{tag}", registry.addr))
         .arg("--docker-config")
         .arg(registry.docker_config()?)
         .arg("--ca-file")
@@ -124,11 +136,28 @@ fn start_verifying(
     verify: &str,
 ) -> Result<OrcaProcess> {
     let reference = format!("oci://{}/{REPOSITORY}:stable", registry.addr);
+    start_with(node, &[reference], registry, docker_config, verify)
+}
+
+/// orca following `references` (the first one deciding pods: the hostile plugin), trusting
+/// `registry`'s CA, with `registry_extra` lines under `policy.registry`.
+fn start_with(
+    node: &str,
+    references: &[String],
+    registry: &TestRegistry,
+    docker_config: &Path,
+    registry_extra: &str,
+) -> Result<OrcaProcess> {
+    let references = references
+        .iter()
+        .map(|r| format!("\"{r}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
     let ca = registry.ca.display().to_string();
     let docker_config = docker_config.display().to_string();
     OrcaProcess::start(node, |dir| {
         format!(
-            "{}policy:\n  plugins: [\"{reference}\"]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n{verify}  selectInstance:\n    - plugin: hostile\n",
+            "{}policy:\n  plugins: [{references}]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n{registry_extra}  selectInstance:\n    - plugin: hostile\n",
             test_config(node, dir, ""),
         )
     })
@@ -330,7 +359,7 @@ async fn only_plugins_signed_by_an_allowed_key_load_and_a_refused_push_leaves_th
 
     // orca signs what it pushes, in cosign's format: cosign verifies it with the team's key
     // and not with another.
-    let v1_pinned = push_signed(&registry, &v1, "stable", Some(&team))?;
+    let v1_pinned = push_signed(&registry, &v1, "stable", &team)?;
     let verified = cosign.verify(&team.public, cosign_reference(&v1_pinned))?;
     ensure!(
         verified.status.success(),

@@ -25,6 +25,7 @@ pub mod pods;
 pub mod procfs;
 pub mod proxy;
 pub mod registry;
+pub mod registry_proxy;
 pub mod replicas;
 pub mod scenario;
 pub mod wait;

@@ -67,10 +67,19 @@ impl TestRegistry {
     /// A Docker config.json (what a `kubernetes.io/dockerconfigjson` Secret holds) with this
     /// registry's credentials, written into the registry's directory.
     pub fn docker_config(&self) -> Result<PathBuf> {
+        self.docker_config_for(&self.addr)
+    }
+
+    /// A Docker config.json with this registry's credentials for the registry host `addr` (a
+    /// proxy in front of this registry), written into the registry's directory.
+    pub fn docker_config_for(&self, addr: &str) -> Result<PathBuf> {
         let auth = base64::engine::general_purpose::STANDARD
             .encode(format!("{}:{}", self.user, self.password));
-        let path = self.dir.path().join("dockerconfig.json");
-        let json = serde_json::json!({"auths": {format!("https://{}", self.addr): {"auth": auth}}});
+        let path = self
+            .dir
+            .path()
+            .join(format!("dockerconfig-{}.json", addr.replace(':', "-")));
+        let json = serde_json::json!({"auths": {format!("https://{addr}"): {"auth": auth}}});
         std::fs::write(&path, serde_json::to_vec(&json)?)?;
         Ok(path)
     }

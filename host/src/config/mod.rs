@@ -444,6 +444,26 @@ mod tests {
                 "policy:\n  registry:\n    caFile: /no/such/ca.pem\n",
                 "policy.registry.caFile",
             ),
+            (
+                "policy:\n  registry:\n    stallTimeout: 0s\n",
+                "policy.registry.stallTimeout",
+            ),
+            (
+                "policy:\n  registry:\n    pullTimeout: 0s\n",
+                "policy.registry.pullTimeout",
+            ),
+            (
+                "policy:\n  registry:\n    maxComponentSize: 100\n",
+                "policy.registry.maxComponentSize",
+            ),
+            (
+                "policy:\n  registry:\n    maxComponentSize: 3Gi\n",
+                "policy.registry.maxComponentSize",
+            ),
+            (
+                "policy:\n  registry:\n    maxComponentSize: lots\n",
+                "policy.registry.maxComponentSize",
+            ),
         ] {
             let error = Config::parse(yaml).unwrap_err().to_string();
             assert!(error.contains(field), "{yaml}: {error}");
@@ -452,6 +472,10 @@ mod tests {
             Config::parse("policy:\n  plugins: [\"oci://127.0.0.1:5000/team/p@sha256:0000000000000000000000000000000000000000000000000000000000000000\"]\n")
                 .unwrap();
         assert_eq!(config.policy.plugins.len(), 1);
+        assert_eq!(config.policy.registry.max_component_bytes(), 256 << 20);
+        let config =
+            Config::parse("policy:\n  registry:\n    maxComponentSize: \"3000000\"\n").unwrap();
+        assert_eq!(config.policy.registry.max_component_bytes(), 3_000_000);
     }
 
     #[test]

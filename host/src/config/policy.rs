@@ -66,6 +66,15 @@ pub struct RegistryConfig {
     pub verify: Vec<VerifyRuleConfig>,
     /// What keyless signatures are checked against; required by any `keyless` entry.
     pub sigstore_trust_root: Option<SigstoreTrustRootConfig>,
+    /// The largest component pulled (a Kubernetes quantity): a manifest declaring more is
+    /// refused, and a download stops at the smaller of this and the size declared.
+    pub max_component_size: String,
+    /// The longest a registry may send nothing (while connecting, or in the middle of an
+    /// answer) before the pull is given up.
+    pub stall_timeout: Seconds,
+    /// The longest one reference's resolve and pull may take together; the version serving
+    /// keeps serving meanwhile, and other references are pulled on their own.
+    pub pull_timeout: Seconds,
 }
 
 impl Default for RegistryConfig {
@@ -76,7 +85,21 @@ impl Default for RegistryConfig {
             ca_file: None,
             verify: Vec::new(),
             sigstore_trust_root: None,
+            max_component_size: "256Mi".to_owned(),
+            stall_timeout: Seconds::from_secs(30),
+            pull_timeout: Seconds::from_secs(300),
         }
+    }
+}
+
+/// The bounds of `policy.registry.maxComponentSize`: an interpreter's plugin is 12 to 20 MB.
+const MIN_COMPONENT_BYTES: usize = 1 << 10;
+const MAX_COMPONENT_BYTES: usize = 2 << 30;
+
+impl RegistryConfig {
+    /// `maxComponentSize` in bytes (once validated).
+    pub fn max_component_bytes(&self) -> u64 {
+        quantity_bytes(&self.max_component_size).map_or(0, |bytes| bytes as u64)
     }
 }
 
@@ -323,12 +346,44 @@ impl PolicyConfig {
                 ));
             }
         }
-        if self.registry.refresh_interval.get().is_zero() {
-            return Err(ConfigError::invalid(
+        for (field, value, example) in [
+            (
                 "policy.registry.refreshInterval",
                 self.registry.refresh_interval,
-                "a duration above 0, such as 60s",
-            ));
+                "60s",
+            ),
+            (
+                "policy.registry.stallTimeout",
+                self.registry.stall_timeout,
+                "30s",
+            ),
+            (
+                "policy.registry.pullTimeout",
+                self.registry.pull_timeout,
+                "5m",
+            ),
+        ] {
+            if value.get().is_zero() {
+                return Err(ConfigError::invalid(
+                    field,
+                    value,
+                    &format!("a duration above 0, such as {example}"),
+                ));
+            }
+        }
+        match quantity_bytes(&self.registry.max_component_size) {
+            Some(bytes) if (MIN_COMPONENT_BYTES..=MAX_COMPONENT_BYTES).contains(&bytes) => {}
+            _ => {
+                return Err(ConfigError::invalid(
+                    "policy.registry.maxComponentSize",
+                    &self.registry.max_component_size,
+                    &format!(
+                        "a byte quantity from {} to {}, such as 256Mi",
+                        human(MIN_COMPONENT_BYTES),
+                        human(MAX_COMPONENT_BYTES)
+                    ),
+                ));
+            }
         }
         for (field, path) in [
             ("policy.registry.dockerConfig", &self.registry.docker_config),

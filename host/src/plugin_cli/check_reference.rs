@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::config::Config;
-use crate::policy::oci::{PluginReference, Puller, SignatureVerifier, TrustPolicy};
+use crate::policy::oci::{PluginReference, PullLimits, Puller, SignatureVerifier, TrustPolicy};
 
 /// What besides the reference `check` was given.
 pub struct Options {
@@ -21,25 +21,28 @@ pub struct Options {
 pub fn run(text: &str, options: &Options) -> Result<(), String> {
     let plugin = PluginReference::parse(text)
         .map_err(|error| format!("{text} is not a plugin reference: {error}"))?;
-    let (docker_config, ca_file, trust) = match &options.config {
+    let (docker_config, ca_file, trust, limits) = match &options.config {
         Some(path) => {
             let config = Config::load(path).map_err(|error| error.to_string())?;
             let registry = config.policy.registry;
             let trust = TrustPolicy::from_config(&registry).map_err(|error| error.to_string())?;
+            let limits = PullLimits::of(&registry);
             (
                 registry.docker_config.or(options.docker_config.clone()),
                 registry.ca_file.or(options.ca_file.clone()),
                 trust,
+                limits,
             )
         }
         None => (
             options.docker_config.clone(),
             options.ca_file.clone(),
             TrustPolicy::keys(&options.keys).map_err(|error| error.to_string())?,
+            PullLimits::default(),
         ),
     };
     let docker_config = docker_config.or_else(super::push::default_docker_config);
-    let puller = Puller::new(ca_file.as_deref(), docker_config, None)?;
+    let puller = Puller::new(ca_file.as_deref(), docker_config, None, limits)?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime
         .block_on(puller.resolve(&plugin))
@@ -51,11 +54,11 @@ pub fn run(text: &str, options: &Options) -> Result<(), String> {
         .auth(&plugin.reference)
         .map_err(|error| error.to_string())?;
     let verifier = SignatureVerifier::new(trust, puller.client().clone(), ca_file.as_deref())?;
-    match runtime.block_on(verifier.verify(&plugin, &digest, &auth)) {
+    match runtime.block_on(verifier.verify(&plugin, digest.as_str(), &auth)) {
         Ok(Some(signer)) => println!("signed by:  {signer}"),
         Ok(None) => {
             let (layers, _) = runtime
-                .block_on(verifier.signatures(&plugin, &digest, &auth))
+                .block_on(verifier.signatures(&plugin, digest.as_str(), &auth))
                 .map_err(|error| error.to_string())?;
             println!(
                 "signatures: {} cosign signature(s) found, not checked (name --key, or a --config whose policy.registry.verify covers {text})",

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
 use crate::policy::oci::{
-    PASSWORD_VARIABLE, PluginReference, Puller, SigningKey, TrustPolicy, cosign_client, push,
+    PASSWORD_VARIABLE, PluginReference, PullLimits, Puller, SigningKey, TrustPolicy, cosign_client,
+    push,
 };
 
 pub fn run(
@@ -37,7 +38,12 @@ pub fn run(
     };
     // Refuse to publish what orca would refuse to load.
     let (plugin, bytes, _) = super::check::load(file)?;
-    let puller = Puller::new(ca_file, docker_config.or_else(default_docker_config), None)?;
+    let puller = Puller::new(
+        ca_file,
+        docker_config.or_else(default_docker_config),
+        None,
+        PullLimits::default(),
+    )?;
     let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime

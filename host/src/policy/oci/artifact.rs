@@ -7,7 +7,7 @@ use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use super::puller::digest_of;
+use super::digest::ContentDigest;
 
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -22,7 +22,7 @@ pub async fn push(
     auth: &RegistryAuth,
     component: Vec<u8>,
 ) -> Result<String, String> {
-    let layer_digest = digest_of(&component);
+    let layer_digest = ContentDigest::of(&component).to_string();
     let config = serde_json::json!({
         "architecture": "wasm",
         "os": "wasip2",

@@ -1,10 +1,13 @@
 //! Plugins delivered as OCI artifacts (`oci://` in `policy.plugins`), as Istio's `WasmPlugin`
-//! and Kubewarden's policies are: pulled with a well-kept OCI client, every byte checked
-//! against the digest that names it, tags resolved again on an interval, and a failure
-//! leaving the version already serving in place.
+//! and Kubewarden's policies are: every byte checked against the digest that names it, every
+//! digest checked for form before use, every answer bounded in bytes and time, tags resolved
+//! again on an interval, and a failure leaving the version already serving in place.
 
 mod artifact;
 mod credentials;
+mod digest;
+mod http;
+mod manifest;
 mod puller;
 mod reference;
 mod refresh;
@@ -15,9 +18,10 @@ mod verifier;
 
 pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, push};
 pub use credentials::DockerConfig;
-pub use puller::{PullError, Pulled, Puller};
+pub use digest::{ContentDigest, DigestError};
+pub use puller::{PullError, PullLimits, Pulled, Puller};
 pub use reference::{PluginReference, ReferenceError};
-pub use refresh::spawn_refresh;
+pub use refresh::{RefreshSettings, spawn_refresh};
 pub use sign::{PASSWORD_VARIABLE, SigningKey};
 pub use signature::{SignatureError, SignatureManifest, Signer, TrustPolicy, judge};
 pub use verifier::{SignatureVerifier, cosign_client};

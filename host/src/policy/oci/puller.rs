@@ -1,39 +1,113 @@
-//! Resolving and pulling plugin artifacts, every byte checked against its digest.
+//! Resolving and pulling plugin artifacts: every byte checked against its digest, every digest
+//! checked for form before it is used, and every answer bounded in bytes and time.
+//!
+//! A pull ends in [`Pulled`]: bytes verified against the digests that name them, not loaded
+//! yet. Whatever else must hold before a plugin loads (a signature) is checked between
+//! [`Puller::pull`] and the load.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::policy::wasm::sha256_hex;
+use base64::Engine as _;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig};
-use oci_client::manifest::{
-    OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest, WASM_LAYER_MEDIA_TYPE,
-};
+use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
+use reqwest::header::HeaderValue;
 
-use super::artifact::LAYER_MEDIA_TYPE;
 use super::credentials::DockerConfig;
+use super::digest::{ContentDigest, DigestError};
+use super::http::{Fetched, RegistryHttp};
+use super::manifest::PluginManifest;
 use super::reference::PluginReference;
 use super::signature::{SignatureError, Signer};
 use super::store::{ArtifactStore, Remembered};
 use super::verifier::SignatureVerifier;
 
-/// The largest component pulled: an interpreter's plugin is 12-20 MB.
-const MAX_COMPONENT_BYTES: i64 = 256 << 20;
+/// The largest manifest read: the OCI distribution spec has registries accept manifests up to
+/// 4 MiB, and a plugin's is under 1 KiB.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// How much a pull may take: `policy.registry`'s `maxComponentSize` and `stallTimeout`.
+#[derive(Debug, Clone, Copy)]
+pub struct PullLimits {
+    pub max_component_bytes: u64,
+    pub stall_timeout: Duration,
+}
+
+impl PullLimits {
+    /// The bounds `policy.registry` sets.
+    pub fn of(registry: &crate::config::RegistryConfig) -> PullLimits {
+        PullLimits {
+            max_component_bytes: registry.max_component_bytes(),
+            stall_timeout: registry.stall_timeout.get(),
+        }
+    }
+}
+
+impl Default for PullLimits {
+    /// `policy.registry`'s defaults.
+    fn default() -> Self {
+        PullLimits {
+            max_component_bytes: 256 << 20,
+            stall_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where a digest that was refused came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestSource {
+    /// The registry's `Docker-Content-Digest` answer for a tag.
+    TagHeader,
+    /// The manifest's layer.
+    Layer,
+    /// The manifest's config.
+    Config,
+}
+
+impl std::fmt::Display for DigestSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DigestSource::TagHeader => "digest the registry gives for the tag",
+            DigestSource::Layer => "manifest's layer digest",
+            DigestSource::Config => "manifest's config digest",
+        })
+    }
+}
 
 /// Why a plugin could not be resolved or pulled; the version serving keeps serving.
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
     #[error("{0}")]
     Credentials(String),
-    #[error("the registry refused or failed: {0}")]
-    Registry(String),
+    #[error("the registry refused or failed ({what}): {message}")]
+    Registry { what: Fetched, message: String },
     #[error(
-        "the {what} served does not match its digest: expected {expected}, got {got} (tampered with, or corrupted in transit)"
+        "the registry sent nothing for {} while sending {what} (policy.registry.stallTimeout)",
+        humantime::format_duration(*.after)
+    )]
+    Stalled { what: Fetched, after: Duration },
+    #[error("{}", oversized(*.what, *.limit))]
+    Oversized { what: Fetched, limit: u64 },
+    #[error(
+        "its manifest declares a component of {size} bytes, more than policy.registry.maxComponentSize ({limit} bytes)"
+    )]
+    DeclaredTooLarge { size: u64, limit: u64 },
+    #[error("the registry sent {got} of the {declared} bytes its manifest declares")]
+    Truncated { got: u64, declared: u64 },
+    #[error("the {which} is refused: {error}")]
+    BadDigest {
+        which: DigestSource,
+        error: DigestError,
+    },
+    #[error(
+        "{what} served does not match its digest: expected {expected}, got {got} (tampered with, or corrupted in transit)"
     )]
     DigestMismatch {
-        what: &'static str,
-        expected: String,
-        got: String,
+        what: Fetched,
+        expected: ContentDigest,
+        got: ContentDigest,
     },
     #[error("not a plugin artifact: {0}")]
     NotAPlugin(String),
@@ -41,18 +115,35 @@ pub enum PullError {
     Signature(#[from] SignatureError),
 }
 
+fn oversized(what: Fetched, limit: u64) -> String {
+    match what {
+        Fetched::Component => {
+            format!(
+                "the registry sent more than the {limit} bytes its manifest declares for {what}"
+            )
+        }
+        Fetched::Tag | Fetched::Manifest => {
+            format!("the registry sent more than {limit} bytes for {what}")
+        }
+    }
+}
+
 /// A verified plugin component.
 #[derive(Debug, Clone)]
 pub struct Pulled {
-    pub manifest_digest: String,
-    pub layer_digest: String,
+    pub manifest_digest: ContentDigest,
+    pub layer_digest: ContentDigest,
     pub bytes: Vec<u8>,
     /// Who signed it, when `policy.registry.verify` covers its reference.
     pub signer: Option<Signer>,
 }
 
 pub struct Puller {
+    /// For credentials (the registry's token exchange) and `orca plugin push`.
     client: Client,
+    /// Every pull's requests, bounded.
+    http: RegistryHttp,
+    limits: PullLimits,
     docker_config: Option<PathBuf>,
     /// Verified components kept on disk, when a directory is usable.
     store: Option<ArtifactStore>,
@@ -64,23 +155,35 @@ impl Puller {
     /// A puller that keeps what it pulls in `store_dir` (when given and usable).
     ///
     /// # Errors
-    /// The CA file cannot be read.
+    /// The CA file cannot be read or holds no certificate.
     pub fn new(
         ca_file: Option<&Path>,
         docker_config: Option<PathBuf>,
         store_dir: Option<&Path>,
+        limits: PullLimits,
     ) -> Result<Puller, String> {
-        let mut config = ClientConfig::default();
-        if let Some(path) = ca_file {
-            let data = std::fs::read(path)
-                .map_err(|error| format!("reading the registry CA {}: {error}", path.display()))?;
+        let mut config = ClientConfig {
+            connect_timeout: Some(limits.stall_timeout),
+            read_timeout: Some(limits.stall_timeout),
+            ..ClientConfig::default()
+        };
+        let ca =
+            match ca_file {
+                Some(path) => Some(std::fs::read(path).map_err(|error| {
+                    format!("reading the registry CA {}: {error}", path.display())
+                })?),
+                None => None,
+            };
+        if let Some(data) = &ca {
             config.extra_root_certificates.push(Certificate {
                 encoding: CertificateEncoding::Pem,
-                data,
+                data: data.clone(),
             });
         }
         Ok(Puller {
             client: Client::new(config),
+            http: RegistryHttp::new(ca.as_deref(), limits.stall_timeout)?,
+            limits,
             docker_config,
             store: store_dir.and_then(ArtifactStore::open),
             verifier: None,
@@ -126,19 +229,80 @@ impl Puller {
         }
     }
 
+    /// The `Authorization` a pull from `reference`'s repository carries: a bearer token when
+    /// the registry asks for one (oci-client exchanges the credentials for it), else the
+    /// credentials themselves.
+    async fn authorization(&self, reference: &Reference) -> Result<Option<HeaderValue>, PullError> {
+        let auth = self.auth(reference)?;
+        let token = self
+            .client
+            .auth(reference, &auth, RegistryOperation::Pull)
+            .await
+            .map_err(|error| PullError::Registry {
+                what: Fetched::Tag,
+                message: format!("authenticating: {error}"),
+            })?;
+        let value = match (token, auth) {
+            (Some(token), _) => format!("Bearer {token}"),
+            (None, RegistryAuth::Basic(user, password)) => format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            ),
+            (None, _) => return Ok(None),
+        };
+        HeaderValue::from_str(&value).map(Some).map_err(|_| {
+            PullError::Credentials("the registry credentials are not printable text".to_owned())
+        })
+    }
+
+    fn url(reference: &Reference, kind: &str, name: &str) -> String {
+        format!(
+            "https://{}/v2/{}/{kind}/{name}",
+            reference.resolve_registry(),
+            reference.repository()
+        )
+    }
+
     /// The digest the reference names now: its own when pinned, else the tag's.
     ///
     /// # Errors
-    /// [`PullError`] when the registry cannot say.
-    pub async fn resolve(&self, plugin: &PluginReference) -> Result<String, PullError> {
-        if let Some(digest) = plugin.reference.digest() {
-            return Ok(digest.to_owned());
+    /// [`PullError`] when the registry cannot say, or says something that is not a digest.
+    pub async fn resolve(&self, plugin: &PluginReference) -> Result<ContentDigest, PullError> {
+        if let Some(pinned) = &plugin.pinned {
+            return Ok(pinned.clone());
         }
-        let auth = self.auth(&plugin.reference)?;
-        self.client
-            .fetch_manifest_digest(&plugin.reference, &auth)
-            .await
-            .map_err(|error| PullError::Registry(error.to_string()))
+        let reference = &plugin.reference;
+        let tag = reference.tag().unwrap_or("latest");
+        let url = Self::url(reference, "manifests", tag);
+        let authorization = self.authorization(reference).await?;
+        let headers = self
+            .http
+            .head(
+                &url,
+                OCI_IMAGE_MEDIA_TYPE,
+                authorization.as_ref(),
+                Fetched::Tag,
+            )
+            .await?;
+        if let Some(value) = headers.get("docker-content-digest") {
+            let text = String::from_utf8_lossy(value.as_bytes());
+            return ContentDigest::parse(&text).map_err(|error| PullError::BadDigest {
+                which: DigestSource::TagHeader,
+                error,
+            });
+        }
+        // A registry that does not name the digest: the manifest's own bytes do.
+        let (_, raw) = self
+            .http
+            .get(
+                &url,
+                OCI_IMAGE_MEDIA_TYPE,
+                authorization.as_ref(),
+                Fetched::Manifest,
+                MAX_MANIFEST_BYTES,
+            )
+            .await?;
+        Ok(ContentDigest::of(&raw))
     }
 
     /// The component of the manifest `manifest_digest` in `plugin`'s repository: the
@@ -150,119 +314,98 @@ impl Puller {
     pub async fn pull(
         &self,
         plugin: &PluginReference,
-        manifest_digest: &str,
+        manifest_digest: &ContentDigest,
     ) -> Result<Pulled, PullError> {
-        let reference = Reference::with_digest(
-            plugin.reference.registry().to_owned(),
-            plugin.reference.repository().to_owned(),
-            manifest_digest.to_owned(),
-        );
-        let auth = self.auth(&reference)?;
-        let (raw, _) = self
-            .client
-            .pull_manifest_raw(&reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
-            .await
-            .map_err(|error| PullError::Registry(error.to_string()))?;
-        check_digest("manifest", manifest_digest, &raw)?;
-        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|error| {
-            PullError::NotAPlugin(format!("its manifest does not parse: {error}"))
-        })?;
-        let layer = plugin_layer(&manifest)?;
+        let reference = &plugin.reference;
+        let authorization = self.authorization(reference).await?;
+        let (_, raw) = self
+            .http
+            .get(
+                &Self::url(reference, "manifests", manifest_digest.as_str()),
+                OCI_IMAGE_MEDIA_TYPE,
+                authorization.as_ref(),
+                Fetched::Manifest,
+                MAX_MANIFEST_BYTES,
+            )
+            .await?;
+        check_digest(Fetched::Manifest, manifest_digest, &raw)?;
+        let manifest = PluginManifest::parse(&raw, self.limits.max_component_bytes)?;
         // Who signed it, before a byte of the component is downloaded or kept.
         let signer = match &self.verifier {
-            Some(verifier) => verifier.verify(plugin, manifest_digest, &auth).await?,
+            Some(verifier) => {
+                let auth = self.auth(reference)?;
+                verifier
+                    .verify(plugin, manifest_digest.as_str(), &auth)
+                    .await?
+            }
             None => None,
         };
-        if layer.size > MAX_COMPONENT_BYTES {
-            return Err(PullError::NotAPlugin(format!(
-                "its component is {} bytes, more than the {MAX_COMPONENT_BYTES} a plugin may be",
-                layer.size
-            )));
-        }
         let kept = self
             .store
             .as_ref()
-            .and_then(|store| store.component(&layer.digest));
+            .and_then(|store| store.component(&manifest.layer_digest));
         let bytes = match kept {
             Some(bytes) => bytes,
-            None => self.download(&reference, layer).await?,
+            None => {
+                self.download(reference, &manifest, authorization.as_ref())
+                    .await?
+            }
         };
         if let Some(store) = &self.store {
             store.keep(
                 &plugin.text,
                 manifest_digest,
-                &layer.digest,
+                &manifest.layer_digest,
                 &bytes,
                 signer.as_ref(),
             );
         }
         Ok(Pulled {
-            manifest_digest: manifest_digest.to_owned(),
-            layer_digest: layer.digest.clone(),
+            manifest_digest: manifest_digest.clone(),
+            layer_digest: manifest.layer_digest,
             bytes,
             signer,
         })
     }
 
-    /// The layer's bytes from the registry, checked against its digest.
+    /// The layer's bytes from the registry: no more than the manifest declares (itself at
+    /// most the limit), checked against its digest. Only the registry's own blob URL is
+    /// asked: a descriptor's `urls` are not followed.
     async fn download(
         &self,
         reference: &Reference,
-        layer: &OciDescriptor,
+        manifest: &PluginManifest,
+        authorization: Option<&HeaderValue>,
     ) -> Result<Vec<u8>, PullError> {
-        let mut bytes = Vec::new();
-        self.client
-            .pull_blob(reference, layer, &mut bytes)
-            .await
-            .map_err(|error| match error {
-                oci_client::errors::OciDistributionError::DigestError(_) => {
-                    PullError::DigestMismatch {
-                        what: "component",
-                        expected: layer.digest.clone(),
-                        got: error.to_string(),
-                    }
-                }
-                other => PullError::Registry(other.to_string()),
-            })?;
-        // The client checks the stream against the digest; checked again here, on the bytes
-        // that will load, whatever the client version does.
-        check_digest("component", &layer.digest, &bytes)?;
+        let (_, bytes) = self
+            .http
+            .get(
+                &Self::url(reference, "blobs", manifest.layer_digest.as_str()),
+                "application/octet-stream, */*",
+                authorization,
+                Fetched::Component,
+                manifest.layer_size,
+            )
+            .await?;
+        if bytes.len() as u64 != manifest.layer_size {
+            return Err(PullError::Truncated {
+                got: bytes.len() as u64,
+                declared: manifest.layer_size,
+            });
+        }
+        check_digest(Fetched::Component, &manifest.layer_digest, &bytes)?;
         Ok(bytes)
     }
 }
 
-/// The manifest's one WebAssembly layer.
-fn plugin_layer(manifest: &OciImageManifest) -> Result<&OciDescriptor, PullError> {
-    let wasm: Vec<&OciDescriptor> = manifest
-        .layers
-        .iter()
-        .filter(|l| l.media_type == LAYER_MEDIA_TYPE || l.media_type == WASM_LAYER_MEDIA_TYPE)
-        .collect();
-    match wasm.as_slice() {
-        [layer] => Ok(layer),
-        [] => Err(PullError::NotAPlugin(format!(
-            "no layer of media type {LAYER_MEDIA_TYPE} (push it with `orca plugin push`)"
-        ))),
-        _ => Err(PullError::NotAPlugin(format!(
-            "{} WebAssembly layers; a plugin artifact has one",
-            wasm.len()
-        ))),
-    }
-}
-
-/// The OCI digest of `bytes` (`sha256:<hex>`), as manifests and references name content.
-pub(super) fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{}", sha256_hex(bytes))
-}
-
-fn check_digest(what: &'static str, expected: &str, bytes: &[u8]) -> Result<(), PullError> {
-    let got = digest_of(bytes);
-    if got == expected {
+fn check_digest(what: Fetched, expected: &ContentDigest, bytes: &[u8]) -> Result<(), PullError> {
+    let got = ContentDigest::of(bytes);
+    if &got == expected {
         return Ok(());
     }
     Err(PullError::DigestMismatch {
         what,
-        expected: expected.to_owned(),
+        expected: expected.clone(),
         got,
     })
 }

@@ -2,12 +2,16 @@
 
 use oci_client::Reference;
 
+use super::digest::{ContentDigest, DigestError};
+
 /// A plugin's reference as configured, parsed.
 #[derive(Debug, Clone)]
 pub struct PluginReference {
     /// As configured, for messages and Events.
     pub text: String,
     pub reference: Reference,
+    /// The digest it names, when it names one.
+    pub pinned: Option<ContentDigest>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +22,8 @@ pub enum ReferenceError {
     Unparsable(String),
     #[error("it names no registry host (oci://registry.example.com/team/plugin:v1)")]
     NoRegistry,
+    #[error(transparent)]
+    Digest(#[from] DigestError),
 }
 
 impl PluginReference {
@@ -35,15 +41,17 @@ impl PluginReference {
         let reference: Reference = rest.parse().map_err(|error: oci_client::ParseError| {
             ReferenceError::Unparsable(error.to_string())
         })?;
+        let pinned = reference.digest().map(ContentDigest::parse).transpose()?;
         Ok(PluginReference {
             text: text.to_owned(),
             reference,
+            pinned,
         })
     }
 
     /// Whether it names a digest: its content never changes, so it is pulled once.
     pub fn is_pinned(&self) -> bool {
-        self.reference.digest().is_some()
+        self.pinned.is_some()
     }
 }
 
@@ -63,12 +71,15 @@ mod tests {
             PluginReference::parse(&format!("oci://ghcr.io/team/selector@{digest}")).unwrap();
         assert!(pinned.is_pinned());
         assert_eq!(pinned.reference.digest(), Some(digest.as_str()));
+        assert_eq!(pinned.pinned.unwrap().as_str(), digest);
         for bad in [
             "ghcr.io/team/selector:v1",
             "oci://selector:v1",
             "oci://team/selector:v1",
             "oci://ghcr.io/team/selector@sha256:short",
             "oci://ghcr.io/Team/selector:v1",
+            // Well-formed, but not a digest orca can check.
+            format!("oci://ghcr.io/team/selector@sha512:{}", "a".repeat(128)).as_str(),
         ] {
             assert!(PluginReference::parse(bad).is_err(), "{bad}");
         }

@@ -3,11 +3,12 @@
 //! unreachable serves the last verified version instead of nothing.
 //!
 //! Guarded like the compile cache: a directory private to orca's user, and every component
-//! checked against its digest when read, so a damaged or swapped file is discarded.
+//! checked against its digest when read, so a damaged or swapped file is discarded. Files are
+//! named by [`ContentDigest`]s only, so no name from outside reaches a path.
 
 use std::path::{Path, PathBuf};
 
-use super::puller::digest_of;
+use super::digest::ContentDigest;
 use super::signature::Signer;
 use crate::policy::wasm::cache::private_dir;
 use crate::policy::wasm::sha256_hex;
@@ -18,7 +19,7 @@ pub struct ArtifactStore {
 
 /// What a reference last resolved to, and its verified component.
 pub struct Remembered {
-    pub manifest_digest: String,
+    pub manifest_digest: ContentDigest,
     pub bytes: Vec<u8>,
     /// Who signed it, when it was verified (a third line, JSON).
     pub signer: Option<Signer>,
@@ -39,10 +40,10 @@ impl ArtifactStore {
         })
     }
 
-    fn component_path(&self, digest: &str) -> PathBuf {
+    fn component_path(&self, digest: &ContentDigest) -> PathBuf {
         self.dir
             .join("components")
-            .join(format!("{}.wasm", digest.replace(':', "-")))
+            .join(format!("{}.wasm", digest.file_stem()))
     }
 
     fn reference_path(&self, reference: &str) -> PathBuf {
@@ -51,11 +52,11 @@ impl ArtifactStore {
             .join(sha256_hex(reference.as_bytes()))
     }
 
-    /// The component with `digest` (`sha256:…`), if it is here and its bytes match.
-    pub fn component(&self, digest: &str) -> Option<Vec<u8>> {
+    /// The component with `digest`, if it is here and its bytes match.
+    pub fn component(&self, digest: &ContentDigest) -> Option<Vec<u8>> {
         let path = self.component_path(digest);
         let bytes = std::fs::read(&path).ok()?;
-        if digest_of(&bytes) == digest {
+        if ContentDigest::of(&bytes) == *digest {
             return Some(bytes);
         }
         tracing::warn!(path = %path.display(), "a kept component does not match its digest; discarded");
@@ -68,8 +69,8 @@ impl ArtifactStore {
     pub fn keep(
         &self,
         reference: &str,
-        manifest_digest: &str,
-        layer_digest: &str,
+        manifest_digest: &ContentDigest,
+        layer_digest: &ContentDigest,
         bytes: &[u8],
         signer: Option<&Signer>,
     ) {
@@ -89,14 +90,21 @@ impl ArtifactStore {
 
     /// What `reference` last resolved to, with its component, when both are still here.
     pub fn remembered(&self, reference: &str) -> Option<Remembered> {
-        let text = std::fs::read_to_string(self.reference_path(reference)).ok()?;
+        let path = self.reference_path(reference);
+        let text = std::fs::read_to_string(&path).ok()?;
         let mut lines = text.lines();
-        let manifest_digest = lines.next()?.to_owned();
-        let layer_digest = lines.next()?;
+        let digests = (lines.next(), lines.next());
+        let (Some(Ok(manifest_digest)), Some(Ok(layer_digest))) = (
+            digests.0.map(ContentDigest::parse),
+            digests.1.map(ContentDigest::parse),
+        ) else {
+            tracing::warn!(path = %path.display(), %reference, "a kept reference does not name two digests; ignored");
+            return None;
+        };
+        let bytes = self.component(&layer_digest)?;
         let signer = lines
             .next()
             .and_then(|line| serde_json::from_str(line).ok());
-        let bytes = self.component(layer_digest)?;
         Some(Remembered {
             manifest_digest,
             bytes,
@@ -123,12 +131,13 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let store = ArtifactStore::open(&root.path().join("pulled")).unwrap();
         let bytes = b"\0asm component".to_vec();
-        let layer = digest_of(&bytes);
+        let layer = ContentDigest::of(&bytes);
+        let manifest = ContentDigest::of(b"manifest");
         let reference = "oci://127.0.0.1:5000/team/p:stable";
         assert!(store.remembered(reference).is_none());
-        store.keep(reference, "sha256:manifest", &layer, &bytes, None);
+        store.keep(reference, &manifest, &layer, &bytes, None);
         let remembered = store.remembered(reference).unwrap();
-        assert_eq!(remembered.manifest_digest, "sha256:manifest");
+        assert_eq!(remembered.manifest_digest, manifest);
         assert_eq!(remembered.bytes, bytes);
         assert_eq!(store.component(&layer).unwrap(), bytes);
         // Swapped bytes on disk are discarded, not loaded.
@@ -136,5 +145,27 @@ mod tests {
         assert!(store.component(&layer).is_none());
         assert!(store.remembered(reference).is_none());
         assert!(!store.component_path(&layer).exists());
+    }
+
+    #[test]
+    fn a_kept_reference_naming_a_path_is_ignored_and_touches_nothing() {
+        // Issue 40: a digest from outside was joined onto the store's path as it came, and the
+        // file there read and deleted when it did not match.
+        let root = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::open(&root.path().join("pulled")).unwrap();
+        let outside = root.path().join("victim");
+        std::fs::write(outside.with_extension("wasm"), b"not orca's").unwrap();
+        let reference = "oci://127.0.0.1:5000/team/p:stable";
+        let manifest = ContentDigest::of(b"manifest");
+        std::fs::write(
+            store.reference_path(reference),
+            format!("{manifest}\n{}\n", outside.display()),
+        )
+        .unwrap();
+        assert!(store.remembered(reference).is_none());
+        assert_eq!(
+            std::fs::read(outside.with_extension("wasm")).unwrap(),
+            b"not orca's"
+        );
     }
 }
