@@ -67,11 +67,14 @@ async fn a_registry_that_sends_too_much_stalls_or_trickles_is_cut_off_and_the_pr
     let docker_config = registry.docker_config_for(&proxy.addr)?;
     let original = std::fs::read(hostile_wasm()?)?;
     let v1 = with_custom_section(&original, "v1");
+    let node = unique_node_name("oci-bounds");
     let limit = v1.len() + (64 << 10);
+    // The versions refused are new to every run: a component kept on disk by an earlier run
+    // (the store is beside the shared compile cache) would not be downloaded at all.
+    let unique = |version: &str| format!("{version}-{node}");
     push(&registry, &v1, "stable")?;
 
     let client = TestCluster::shared().kube_client().await?;
-    let node = unique_node_name("oci-bounds");
     let reference = format!("oci://{}/{REPOSITORY}:stable", proxy.addr);
     let mut orca = start_with(
         &node,
@@ -105,7 +108,11 @@ async fn a_registry_that_sends_too_much_stalls_or_trickles_is_cut_off_and_the_pr
     // PluginRejected events into the first one for six minutes, note included.)
     orca.stop()?;
     proxy.set_fault(Some(RegistryFault::EndlessBlob));
-    push(&registry, &with_custom_section(&original, "v3"), "stable")?;
+    push(
+        &registry,
+        &with_custom_section(&original, &unique("v3")),
+        "stable",
+    )?;
     orca.restart()?;
     wait_node_event(
         &client,
@@ -120,7 +127,11 @@ async fn a_registry_that_sends_too_much_stalls_or_trickles_is_cut_off_and_the_pr
     // One that stalls in the middle of the blob is given up on after stallTimeout.
     orca.stop()?;
     proxy.set_fault(Some(RegistryFault::StallBlob { after: 1024 }));
-    push(&registry, &with_custom_section(&original, "v4"), "stable")?;
+    push(
+        &registry,
+        &with_custom_section(&original, &unique("v4")),
+        "stable",
+    )?;
     orca.restart()?;
     wait_node_event(
         &client,
@@ -138,7 +149,7 @@ async fn a_registry_that_sends_too_much_stalls_or_trickles_is_cut_off_and_the_pr
     proxy.set_fault(Some(RegistryFault::DripBlob {
         every: Duration::from_millis(200),
     }));
-    let v5 = with_custom_section(&original, "v5");
+    let v5 = with_custom_section(&original, &unique("v5"));
     push(&registry, &v5, "stable")?;
     orca.restart()?;
     wait_node_event(
@@ -273,9 +284,14 @@ async fn a_reference_whose_registry_trickles_does_not_hold_up_another() -> Resul
     let registry = TestRegistry::start()?;
     let proxy = RegistryProxy::start(&registry).await?;
     let docker_config = registry.docker_config_for(&proxy.addr)?;
+    let node = unique_node_name("oci-independent");
+    // New to every run, so never in the store from an earlier one.
     push(
         &registry,
-        &with_custom_section(&std::fs::read(hostile_wasm()?)?, "trickled"),
+        &with_custom_section(
+            &std::fs::read(hostile_wasm()?)?,
+            &format!("trickled-{node}"),
+        ),
         "stable",
     )?;
     push_to(
@@ -302,7 +318,6 @@ async fn a_reference_whose_registry_trickles_does_not_hold_up_another() -> Resul
     proxy.set_fault(Some(RegistryFault::DripBlob {
         every: Duration::from_secs(1),
     }));
-    let node = unique_node_name("oci-independent");
     let trickled = format!("oci://{}/{REPOSITORY}:stable", proxy.addr);
     let direct = format!("oci://{}/team/selector:stable", registry.addr);
     let orca = start_with(&node, &[trickled, direct.clone()], &registry, &both, "")?;

@@ -231,15 +231,19 @@ impl Puller {
 
     /// The `Authorization` a pull from `reference`'s repository carries: a bearer token when
     /// the registry asks for one (oci-client exchanges the credentials for it), else the
-    /// credentials themselves.
-    async fn authorization(&self, reference: &Reference) -> Result<Option<HeaderValue>, PullError> {
+    /// credentials themselves. `what`: the request they are for, for messages.
+    async fn authorization(
+        &self,
+        reference: &Reference,
+        what: Fetched,
+    ) -> Result<Option<HeaderValue>, PullError> {
         let auth = self.auth(reference)?;
         let token = self
             .client
             .auth(reference, &auth, RegistryOperation::Pull)
             .await
             .map_err(|error| PullError::Registry {
-                what: Fetched::Tag,
+                what,
                 message: format!("authenticating: {error}"),
             })?;
         let value = match (token, auth) {
@@ -274,7 +278,7 @@ impl Puller {
         let reference = &plugin.reference;
         let tag = reference.tag().unwrap_or("latest");
         let url = Self::url(reference, "manifests", tag);
-        let authorization = self.authorization(reference).await?;
+        let authorization = self.authorization(reference, Fetched::Tag).await?;
         let headers = self
             .http
             .head(
@@ -317,7 +321,7 @@ impl Puller {
         manifest_digest: &ContentDigest,
     ) -> Result<Pulled, PullError> {
         let reference = &plugin.reference;
-        let authorization = self.authorization(reference).await?;
+        let authorization = self.authorization(reference, Fetched::Manifest).await?;
         let (_, raw) = self
             .http
             .get(
