@@ -22,6 +22,8 @@ pub mod census;
 mod classify;
 mod fleet;
 mod measured;
+#[cfg(test)]
+mod permissions;
 mod rate;
 pub mod sdk;
 mod sdk_fleet;

@@ -1,0 +1,229 @@
+//! Every AWS call orca and its workload make, and what IAM authorizes it by: the list the
+//! policies in `deploy/iam/` are checked against (`permissions/tests.rs`). The source of truth
+//! for each call's actions and resource types is AWS's Service Authorization Reference (EC2,
+//! SQS, STS, IAM) and, for what one call implies, the EC2 documentation: a launch with
+//! `TagSpecifications` is also authorized as `ec2:CreateTags` (with `ec2:CreateAction`), a
+//! launch with an instance profile as `iam:PassRole`, and an EC2 Fleet's launch as the caller's
+//! `ec2:RunInstances`.
+//!
+//! The tests read the production source for the calls it makes (every zero-argument call named
+//! like an operation of an AWS SDK client orca depends on), the bootstrap script for the
+//! workload's, and fail when a call is missing here, when a permission listed here is missing
+//! from its policy, or when a policy grants an action no call needs.
+
+/// An AWS service orca calls, by its SDK crate and its IAM action prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Service {
+    Ec2,
+    Sqs,
+    Sts,
+}
+
+impl Service {
+    pub const ALL: [Service; 3] = [Service::Ec2, Service::Sqs, Service::Sts];
+
+    /// The SDK crate orca calls it through.
+    pub fn sdk_crate(self) -> &'static str {
+        match self {
+            Service::Ec2 => "aws-sdk-ec2",
+            Service::Sqs => "aws-sdk-sqs",
+            Service::Sts => "aws-sdk-sts",
+        }
+    }
+
+    /// As the AWS CLI names it (`aws ec2 …`).
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Service::Ec2 => "ec2",
+            Service::Sqs => "sqs",
+            Service::Sts => "sts",
+        }
+    }
+}
+
+/// What a permission must be granted on: one of the action's resource types in the Service
+/// Authorization Reference, or `*` for an action with no resource-level permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum On {
+    /// The action supports no resource-level permissions: the policy grants it on `*`.
+    Any,
+    /// An EC2 resource type: `arn:aws:ec2:REGION:ACCOUNT:{type}/…`.
+    Ec2(&'static str),
+    /// The interruption queue: `arn:aws:sqs:REGION:ACCOUNT:{name}`.
+    Queue,
+    /// The workload's role: `arn:aws:iam::ACCOUNT:role/{name}`.
+    Role,
+}
+
+impl On {
+    /// Whether a statement's `Resource` entry covers this resource type.
+    pub fn covered_by(self, resource: &str) -> bool {
+        if resource == "*" {
+            return true;
+        }
+        match self {
+            On::Any => false,
+            On::Ec2(kind) => {
+                resource.starts_with("arn:aws:ec2:") && resource.contains(&format!(":{kind}/"))
+            }
+            On::Queue => resource.starts_with("arn:aws:sqs:"),
+            On::Role => resource.starts_with("arn:aws:iam::") && resource.contains(":role/"),
+        }
+    }
+}
+
+/// One IAM action a call needs, and on what.
+#[derive(Debug, Clone, Copy)]
+pub struct Permission {
+    pub action: &'static str,
+    pub on: &'static [On],
+}
+
+/// One AWS operation, with every permission AWS checks when orca calls it the way it does.
+#[derive(Debug, Clone, Copy)]
+pub struct AwsCall {
+    pub service: Service,
+    /// As the API names it (`DescribeInstances`).
+    pub operation: &'static str,
+    pub needs: &'static [Permission],
+}
+
+const fn needs(action: &'static str, on: &'static [On]) -> Permission {
+    Permission { action, on }
+}
+
+const fn ec2(operation: &'static str, needs: &'static [Permission]) -> AwsCall {
+    AwsCall {
+        service: Service::Ec2,
+        operation,
+        needs,
+    }
+}
+
+/// What a launch into a subnet with security groups, from an AMI, with a root volume, a key
+/// pair (`keyName`) and for spot a spot request, is authorized against as `ec2:RunInstances`.
+const RUN_INSTANCES_ON: &[On] = &[
+    On::Ec2("instance"),
+    On::Ec2("volume"),
+    On::Ec2("network-interface"),
+    On::Ec2("subnet"),
+    On::Ec2("security-group"),
+    On::Ec2("image"),
+    On::Ec2("key-pair"),
+    On::Ec2("spot-instances-request"),
+];
+
+/// The same for a fleet's launch, which also names the node's launch template.
+const FLEET_RUN_INSTANCES_ON: &[On] = &[
+    On::Ec2("instance"),
+    On::Ec2("volume"),
+    On::Ec2("network-interface"),
+    On::Ec2("subnet"),
+    On::Ec2("security-group"),
+    On::Ec2("image"),
+    On::Ec2("key-pair"),
+    On::Ec2("spot-instances-request"),
+    On::Ec2("launch-template"),
+];
+
+/// Every call orca's role makes (`deploy/iam/orca.json`).
+pub const ORCA_CALLS: &[AwsCall] = &[
+    ec2(
+        "RunInstances",
+        &[
+            needs("ec2:RunInstances", RUN_INSTANCES_ON),
+            needs("ec2:CreateTags", &[On::Ec2("instance"), On::Ec2("volume")]),
+            needs("iam:PassRole", &[On::Role]),
+        ],
+    ),
+    ec2(
+        "CreateFleet",
+        &[
+            needs("ec2:CreateFleet", &[On::Ec2("fleet")]),
+            needs("ec2:RunInstances", FLEET_RUN_INSTANCES_ON),
+            needs(
+                "ec2:CreateTags",
+                &[On::Ec2("fleet"), On::Ec2("instance"), On::Ec2("volume")],
+            ),
+            needs("iam:PassRole", &[On::Role]),
+        ],
+    ),
+    ec2(
+        "CreateLaunchTemplate",
+        &[needs(
+            "ec2:CreateLaunchTemplate",
+            &[On::Ec2("launch-template")],
+        )],
+    ),
+    ec2(
+        "DescribeLaunchTemplateVersions",
+        &[needs("ec2:DescribeLaunchTemplateVersions", &[On::Any])],
+    ),
+    ec2(
+        "DescribeSubnets",
+        &[needs("ec2:DescribeSubnets", &[On::Any])],
+    ),
+    ec2(
+        "DescribeInstances",
+        &[needs("ec2:DescribeInstances", &[On::Any])],
+    ),
+    ec2(
+        "TerminateInstances",
+        &[needs("ec2:TerminateInstances", &[On::Ec2("instance")])],
+    ),
+    ec2(
+        "CreateTags",
+        &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
+    ),
+    ec2(
+        "GetConsoleOutput",
+        &[needs("ec2:GetConsoleOutput", &[On::Ec2("instance")])],
+    ),
+    ec2(
+        "DescribeInstanceTypes",
+        &[needs("ec2:DescribeInstanceTypes", &[On::Any])],
+    ),
+    ec2(
+        "DescribeSpotPriceHistory",
+        &[needs("ec2:DescribeSpotPriceHistory", &[On::Any])],
+    ),
+    ec2(
+        "DescribeInstanceTypeOfferings",
+        &[needs("ec2:DescribeInstanceTypeOfferings", &[On::Any])],
+    ),
+    ec2(
+        "DescribeAvailabilityZones",
+        &[needs("ec2:DescribeAvailabilityZones", &[On::Any])],
+    ),
+    AwsCall {
+        service: Service::Sqs,
+        operation: "ReceiveMessage",
+        needs: &[needs("sqs:ReceiveMessage", &[On::Queue])],
+    },
+    AwsCall {
+        service: Service::Sqs,
+        operation: "DeleteMessageBatch",
+        needs: &[needs("sqs:DeleteMessage", &[On::Queue])],
+    },
+    AwsCall {
+        service: Service::Sqs,
+        operation: "ChangeMessageVisibilityBatch",
+        needs: &[needs("sqs:ChangeMessageVisibility", &[On::Queue])],
+    },
+    // Needs no permission: AWS answers it for any valid credentials, even under an explicit
+    // deny.
+    AwsCall {
+        service: Service::Sts,
+        operation: "GetCallerIdentity",
+        needs: &[],
+    },
+];
+
+/// Every call the workload's instance makes with its role (`deploy/iam/workload.json`): the
+/// bootstrap tags its own instance with the exit code.
+pub const WORKLOAD_CALLS: &[AwsCall] = &[ec2(
+    "CreateTags",
+    &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
+)];
+
+mod tests;
