@@ -226,4 +226,5 @@ pub const WORKLOAD_CALLS: &[AwsCall] = &[ec2(
     &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
 )];
 
+mod conditions;
 mod tests;

@@ -14,7 +14,7 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn read(path: &str) -> String {
+pub(super) fn read(path: &str) -> String {
     let path = repository().join(path);
     fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
