@@ -214,7 +214,7 @@ async fn the_claim_adds_only_the_cluster_id_to_an_instance_of_this_cluster_witho
 
     let present = std::collections::HashSet::from([key.uid.clone()]);
     let found = provider.claim_untagged(&present).await.expect("a claim");
-    assert_eq!(found.claimed, [id.clone()]);
+    assert_eq!(found.claimed, std::slice::from_ref(&id));
     let after = fake
         .instances()
         .into_iter()
