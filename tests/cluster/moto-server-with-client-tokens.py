@@ -115,8 +115,9 @@ def _ec2_unauthorized(raise_access_denied):
 
 def _logged(authorize):
     """Every refused request, on stderr as one line starting with "moto-iam: refused", so a
-    test can tell that nothing was refused without trusting the client's own account of it.
-    Only an IAM-enforcing moto refuses anything; the harness's shared moto never does."""
+    test can tell that nothing was refused without trusting the client's own account of it;
+    and the refusal in the protocol the request spoke. Only an IAM-enforcing moto refuses
+    anything; the harness's shared moto never does."""
 
     def check(self, iam_request_cls, resource="*"):
         try:
@@ -129,6 +130,10 @@ def _logged(authorize):
                 file=sys.stderr,
                 flush=True,
             )
+            # A JSON-protocol service (SQS since botocore 1.31) is answered in JSON, as AWS does;
+            # moto would send IAM's XML, which such a client cannot read as an error code.
+            if self.headers.get("X-Amz-Target") and hasattr(refused, "to_json"):
+                raise refused.to_json() from None
             raise
 
     return check
