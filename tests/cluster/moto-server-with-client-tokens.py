@@ -1,6 +1,9 @@
-"""moto's server, with one part of EC2's documented behaviour that orca's tests rely on and moto
+"""moto's server, with two parts of EC2's documented behaviour that orca's tests rely on and moto
 lacks: idempotency by ClientToken for RunInstances and CreateFleet
-(https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html).
+(https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html), and, when IAM
+enforcement is on (tests/src/iam.rs), EC2's answer to a call the caller's policy does not allow
+(see UnauthorizedOperation below), every refusal logged, and signatures checked against the
+bytes that were signed (with ORCA_MOTO_CHECKS_SIGNATURES=1, see _keeping_the_signed_body).
 
 EC2 answers a request repeated with the same ClientToken with the first request's result and
 launches nothing more; the same token with other parameters is refused with
@@ -11,13 +14,20 @@ instance. moto 5 keeps the token but launches again; this wrapper gives it EC2's
 Usage: python moto-server-with-client-tokens.py [moto_server arguments]
 """
 
+import os
 import sys
 import threading
+import uuid
+from xml.sax.saxutils import escape
 
+from moto.core.authorization import ActionAuthenticatorMixin
+from moto.core.responses import BaseResponse
 from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
+from moto.iam.access_control import IAMRequest
 from moto.server import main
+from werkzeug.exceptions import HTTPException
 
 # Query parameters that are not the request's own (signing, protocol).
 NOT_PARAMETERS = {"ClientToken", "Action", "Version", "AWSAccessKeyId"}
@@ -60,6 +70,99 @@ def _idempotent(action):
 
 InstanceResponse.run_instances = _idempotent("RunInstances")(InstanceResponse.run_instances)
 Fleets.create_fleet = _idempotent("CreateFleet")(Fleets.create_fleet)
+
+
+class UnauthorizedOperation(HTTPException):
+    """EC2's refusal of a call the caller's IAM policy does not allow.
+
+    EC2's error code reference
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html) lists
+    UnauthorizedOperation, "You are not authorized to perform this operation", among the client
+    errors, answered with HTTP 403; the message names the caller and the action, e.g. "User:
+    arn:aws:iam::123456789012:user/orca is not authorized to perform: ec2:DescribeSubnets because
+    no identity-based policy allows the ec2:DescribeSubnets action". moto 5 answers every service
+    the way IAM does instead (AccessDenied, in IAM's ErrorResponse document), a code no EC2 client
+    sees from EC2; orca classifies UnauthorizedOperation (host/src/provider/aws/classify.rs).
+    The body is EC2's error document (Response/Errors/Error, RequestID).
+    """
+
+    code = 403
+    error_type = "UnauthorizedOperation"
+
+    def __init__(self, user_arn, action):
+        super().__init__()
+        self.message = (
+            f"You are not authorized to perform this operation. User: {user_arn} is not "
+            f"authorized to perform: {action} because no identity-based policy allows the "
+            f"{action} action"
+        )
+        self.description = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            "<Response><Errors><Error><Code>UnauthorizedOperation</Code>"
+            f"<Message>{escape(self.message)}</Message></Error></Errors>"
+            f"<RequestID>{uuid.uuid4()}</RequestID></Response>"
+        )
+
+
+def _ec2_unauthorized(raise_access_denied):
+    def refuse(self):
+        if self._service == "ec2":
+            raise UnauthorizedOperation(self._access_key.arn, self._action)
+        raise_access_denied(self)
+
+    return refuse
+
+
+def _logged(authorize):
+    """Every refused request, on stderr as one line starting with "moto-iam: refused", so a
+    test can tell that nothing was refused without trusting the client's own account of it;
+    and the refusal in the protocol the request spoke. Only an IAM-enforcing moto refuses
+    anything; the harness's shared moto never does."""
+
+    def check(self, iam_request_cls, resource="*"):
+        try:
+            authorize(self, iam_request_cls, resource)
+        except HTTPException as refused:
+            code = getattr(refused, "error_type", type(refused).__name__)
+            message = getattr(refused, "message", "")
+            print(
+                f"moto-iam: refused {self._get_action()} on {resource}: {code}: {message}",
+                file=sys.stderr,
+                flush=True,
+            )
+            # A JSON-protocol service (SQS since botocore 1.31) is answered in JSON, as AWS does;
+            # moto would send IAM's XML, which such a client cannot read as an error code.
+            if self.headers.get("X-Amz-Target") and hasattr(refused, "to_json"):
+                raise refused.to_json() from None
+            raise
+
+    return check
+
+
+def _keeping_the_signed_body(setup_class):
+    """moto checks a request's SigV4 signature against the body it re-encodes from the parsed
+    form when, as in server mode, the form parser has consumed the raw body: Python's encoding
+    (a space as "+") is not every SDK's (the Rust SDK's "%20"), so a request with a space in a
+    parameter (orca's CreateLaunchTemplate) fails AuthFailure. Reading the body into werkzeug's
+    cache first keeps the bytes that were signed: the form is then parsed from the cache, and
+    moto's signature check (IAMRequestBase._create_aws_request) uses the raw bytes."""
+
+    def setup(self, request, *args, **kwargs):
+        if "form" not in request.__dict__ and request.content_encoding != "gzip":
+            request.get_data(cache=True)
+        return setup_class(self, request, *args, **kwargs)
+
+    return setup
+
+
+IAMRequest._raise_access_denied = _ec2_unauthorized(IAMRequest._raise_access_denied)
+ActionAuthenticatorMixin._authenticate_and_authorize_action = _logged(
+    ActionAuthenticatorMixin._authenticate_and_authorize_action
+)
+# Only where signatures are checked (tests/src/iam.rs sets it): the harness's shared moto
+# answers every request as it always has.
+if os.environ.get("ORCA_MOTO_CHECKS_SIGNATURES") == "1":
+    BaseResponse.setup_class = _keeping_the_signed_body(BaseResponse.setup_class)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -10,6 +10,8 @@ pub mod deploy;
 pub mod ec2;
 pub mod guest_plugins;
 pub mod http;
+pub mod iam;
+pub mod imds;
 pub mod inprocess;
 pub mod journal;
 pub mod kubelet_conn;

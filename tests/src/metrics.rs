@@ -28,6 +28,34 @@ pub fn by_label(page: &str, metric: &str, label: &str) -> BTreeMap<String, f64> 
         .collect()
 }
 
+/// Every series of the counter or gauge `metric` on `page`: its labels and value.
+///
+/// # Errors
+/// The page is not Prometheus' text format.
+pub fn series(page: &str, metric: &str) -> Result<Vec<(BTreeMap<String, String>, f64)>> {
+    let lines = page.lines().map(|line| Ok(line.to_owned()));
+    let scrape = prometheus_parse::Scrape::parse(lines)?;
+    Ok(scrape
+        .samples
+        .into_iter()
+        .filter(|sample| sample.metric == metric)
+        .filter_map(|sample| {
+            let value = match sample.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => return None,
+            };
+            let labels = sample
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Some((labels, value))
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

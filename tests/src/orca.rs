@@ -73,6 +73,8 @@ pub struct OrcaProcess {
     other_cluster: Option<PathBuf>,
     /// Names the log file (`orca-<log_name>.log`): the node's name unless two orcas share it.
     log_name: String,
+    /// Set over the harness's environment (other AWS credentials and endpoint).
+    env: Vec<(String, String)>,
 }
 
 impl OrcaProcess {
@@ -117,6 +119,7 @@ impl OrcaProcess {
             declared_nodes: Vec::new(),
             other_cluster: Some(cluster.admin_kubeconfig()),
             log_name: log_name.to_owned(),
+            env: Vec::new(),
         };
         process.restart()?;
         Ok(process)
@@ -131,10 +134,31 @@ impl OrcaProcess {
         Self::spawn(node_name, kubeconfig, true, config)
     }
 
+    /// [`Self::start`] with `env` set over the harness's environment: e.g. another IAM user's
+    /// access key and another AWS endpoint (`AWS_ENDPOINT_URL` is where STS calls go).
+    pub fn start_with_env(
+        node_name: &str,
+        env: &[(String, String)],
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
+        let kubeconfig = PathBuf::from(TestCluster::shared().var("ORCA_KUBECONFIG"));
+        Self::spawn_with_env(node_name, &kubeconfig, true, env, config)
+    }
+
     fn spawn(
         node_name: &str,
         kubeconfig: &Path,
         debug_logs: bool,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Result<OrcaProcess> {
+        Self::spawn_with_env(node_name, kubeconfig, debug_logs, &[], config)
+    }
+
+    fn spawn_with_env(
+        node_name: &str,
+        kubeconfig: &Path,
+        debug_logs: bool,
+        env: &[(String, String)],
         config: impl FnOnce(&Path) -> String,
     ) -> Result<OrcaProcess> {
         let dir = tempfile::Builder::new().prefix("orca-e2e-").tempdir()?;
@@ -152,6 +176,7 @@ impl OrcaProcess {
             declared_nodes: Vec::new(),
             other_cluster: None,
             log_name: node_name.to_owned(),
+            env: env.to_vec(),
         };
         process.restart()?;
         Ok(process)
@@ -178,6 +203,7 @@ impl OrcaProcess {
         }
         let child = command
             .envs(cluster.env_vars())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -393,6 +419,12 @@ pub fn test_config(node_name: &str, dir: &Path, simulated_extra: &str) -> String
 /// sharing moto never see each other's instances). `aws_extra` adds lines under `provider.aws`.
 pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
     let cluster = TestCluster::shared();
+    aws_test_config_at(node_name, cluster.var("AWS_ENDPOINT_URL"), aws_extra)
+}
+
+/// [`aws_test_config`] with EC2 at `endpoint` (a moto of the test's own).
+pub fn aws_test_config_at(node_name: &str, endpoint: &str, aws_extra: &str) -> String {
+    let cluster = TestCluster::shared();
     format!(
         "{}provider:
   kind: aws
@@ -405,7 +437,6 @@ pub fn aws_test_config(node_name: &str, aws_extra: &str) -> String {
         node_and_pods(node_name, &format!("  clusterName: {node_name}\n")),
         provider_lines(aws_extra),
         region = cluster.var("AWS_REGION"),
-        endpoint = cluster.var("AWS_ENDPOINT_URL"),
     )
 }
 

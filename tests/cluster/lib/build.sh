@@ -116,6 +116,17 @@ install_moto() {
   touch "$MOTO_VENV/.complete"
 }
 
+install_awscli() {
+  # As install_moto: pinned with its dependencies (awscli-constraints.txt), stamped when complete.
+  if [[ -f "$AWSCLI_VENV/.complete" ]]; then return; fi
+  log "installing awscli==$AWSCLI_VERSION into $AWSCLI_VENV (once)"
+  rm -rf "$AWSCLI_VENV"
+  python3 -m venv "$AWSCLI_VENV"
+  "$AWSCLI_VENV/bin/pip" install --quiet --disable-pip-version-check \
+    -c "$HARNESS_DIR/awscli-constraints.txt" "awscli==$AWSCLI_VERSION"
+  touch "$AWSCLI_VENV/.complete"
+}
+
 build_all() {
   command -v go >/dev/null || die "Go $GO_MIN_VERSION or newer is required to build the control plane (tests/setup says how to get it)"
   # Never `auto`: a dependency's go line would then switch toolchains silently, mid-build.
