@@ -474,6 +474,10 @@ fn resolve(value: &Value, resources: &Value) -> Value {
     }
 }
 
+/// Issue 39, case 7: the documented stack let any principal of two services send to the queue,
+/// so any account's EventBridge rule could put forged spot warnings on it. The stack's policy is
+/// the file's, and admits only the stack's own rules (`aws:SourceArn`) from this account
+/// (`aws:SourceAccount`).
 #[test]
 fn the_queue_stack_carries_the_queue_policy_file_and_its_rules_are_the_only_senders() {
     let stack: Value = serde_saphyr::from_str(&read("deploy/iam/interruption-queue.cfn.yaml"))
