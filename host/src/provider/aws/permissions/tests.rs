@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use syn::visit::Visit;
 
 use super::*;
 
@@ -88,101 +87,115 @@ fn sdk_operations() -> BTreeMap<String, Vec<Service>> {
     operations
 }
 
-fn is_test(attributes: &[syn::Attribute]) -> bool {
-    attributes.iter().any(|attribute| {
-        attribute.path().is_ident("cfg")
-            && attribute
-                .meta
-                .require_list()
-                .is_ok_and(|list| list.tokens.to_string().contains("test"))
-    })
-}
-
-/// A call to an AWS SDK operation in production code: a method named like one, with no
-/// arguments (the fluent client's form: `client.describe_instances()…send()`).
-#[derive(Debug)]
-struct Found {
-    file: PathBuf,
-    method: String,
-}
-
-/// Walks the crate's module tree from a root file the way the compiler does, leaving out
-/// everything under `#[cfg(test)]`.
-struct ModuleWalk<'a> {
-    operations: &'a BTreeMap<String, Vec<Service>>,
-    file: PathBuf,
-    /// Where this module's `mod child;` files are.
-    dir: PathBuf,
-    found: Vec<Found>,
-    children: Vec<(PathBuf, PathBuf)>,
-}
-
-impl<'ast> Visit<'ast> for ModuleWalk<'_> {
-    fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attributes: &[syn::Attribute] = match item {
-            syn::Item::Const(item) => &item.attrs,
-            syn::Item::Enum(item) => &item.attrs,
-            syn::Item::Fn(item) => &item.attrs,
-            syn::Item::Impl(item) => &item.attrs,
-            syn::Item::Mod(item) => &item.attrs,
-            syn::Item::Static(item) => &item.attrs,
-            syn::Item::Struct(item) => &item.attrs,
-            syn::Item::Trait(item) => &item.attrs,
-            syn::Item::Use(item) => &item.attrs,
-            _ => &[],
-        };
-        if is_test(attributes) {
-            return;
-        }
-        if let syn::Item::Mod(module) = item {
-            let name = module.ident.to_string();
-            match &module.content {
-                None => {
-                    let flat = self.dir.join(format!("{name}.rs"));
-                    let nested = self.dir.join(&name).join("mod.rs");
-                    let file = if flat.exists() { flat } else { nested };
-                    assert!(file.exists(), "module {name} of {}", self.file.display());
-                    self.children.push((file, self.dir.join(&name)));
-                }
-                Some((_, items)) => {
-                    let inner = self.dir.join(&name);
-                    let outer = std::mem::replace(&mut self.dir, inner);
-                    for item in items {
-                        self.visit_item(item);
-                    }
-                    self.dir = outer;
-                }
+/// A line without its comment, and with string literals blanked (their contents are not code):
+/// what is left is what the compiler reads as code on that line.
+fn code_of(line: &str) -> String {
+    let mut code = String::with_capacity(line.len());
+    let mut in_string = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (in_string, c) {
+            (true, '\\') => {
+                chars.next();
             }
-            return;
+            (true, '"') => {
+                in_string = false;
+                code.push('"');
+            }
+            (true, _) => {}
+            (false, '"') => {
+                in_string = true;
+                code.push('"');
+            }
+            (false, '/') if chars.peek() == Some(&'/') => break,
+            (false, _) => code.push(c),
         }
-        syn::visit::visit_item(self, item);
     }
-
-    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
-        if let syn::ImplItem::Fn(function) = item
-            && is_test(&function.attrs)
-        {
-            return;
-        }
-        syn::visit::visit_impl_item(self, item);
-    }
-
-    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
-        let method = call.method.to_string();
-        if call.args.is_empty() && self.operations.contains_key(&method) {
-            self.found.push(Found {
-                file: self.file.clone(),
-                method,
-            });
-        }
-        syn::visit::visit_expr_method_call(self, call);
-    }
+    code
 }
 
-/// Every AWS operation the production code can call, with the files that call it.
+/// A file's code as the compiler builds it for production: comments and strings blanked, and
+/// every item under `#[cfg(test)]` (or `cfg(any(test, …))`) left out, with the modules it
+/// declares by `mod name;`.
+fn production_code(text: &str) -> (String, Vec<String>) {
+    let mut code = String::new();
+    let mut children = Vec::new();
+    let mut test_item_next = false;
+    // Inside a test item: its brace depth so far, and whether its first brace was seen.
+    let mut skipping: Option<(i64, bool)> = None;
+    for line in text.lines() {
+        let line = code_of(line);
+        let trimmed = line.trim();
+        let opened = line.matches('{').count() as i64;
+        let closed = line.matches('}').count() as i64;
+        if let Some((depth, seen)) = skipping.as_mut() {
+            *depth += opened - closed;
+            *seen |= opened > 0;
+            if *seen && *depth <= 0 || !*seen && trimmed.ends_with(';') {
+                skipping = None;
+            }
+            continue;
+        }
+        let test_attribute = trimmed.starts_with("#[cfg(")
+            && trimmed.contains("test")
+            && !trimmed.contains("not(test");
+        if test_attribute {
+            test_item_next = true;
+            continue;
+        }
+        if test_item_next && !trimmed.starts_with("#[") && !trimmed.is_empty() {
+            test_item_next = false;
+            let ended = opened > 0 && opened <= closed || opened == 0 && trimmed.ends_with(';');
+            if !ended {
+                skipping = Some((opened - closed, opened > 0));
+            }
+            continue;
+        }
+        let declaration = trimmed
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub(super) ")
+            .trim_start_matches("pub ");
+        if let Some(name) = declaration
+            .strip_prefix("mod ")
+            .and_then(|rest| rest.strip_suffix(';'))
+        {
+            children.push(name.trim().to_owned());
+        }
+        code.push_str(&line);
+        code.push('\n');
+    }
+    (code, children)
+}
+
+/// The zero-argument method calls in `code`: `.name()`, across whitespace and line breaks.
+fn zero_argument_calls(code: &str) -> Vec<&str> {
+    let mut calls = Vec::new();
+    for (at, _) in code.match_indices('.') {
+        let rest = &code[at + 1..];
+        let rest = rest.trim_start();
+        let name_end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, after) = rest.split_at(name_end);
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            continue;
+        }
+        let after = after.trim_start();
+        if let Some(after) = after.strip_prefix('(')
+            && after.trim_start().starts_with(')')
+        {
+            calls.push(name);
+        }
+    }
+    calls
+}
+
+/// Every AWS operation the production code can call, with the files that call it: the files
+/// the compiler reads from `lib.rs` and `main.rs`, without what is under `#[cfg(test)]`.
 fn calls_in_source() -> BTreeMap<(Service, String), BTreeSet<String>> {
     let operations = sdk_operations();
     let src = repository().join("host/src");
+    // Each file, with the folder its `mod child;` files are in.
     let mut pending = vec![
         (src.join("lib.rs"), src.clone()),
         (src.join("main.rs"), src.clone()),
@@ -191,25 +204,29 @@ fn calls_in_source() -> BTreeMap<(Service, String), BTreeSet<String>> {
     let mut files = 0;
     while let Some((file, dir)) = pending.pop() {
         let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let syntax = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let dir =
-            if file.ends_with("lib.rs") || file.ends_with("main.rs") || file.ends_with("mod.rs") {
-                file.parent().expect("a parent").to_path_buf()
-            } else {
-                dir
-            };
-        let mut walk = ModuleWalk {
-            operations: &operations,
-            file: file.clone(),
-            dir,
-            found: Vec::new(),
-            children: Vec::new(),
-        };
-        walk.visit_file(&syntax);
+        let (code, children) = production_code(&text);
         files += 1;
-        pending.extend(walk.children);
-        for found in walk.found {
-            let candidates = &operations[&found.method];
+        for child in children {
+            let flat = dir.join(format!("{child}.rs"));
+            let nested = dir.join(&child).join("mod.rs");
+            let path = if flat.exists() { flat } else { nested };
+            assert!(path.exists(), "module {child} of {}", file.display());
+            let child_dir = if path.ends_with("mod.rs") {
+                path.parent().expect("a parent").to_path_buf()
+            } else {
+                dir.join(&child)
+            };
+            pending.push((path, child_dir));
+        }
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for method in zero_argument_calls(&code) {
+            let Some(candidates) = operations.get(method) else {
+                continue;
+            };
             let services: Vec<Service> = if candidates.len() == 1 {
                 candidates.clone()
             } else {
@@ -222,25 +239,41 @@ fn calls_in_source() -> BTreeMap<(Service, String), BTreeSet<String>> {
             assert_eq!(
                 services.len(),
                 1,
-                "{}: `{}()` is an operation of {candidates:?}; say which client it is by naming \
-                 its crate in the file",
-                found.file.display(),
-                found.method
+                "{relative}: `{method}()` is an operation of {candidates:?}; say which client \
+                 it is by naming its crate in the file",
             );
-            let relative = found
-                .file
-                .strip_prefix(&src)
-                .unwrap_or(&found.file)
-                .display()
-                .to_string();
             calls
-                .entry((services[0], pascal(&found.method)))
+                .entry((services[0], pascal(method)))
                 .or_default()
-                .insert(relative);
+                .insert(relative.clone());
         }
     }
     assert!(files > 50, "only {files} files walked from host/src/lib.rs");
     calls
+}
+
+#[test]
+fn production_code_leaves_out_tests_comments_and_strings() {
+    let text = r#"
+//! `client.describe_images()` in a comment
+mod a;
+pub(crate) mod b;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod inline {
+    fn f() { client.describe_regions().send(); }
+}
+fn g() {
+    let s = ".describe_hosts()";
+    self.client
+        .describe_instances ( )
+        .send();
+}
+"#;
+    let (code, children) = production_code(text);
+    assert_eq!(children, ["a", "b"]);
+    assert_eq!(zero_argument_calls(&code), ["describe_instances", "send"]);
 }
 
 /// The AWS CLI calls in the bootstrap script: `aws ec2 create-tags …`.
