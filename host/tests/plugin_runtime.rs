@@ -228,7 +228,13 @@ const FORTY_MIB_PAGES: u32 = 640;
 
 #[test]
 fn a_component_with_several_memories_gets_one_budget_for_all_of_them() {
-    let engine = engine(SandboxLimits::default());
+    // Memory is what is measured here: a loaded CI machine took the grow past the default
+    // 100 ms deadline, so the call gets time enough (the deadline has tests of its own).
+    let engine = engine(SandboxLimits {
+        timeout: Duration::from_secs(5),
+        load_timeout: Duration::from_secs(10),
+        ..SandboxLimits::default()
+    });
     let catalogue = catalogue();
     let hostile = bytes("orca-test-plugin-hostile");
 
