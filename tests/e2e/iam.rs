@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use aws_sdk_ec2::types::{Filter, InstanceAttributeName, InstanceStateName};
+use aws_sdk_ec2::types::{InstanceAttributeName, InstanceStateName};
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
@@ -75,23 +75,12 @@ async fn placeholders(client: &kube::Client, cluster: &str) -> Result<Placeholde
     })
 }
 
-/// A zone of moto's region and its default subnet.
+/// A zone of moto's region and its default subnet (the first zone).
 async fn a_zone_and_its_subnet(ec2: &aws_sdk_ec2::Client) -> Result<(String, String)> {
-    let answer = ec2
-        .describe_subnets()
-        .filters(
-            Filter::builder()
-                .name("default-for-az")
-                .values("true")
-                .build(),
-        )
-        .send()
-        .await?;
-    answer
-        .subnets()
-        .iter()
-        .filter_map(|s| Some((s.availability_zone()?.to_owned(), s.subnet_id()?.to_owned())))
-        .min()
+    orca_e2e::ec2::default_subnets_by_zone(ec2)
+        .await?
+        .into_iter()
+        .next()
         .context("moto has a default subnet")
 }
 

@@ -54,3 +54,29 @@ pub async fn finish_workload(ec2: &aws_sdk_ec2::Client, id: &str, exit_code: i32
     ec2.terminate_instances().instance_ids(id).send().await?;
     Ok(())
 }
+
+/// moto's default VPC has a default subnet in each zone of the region: zone → subnet.
+pub async fn default_subnets_by_zone(
+    ec2: &aws_sdk_ec2::Client,
+) -> Result<BTreeMap<String, String>> {
+    let answer = ec2
+        .describe_subnets()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("default-for-az")
+                .values("true")
+                .build(),
+        )
+        .send()
+        .await?;
+    Ok(answer
+        .subnets()
+        .iter()
+        .filter_map(|subnet| {
+            Some((
+                subnet.availability_zone()?.to_owned(),
+                subnet.subnet_id()?.to_owned(),
+            ))
+        })
+        .collect())
+}

@@ -105,26 +105,25 @@ build_etcd() {
   rm -rf "$ETCD_BIN" && mv "$out" "$ETCD_BIN"
 }
 
+# install_venv VENV CONSTRAINTS REQUIREMENT: a pinned Python package with its pinned dependencies
+# in a venv of its own, installed once. The stamp is written last: a venv without it is a half
+# install and is rebuilt.
+install_venv() {
+  local venv=$1 constraints=$2 requirement=$3
+  if [[ -f "$venv/.complete" ]]; then return; fi
+  log "installing $requirement into $venv (once)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -c "$constraints" "$requirement"
+  touch "$venv/.complete"
+}
+
 install_moto() {
-  # The stamp is written last: a venv without it is a half install and is rebuilt.
-  if [[ -f "$MOTO_VENV/.complete" ]]; then return; fi
-  log "installing moto[server]==$MOTO_VERSION into $MOTO_VENV (once)"
-  rm -rf "$MOTO_VENV"
-  python3 -m venv "$MOTO_VENV"
-  "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
-    -c "$HARNESS_DIR/moto-constraints.txt" "moto[server]==$MOTO_VERSION"
-  touch "$MOTO_VENV/.complete"
+  install_venv "$MOTO_VENV" "$HARNESS_DIR/moto-constraints.txt" "moto[server]==$MOTO_VERSION"
 }
 
 install_awscli() {
-  # As install_moto: pinned with its dependencies (awscli-constraints.txt), stamped when complete.
-  if [[ -f "$AWSCLI_VENV/.complete" ]]; then return; fi
-  log "installing awscli==$AWSCLI_VERSION into $AWSCLI_VENV (once)"
-  rm -rf "$AWSCLI_VENV"
-  python3 -m venv "$AWSCLI_VENV"
-  "$AWSCLI_VENV/bin/pip" install --quiet --disable-pip-version-check \
-    -c "$HARNESS_DIR/awscli-constraints.txt" "awscli==$AWSCLI_VERSION"
-  touch "$AWSCLI_VENV/.complete"
+  install_venv "$AWSCLI_VENV" "$HARNESS_DIR/awscli-constraints.txt" "awscli==$AWSCLI_VERSION"
 }
 
 build_all() {
