@@ -9,8 +9,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use orca::config::Config;
 use orca::policy::guardrails::{Effect, Guardrail, Guardrails};
-use orca::policy::pipeline::{HookChains, REASON_GUARDRAIL_VIOLATION};
-use orca::policy::{Decision, Pipeline, PlanError};
+use orca::policy::pipeline::HookChains;
+use orca::policy::{Decision, Pipeline, PlanError, PlanFailure};
 use serde_json::json;
 use support::{bytes, registry};
 
@@ -107,7 +107,7 @@ fn a_plan_of_denied_types_only_is_refused_with_its_decision_on_record() {
         "ml",
         json!({ "hostile.orca.research/mode": "dear-only" }),
     )));
-    assert_eq!(error.reason, REASON_GUARDRAIL_VIOLATION);
+    assert_eq!(error.reason, PlanFailure::GuardrailViolation);
     assert!(
         error
             .message
@@ -130,7 +130,7 @@ fn on_demand_over_the_per_pod_cap_is_refused_naming_the_price() {
         "ml",
         json!({ "orca.research/instance-type": "p5.48xlarge" }),
     )));
-    assert_eq!(error.reason, REASON_GUARDRAIL_VIOLATION);
+    assert_eq!(error.reason, PlanFailure::GuardrailViolation);
     assert!(
         error.message.contains(
             "policy.guardrails.maxPodPricePerHour ($5/h) refused p5.48xlarge on-demand at $55.04/h"

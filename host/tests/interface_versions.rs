@@ -13,7 +13,7 @@ use orca::config::{Config, OnError};
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
 use orca::policy::wasm::InterfaceVersion;
-use orca::policy::{Decision, Pipeline};
+use orca::policy::{Decision, Pipeline, PlanFailure};
 use serde_json::json;
 use support::{bytes, defaults};
 
@@ -142,7 +142,7 @@ fn decide_as_the_newest(version: &str, interface: InterfaceVersion) -> usize {
     }
     // The refusals came up through the older error conversions, reasons intact.
     let error = old.decide(&pods()[5]).unwrap_err();
-    assert_eq!(error.reason, "InvalidAnnotation", "{error}");
+    assert_eq!(error.reason, PlanFailure::InvalidAnnotation, "{error}");
     refused
 }
 

@@ -12,7 +12,7 @@ use orca::config::{FailureKind, OnError, OnErrorAction};
 use orca::policy::explain::StepOutcome;
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
-use orca::policy::{Decision, Pipeline, PlanError, PlanRetry};
+use orca::policy::{Decision, Pipeline, PlanError, PlanFailure, PlanRetry};
 use serde_json::json;
 use support::{bytes, defaults, registry, variant, write_atomically};
 
@@ -130,7 +130,11 @@ fn bad_annotations_fail_the_pod_with_invalid_annotation() {
         ("orca.research/tags", "{\"aws:owner\":\"me\"}"),
     ] {
         let error = decide(&pipeline, &pod(json!({ annotation: value }), json!({}))).unwrap_err();
-        assert_eq!(error.reason, "InvalidAnnotation", "{annotation}: {error}");
+        assert_eq!(
+            error.reason,
+            PlanFailure::InvalidAnnotation,
+            "{annotation}: {error}"
+        );
         assert!(
             error.message.contains(annotation)
                 && error.message.contains(value.split('"').next().unwrap()),
@@ -161,7 +165,7 @@ fn hostile_plugins_become_clear_pod_errors_or_are_passed_over() {
     ] {
         let failing = Pipeline::new(registry.clone(), select(mode, OnError::FAIL), "n", "c");
         let error = decide(&failing, &plain).unwrap_err();
-        assert_eq!(error.reason, "PolicyError", "{mode}: {error}");
+        assert_eq!(error.reason, PlanFailure::PolicyError, "{mode}: {error}");
         assert!(
             error.message.contains("select-instance") && error.message.contains(expected),
             "{mode}: {error}"
@@ -316,7 +320,7 @@ fn a_decline_asks_the_next_plugin_and_on_error_decides_each_failure_kind() {
         ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
     };
     let error = decide(&Pipeline::new(registry.clone(), alone, "n", "c"), &plain).unwrap_err();
-    assert_eq!(error.reason, "PolicyError");
+    assert_eq!(error.reason, PlanFailure::PolicyError);
     assert!(
         error
             .message
@@ -485,7 +489,7 @@ fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
 
     // 2 MiB of error text reaches the pod's status cut to a size a status patch takes.
     let error = decide(&selecting("long-error"), &plain).unwrap_err();
-    assert_eq!(error.reason, "PolicyError");
+    assert_eq!(error.reason, PlanFailure::PolicyError);
     assert!(error.message.len() < 2048, "{} bytes", error.message.len());
     assert!(
         error
@@ -515,7 +519,7 @@ fn hostile_plugins_cannot_flood_the_api_or_the_log_nor_forge_an_outcome() {
         ..HookChains::single("orca-default-selector", "orca-default-market", "x")
     };
     let error = decide(&Pipeline::new(registry.clone(), forging, "n", "c"), &plain).unwrap_err();
-    assert_eq!(error.reason, "PolicyError");
+    assert_eq!(error.reason, PlanFailure::PolicyError);
     assert!(
         error.message.contains("plugin hostile")
             && error.message.contains("orca.research/exit-code")

@@ -64,7 +64,7 @@ pub fn run(args: &PipelineArgs, output: &str) -> Result<(), String> {
             Err(error) => error.refused.as_deref(),
         },
         error: outcome.as_ref().err().map(|e: &PlanError| ErrorView {
-            reason: e.reason,
+            reason: e.reason.as_str(),
             message: &e.message,
         }),
     };

@@ -21,6 +21,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::PodStatus;
 
+use super::events::PodEvent;
 use super::phase::{FailureReason, PodPhase, WaitingReason};
 use super::record::{ExitReport, Launch, PodRecord};
 use super::status::{self, needs_write};
@@ -80,16 +81,7 @@ pub enum Step {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusWrite {
     pub status: PodStatus,
-    pub notice: Option<Notice>,
-}
-
-/// An Event about the pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    pub warning: bool,
-    pub reason: &'static str,
-    pub action: &'static str,
-    pub note: String,
+    pub event: Option<PodEvent>,
 }
 
 impl Observation<'_> {
@@ -382,19 +374,19 @@ fn write(obs: &Observation, status: PodStatus) -> Step {
         return Step::Wait(None);
     }
     let before = obs.pod.phase;
-    let notice = phase_notice(before, &status);
-    Step::Write(Box::new(StatusWrite { status, notice }))
+    let event = phase_event(before, &status);
+    Step::Write(Box::new(StatusWrite { status, event }))
 }
 
 /// The Event that announces a new phase.
-fn phase_notice(before: Option<PodPhase>, status: &PodStatus) -> Option<Notice> {
+fn phase_event(before: Option<PodPhase>, status: &PodStatus) -> Option<PodEvent> {
     let after = status.phase.as_deref()?;
     if before.map(PodPhase::as_str) == Some(after) {
         return None;
     }
     let message = status.message.clone().unwrap_or_default();
     match after {
-        "Running" => Some(Notice {
+        "Running" => Some(PodEvent {
             warning: false,
             reason: "InstanceRunning",
             action: "Sync",
@@ -404,7 +396,7 @@ fn phase_notice(before: Option<PodPhase>, status: &PodStatus) -> Option<Notice> 
                 status.pod_ip.as_deref().unwrap_or("?")
             ),
         }),
-        "Succeeded" => Some(Notice {
+        "Succeeded" => Some(PodEvent {
             warning: false,
             reason: "InstanceSucceeded",
             action: "Sync",
@@ -413,7 +405,7 @@ fn phase_notice(before: Option<PodPhase>, status: &PodStatus) -> Option<Notice> 
                 instance_of(status).unwrap_or("?")
             ),
         }),
-        "Failed" => Some(Notice {
+        "Failed" => Some(PodEvent {
             warning: true,
             reason: failure_reason(status),
             action: "Sync",

@@ -93,6 +93,15 @@ impl PodRef {
     }
 }
 
+/// An Event about a pod, as a step asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub action: &'static str,
+    pub note: String,
+}
+
 /// One pod's Warnings: repeats of the same Warning become one Event with a count.
 #[derive(Clone)]
 pub struct PodRecorder(Box<Recorder>);
@@ -166,15 +175,13 @@ impl PodEvents {
     /// Queues one Event about `pod`. A Warning goes through the pod's `recorder`, so a repeat
     /// (a retry failing the same way) folds into one Event; a Normal Event marks a step that
     /// happens once, and nothing is kept of it.
-    pub async fn publish(
-        &self,
-        pod: &Pod,
-        recorder: Option<PodRecorder>,
-        warning: bool,
-        reason: &'static str,
-        action: &'static str,
-        note: String,
-    ) {
+    pub async fn publish(&self, pod: &Pod, recorder: Option<PodRecorder>, event: PodEvent) {
+        let PodEvent {
+            warning,
+            reason,
+            action,
+            note,
+        } = event;
         let outgoing = Outgoing {
             recorder: recorder.map(|r| r.0),
             pod: PodRef::of(pod),

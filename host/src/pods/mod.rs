@@ -5,6 +5,7 @@ mod decide;
 pub(crate) mod events;
 mod execute;
 mod instances;
+mod launch;
 mod node_pods;
 mod notices;
 mod phase;
@@ -17,6 +18,7 @@ mod stored;
 mod sync;
 mod terminations;
 mod view;
+mod writer;
 mod writes;
 
 use std::sync::Arc;
@@ -33,6 +35,7 @@ pub use phase::{FailureReason, PodPhase};
 pub use status::{CONTAINER_ID_SCHEME, outcome};
 pub use stored::is_service_account_token;
 pub use view::LAUNCHED_CONDITION;
+use writer::ApiPodWriter;
 
 use crate::config::PodsConfig;
 use crate::health::Health;
@@ -146,14 +149,18 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
         &deps.node_name,
         deps.pod_writes.clone(),
     ));
-    let ctx = Arc::new(Context {
+    let writer = Arc::new(ApiPodWriter {
         client: deps.client.clone(),
+        events: events.clone(),
+        records: records.clone(),
+    });
+    let ctx = Arc::new(Context {
+        writer,
         provider: deps.provider,
         planner: deps.planner,
         instances,
         records: records.clone(),
         ledger,
-        events: events.clone(),
         config: deps.config.clone(),
         metrics: deps.metrics,
         node_zone: deps.node_zone.clone(),

@@ -35,7 +35,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::events::PodEvents;
+use super::events::{PodEvent, PodEvents};
 use super::instances::InstanceCache;
 use super::record::PodRecords;
 use crate::interruption::{Delivery, Notice, NoticeKind, NoticeSink};
@@ -247,9 +247,13 @@ impl PodNotices {
         let recorder = self
             .records
             .recorder(&instance.pod.uid, || self.events.recorder());
-        self.events
-            .publish(&pod, recorder, true, reason, "Interruption", message)
-            .await;
+        let event = PodEvent {
+            warning: true,
+            reason,
+            action: "Interruption",
+            note: message,
+        };
+        self.events.publish(&pod, recorder, event).await;
         Delivery::Done
     }
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::policy::PlanFailure;
+
 /// A pod's phase, as Kubernetes names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodPhase {
@@ -95,14 +97,12 @@ impl FailureReason {
         }
     }
 
-    /// The reason for a policy failure, from the pipeline's own reason string.
-    pub fn of_policy(reason: &str) -> FailureReason {
-        match reason {
-            crate::policy::pipeline::REASON_INVALID_ANNOTATION => FailureReason::InvalidAnnotation,
-            crate::policy::pipeline::REASON_GUARDRAIL_VIOLATION => {
-                FailureReason::GuardrailViolation
-            }
-            _ => FailureReason::PolicyError,
+    /// The reason for a plan that failed.
+    pub fn of_plan(failure: PlanFailure) -> FailureReason {
+        match failure {
+            PlanFailure::InvalidAnnotation => FailureReason::InvalidAnnotation,
+            PlanFailure::GuardrailViolation => FailureReason::GuardrailViolation,
+            PlanFailure::PolicyError => FailureReason::PolicyError,
         }
     }
 }

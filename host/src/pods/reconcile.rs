@@ -11,12 +11,14 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::Action;
 
 use super::decide::{Observation, Step, Timing, decide};
-use super::events::PodEvents;
 use super::execute::{Executed, execute};
 use super::instances::InstanceCache;
+use super::launch::Launcher;
+use super::launch::effects::RetryTiming;
 use super::record::PodRecords;
 use super::terminations::TerminationLedger;
 use super::view::PodView;
+use super::writer::{PodOutput, PodWriter};
 use crate::config::PodsConfig;
 use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
@@ -29,13 +31,13 @@ const MAX_STEPS: usize = 6;
 
 /// Everything a reconcile step needs.
 pub struct Context {
-    pub client: kube::Client,
+    /// Every write to a pod object goes through it.
+    pub writer: Arc<dyn PodWriter>,
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
     pub instances: Arc<InstanceCache>,
     pub records: Arc<PodRecords>,
     pub ledger: Arc<TerminationLedger>,
-    pub events: Arc<PodEvents>,
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
     /// The node's zone, when it is bound to one (its pods run there).
@@ -49,6 +51,32 @@ pub struct Context {
 }
 
 impl Context {
+    /// The Launch step, with this node's parts.
+    pub fn launcher(&self) -> Launcher<'_> {
+        Launcher {
+            planner: self.planner.as_ref(),
+            provider: self.provider.as_ref(),
+            spend: &self.spend,
+            records: &self.records,
+            writer: self.writer.as_ref(),
+            node_name: &self.node_name,
+            node_zone: self.node_zone.as_deref(),
+            timing: RetryTiming {
+                initial_backoff: self.config.retry_initial_backoff.get(),
+                max_backoff: self.config.retry_max_backoff.get(),
+                grace: self.config.launch_visibility_grace.get(),
+            },
+        }
+    }
+
+    /// What a step writes a pod with.
+    pub fn output(&self) -> PodOutput<'_> {
+        PodOutput {
+            writer: self.writer.as_ref(),
+            records: &self.records,
+        }
+    }
+
     pub fn timing(&self) -> Timing {
         Timing {
             sync: self.config.sync_interval.get(),

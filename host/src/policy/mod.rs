@@ -33,14 +33,40 @@ pub use pod_view::{PodViewError, pod_view, pod_view_on};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{reason}: {message}")]
 pub struct PlanError {
-    /// `InvalidAnnotation`, `GuardrailViolation` or `PolicyError`.
-    pub reason: &'static str,
+    pub reason: PlanFailure,
     pub message: String,
     /// Whether asking again may give a plan.
     pub retry: PlanRetry,
     /// The plugins' decision the guardrails refused, recorded on the pod as a decided plan
     /// is; `None` for every other failure.
     pub refused: Option<Box<DecisionRecord>>,
+}
+
+/// Why no plan could be made, in the words the pod's status uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFailure {
+    /// A pod annotation the policy reads is invalid.
+    InvalidAnnotation,
+    /// `policy.guardrails` left nothing of the plugins' plan to launch.
+    GuardrailViolation,
+    /// The plugins could not decide (an error, a crash, an invalid answer, no plugin loaded).
+    PolicyError,
+}
+
+impl PlanFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanFailure::InvalidAnnotation => "InvalidAnnotation",
+            PlanFailure::GuardrailViolation => "GuardrailViolation",
+            PlanFailure::PolicyError => "PolicyError",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Whether a failed plan may pass if the pod is planned again.
@@ -78,7 +104,7 @@ impl Planner for Arc<Pipeline> {
             .await
             .unwrap_or_else(|error| {
                 Err(PlanError {
-                    reason: pipeline::REASON_POLICY_ERROR,
+                    reason: PlanFailure::PolicyError,
                     message: format!("the policy pipeline crashed: {error}"),
                     retry: PlanRetry::No,
                     refused: None,

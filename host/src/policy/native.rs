@@ -51,13 +51,13 @@ impl NativePolicy {
     /// [`PlanError`] with the plugin logic's message.
     pub fn decide(&self, pod: &Pod) -> Result<NativeDecision, PlanError> {
         let fail = |error: sdk::PolicyError| PlanError {
-            reason: super::pipeline::REASON_POLICY_ERROR,
+            reason: super::PlanFailure::PolicyError,
             message: super::pipeline::policy_error_message(&convert::policy_error_to_wasm(error)),
             retry: super::PlanRetry::No,
             refused: None,
         };
         let view = pod_view(pod).map_err(|error| PlanError {
-            reason: super::pipeline::REASON_POLICY_ERROR,
+            reason: super::PlanFailure::PolicyError,
             message: error.to_string(),
             retry: super::PlanRetry::No,
             refused: None,

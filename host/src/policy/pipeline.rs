@@ -19,16 +19,12 @@ use super::plugin_text::bounded;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, CatalogueQuery, Hook, InstanceQuery, PolicyError, TagContext};
-use super::{PlanError, PlanRetry, convert, pod_view_on};
+use super::{PlanError, PlanFailure, PlanRetry, convert, pod_view_on};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
 use crate::spend::census::TAG_SPOT_MAX_PRICE;
-
-pub const REASON_POLICY_ERROR: &str = "PolicyError";
-pub const REASON_INVALID_ANNOTATION: &str = "InvalidAnnotation";
-pub const REASON_GUARDRAIL_VIOLATION: &str = "GuardrailViolation";
 
 /// One plugin in a hook's chain, settings already serialized.
 #[derive(Debug, Clone)]
@@ -247,13 +243,13 @@ impl Pipeline {
 
     fn decide_asking(&self, pod: &Pod, asked: &mut Asked) -> Result<Decision, PlanError> {
         let key = PodKey::of(pod).ok_or_else(|| PlanError {
-            reason: REASON_POLICY_ERROR,
+            reason: PlanFailure::PolicyError,
             message: "pod has no name or uid".to_owned(),
             retry: PlanRetry::No,
             refused: None,
         })?;
         let mut view = pod_view_on(pod, self.node_zone.as_deref()).map_err(|error| PlanError {
-            reason: REASON_POLICY_ERROR,
+            reason: PlanFailure::PolicyError,
             message: error.to_string(),
             retry: PlanRetry::No,
             refused: None,
@@ -435,7 +431,7 @@ impl Pipeline {
                 other => other.to_string(),
             };
             return Err(PlanError {
-                reason: REASON_GUARDRAIL_VIOLATION,
+                reason: PlanFailure::GuardrailViolation,
                 message,
                 retry: PlanRetry::No,
                 refused: Some(Box::new(record)),
@@ -512,8 +508,8 @@ impl Pipeline {
                 continue;
             }
             let reason = match kind {
-                FailureKind::InvalidAnnotation => REASON_INVALID_ANNOTATION,
-                _ => REASON_POLICY_ERROR,
+                FailureKind::InvalidAnnotation => PlanFailure::InvalidAnnotation,
+                _ => PlanFailure::PolicyError,
             };
             let retry = match kind {
                 FailureKind::NotLoaded => PlanRetry::WhenLoaded,
@@ -538,7 +534,7 @@ impl Pipeline {
             });
         }
         Err(PlanError {
-            reason: REASON_POLICY_ERROR,
+            reason: PlanFailure::PolicyError,
             message: format!("{}: no plugin is configured", hook_name(hook)),
             retry: PlanRetry::No,
             refused: None,

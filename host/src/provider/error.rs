@@ -11,6 +11,13 @@ pub enum ErrorClass {
     Capacity,
     /// Retrying cannot help: the pod fails with the message.
     Permanent,
+    /// A pod annotation the provider reads is invalid; nothing reached the backend. The pod
+    /// fails `InvalidAnnotation`.
+    InvalidAnnotation,
+    /// The pod's instance was launched already and has ended (EC2's
+    /// `IdempotentInstanceTerminated` for the pod's ClientToken): no other may be launched
+    /// for it, and a listing tells how it ended.
+    AlreadyEnded,
 }
 
 /// A provider failure with the backend's own code (e.g. `InsufficientInstanceCapacity`) and text.
@@ -32,6 +39,15 @@ impl ProviderError {
 
     pub fn permanent(code: impl Into<String>, message: impl Into<String>) -> ProviderError {
         Self::new(ErrorClass::Permanent, code, message)
+    }
+
+    /// A pod annotation the provider reads is invalid.
+    pub fn invalid_annotation(message: impl Into<String>) -> ProviderError {
+        Self::new(ErrorClass::InvalidAnnotation, "InvalidAnnotation", message)
+    }
+
+    pub fn already_ended(code: impl Into<String>, message: impl Into<String>) -> ProviderError {
+        Self::new(ErrorClass::AlreadyEnded, code, message)
     }
 
     fn new(

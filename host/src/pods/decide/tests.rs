@@ -579,7 +579,7 @@ fn a_new_pod_is_launched_then_mirrored() {
     match running.decide() {
         Step::Write(write) => {
             assert_eq!(write.status.phase.as_deref(), Some("Running"));
-            assert_eq!(write.notice.unwrap().reason, "InstanceRunning");
+            assert_eq!(write.event.unwrap().reason, "InstanceRunning");
         }
         other => panic!("{other:?}"),
     }

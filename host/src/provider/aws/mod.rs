@@ -197,17 +197,13 @@ impl AwsProvider {
             Some(ami) if crate::config::is_resource_id(ami.trim(), "ami-") => {
                 Ok(ami.trim().to_owned())
             }
-            Some(ami) => Err(ProviderError::permanent(
-                "InvalidAnnotation",
-                format!(
-                    "annotation {AMI_ANNOTATION}: {ami:?} is not an AMI id (ami- and 8 or 17 hex digits)"
-                ),
-            )),
+            Some(ami) => Err(ProviderError::invalid_annotation(format!(
+                "annotation {AMI_ANNOTATION}: {ami:?} is not an AMI id (ami- and 8 or 17 hex digits)"
+            ))),
             None => self.config.default_ami.clone().ok_or_else(|| {
-                ProviderError::permanent(
-                    "InvalidAnnotation",
-                    format!("no {AMI_ANNOTATION} annotation and no provider.aws.defaultAmi"),
-                )
+                ProviderError::invalid_annotation(format!(
+                    "no {AMI_ANNOTATION} annotation and no provider.aws.defaultAmi"
+                ))
             }),
         }
     }
@@ -731,7 +727,7 @@ fn launch_error(error: api::ApiError, client_token: &str) -> ProviderError {
                  (ClientToken {client_token}); waiting for EC2 to list it"
             ),
         ),
-        "IdempotentInstanceTerminated" => ProviderError::permanent(
+        "IdempotentInstanceTerminated" => ProviderError::already_ended(
             error.code,
             format!(
                 "the instance launched for this pod (ClientToken {client_token}) has already \

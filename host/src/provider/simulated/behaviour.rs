@@ -112,12 +112,9 @@ fn parse_fault(value: &str) -> Result<LaunchFault, ProviderError> {
 }
 
 fn invalid(name: &str, value: &str, expected: &str) -> ProviderError {
-    ProviderError::permanent(
-        "InvalidAnnotation",
-        format!(
-            "annotation {ANNOTATION_PREFIX}{name}: invalid value {value:?}; expected {expected}"
-        ),
-    )
+    ProviderError::invalid_annotation(format!(
+        "annotation {ANNOTATION_PREFIX}{name}: invalid value {value:?}; expected {expected}"
+    ))
 }
 
 mod millis {

@@ -114,6 +114,11 @@ fn injected(fault: LaunchFault, attempt: u32) -> Option<ProviderError> {
             "UnauthorizedOperation",
             format!("You are not authorized to perform this operation; {detail}"),
         ),
+        ErrorClass::InvalidAnnotation => ProviderError::invalid_annotation(detail),
+        ErrorClass::AlreadyEnded => ProviderError::already_ended(
+            "IdempotentInstanceTerminated",
+            format!("the instance launched for this pod has already terminated; {detail}"),
+        ),
     })
 }
 

@@ -1,0 +1,154 @@
+//! The Launch step, top to bottom: plan the pod, reserve its price under its namespace's cap,
+//! have the provider launch its instance. Each answer goes through a pure function of
+//! [`effects`] that says what follows (the record, the decision, Events, the status); this
+//! file only makes the calls and applies what those functions return.
+
+pub mod effects;
+#[cfg(test)]
+mod tests;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+
+use self::effects::{Effects, Facts, RetryTiming};
+use super::reconcile::ReconcileError;
+use super::record::PodRecords;
+use super::writer::{PodOutput, PodWriter};
+use crate::policy::Planner;
+use crate::policy::guardrails::Price;
+use crate::provider::zones::ZoneConstraint;
+use crate::provider::{ErrorClass, PodKey, Provider};
+use crate::spend::NamespaceSpend;
+
+/// What the Launch step works with.
+#[derive(Clone, Copy)]
+pub struct Launcher<'a> {
+    pub planner: &'a dyn Planner,
+    pub provider: &'a dyn Provider,
+    pub spend: &'a NamespaceSpend,
+    pub records: &'a PodRecords,
+    pub writer: &'a dyn PodWriter,
+    /// The node's name, which its pods' reservations carry.
+    pub node_name: &'a str,
+    /// The node's zone, when it is bound to one (its pods run there).
+    pub node_zone: Option<&'a str>,
+    pub timing: RetryTiming,
+}
+
+impl Launcher<'_> {
+    /// Plans `pod` and launches its instance; answers the pod as written, if the step wrote
+    /// its status. The decision goes onto the pod with the status write that follows (the
+    /// launch's outcome, or the instance's status once listed).
+    ///
+    /// # Errors
+    /// [`ReconcileError::StatusWriteFailed`]; the caller backs off.
+    pub async fn launch(&self, pod: &Pod, key: &PodKey) -> Result<Option<Pod>, ReconcileError> {
+        let decision = match self.planner.plan(pod).await {
+            Ok(decision) => decision,
+            Err(error) => {
+                let effects = effects::plan_failed(&error, &self.facts(key).as_facts());
+                return self.apply(pod, key, effects).await;
+            }
+        };
+        // Decided: whatever the pod waited for is over (a wake for it would only plan it
+        // again).
+        self.records
+            .update(&key.uid, |record| record.waits_for_policy = false);
+        // Counted against the namespace's cap before anything is launched, so pods launching
+        // at once cannot together pass it.
+        let price = Price::of(decision.record.worst_case_price_per_hour);
+        if let Err(error) = self
+            .spend
+            .reserve(&key.namespace, &key.uid, self.node_name, price)
+        {
+            let facts = self.facts(key);
+            let effects = effects::no_room(
+                decision.record,
+                price,
+                &error,
+                &key.namespace,
+                &facts.as_facts(),
+            );
+            return self.apply(pod, key, effects).await;
+        }
+        self.records
+            .update(&key.uid, |record| record.waits_for_room = None);
+        let zones = ZoneConstraint::of(pod).on_node(self.node_zone);
+        let outcome = self.provider.create(pod, &decision.plan).await;
+        if let Err(failed) = &outcome
+            && failed.error.class == ErrorClass::AlreadyEnded
+        {
+            tracing::info!(pod = %key, error = %failed.error, "the pod's instance ended before any listing showed it");
+        }
+        let facts = self.facts(key);
+        let effects = effects::launched(
+            &outcome,
+            decision.record,
+            &decision.plan,
+            &zones,
+            &facts.as_facts(),
+        );
+        self.apply(pod, key, effects).await
+    }
+
+    /// The pod's record as it stands, and the time.
+    fn facts(&self, key: &PodKey) -> Snapshot {
+        Snapshot {
+            record: self.records.get(&key.uid).unwrap_or_default(),
+            now: Timestamp::now(),
+            timing: self.timing,
+        }
+    }
+
+    /// Applies `effects` in their order: the reservation, the record, the decision, the
+    /// Events, the status.
+    async fn apply(
+        &self,
+        pod: &Pod,
+        key: &PodKey,
+        effects: Effects,
+    ) -> Result<Option<Pod>, ReconcileError> {
+        let Effects {
+            release,
+            record,
+            decision,
+            events,
+            status,
+        } = effects;
+        if release {
+            self.spend.release(&key.uid);
+        }
+        self.records.update(&key.uid, |stored| record.apply(stored));
+        let output = PodOutput {
+            writer: self.writer,
+            records: self.records,
+        };
+        if let Some(decision) = decision {
+            output.note_decision(pod, key, &decision).await;
+        }
+        for event in events {
+            output.publish(pod, event).await;
+        }
+        match status {
+            Some(change) => output.write_status(pod, key, change.status(pod)).await,
+            None => Ok(None),
+        }
+    }
+}
+
+/// The facts a decision reads, owned while the step runs.
+struct Snapshot {
+    record: super::record::PodRecord,
+    now: Timestamp,
+    timing: RetryTiming,
+}
+
+impl Snapshot {
+    fn as_facts(&self) -> Facts<'_> {
+        Facts {
+            record: &self.record,
+            now: self.now,
+            timing: self.timing,
+        }
+    }
+}
