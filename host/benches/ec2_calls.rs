@@ -22,10 +22,10 @@ use k8s_openapi::api::core::v1::Pod;
 use orca::config::{AwsConfig, RateLimitConfig};
 use orca::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::aws::sdk::SdkEc2;
-use orca::provider::aws::workload::{EnvSource, EnvSourceError, ObjectData};
 use orca::provider::aws::{AwsProvider, Ec2Calls, Identity, RateLimited};
 use orca::provider::ownership::ownership_tags;
 use orca::provider::{PodKey, Provider};
+use orca::workload::{EnvSource, EnvSourceError, ObjectData};
 
 struct NoObjects;
 

@@ -29,3 +29,4 @@ pub mod served_nodes;
 pub mod spend;
 pub mod tls;
 pub mod turn;
+pub mod workload;

@@ -31,7 +31,6 @@ use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::strays::{ApiPodPresence, StraySweep};
-use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
@@ -40,6 +39,7 @@ use crate::served_nodes::ServedNodes;
 use crate::spend::NamespaceSpend;
 use crate::spend::census::{Census, CensusLoop, ServedCensus};
 use crate::turn::{self, ServingTask, TurnEnd};
+use crate::workload::KubeEnvSource;
 
 /// Why orca could not start, or stopped running before it was asked to.
 #[derive(Debug, thiserror::Error)]

@@ -59,7 +59,6 @@ pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
-use self::workload::EnvSource;
 use super::logs::render;
 use super::ownership::{
     MANAGED_BY_VALUE, TAG_CLUSTER, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID,
@@ -71,6 +70,7 @@ use super::{
 };
 use crate::config::{AwsConfig, LaunchApi};
 use crate::plan::{LaunchPlan, Market};
+use crate::workload::{self as pod_workload, EnvSource};
 
 /// A pod may pick its AMI with this annotation; otherwise `provider.aws.defaultAmi`.
 pub const AMI_ANNOTATION: &str = "orca.research/ami";
@@ -511,7 +511,7 @@ impl Provider for AwsProvider {
                 chosen_by: None,
             });
         }
-        let spec = workload::workload_spec(pod, self.env.as_ref())
+        let spec = pod_workload::workload_spec(pod, self.env.as_ref())
             .await
             .map_err(workload_error)?;
         let user_data = workload::user_data(&spec)
@@ -748,7 +748,7 @@ fn launch_error(error: api::ApiError, client_token: &str) -> ProviderError {
 
 /// A ConfigMap or Secret the pod needs may appear later (the kubelet waits too); anything
 /// else about the pod cannot change.
-fn workload_error(error: workload::WorkloadError) -> ProviderError {
+fn workload_error(error: pod_workload::WorkloadError) -> ProviderError {
     if error.may_resolve_later() {
         ProviderError::transient("CreateContainerConfigError", error.to_string())
     } else {

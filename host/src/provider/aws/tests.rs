@@ -10,11 +10,11 @@ use serde_json::json;
 
 use super::api::ApiError;
 use super::fake::FakeEc2;
-use super::workload::EnvSource;
 use super::*;
 use crate::config::{AwsConfig, Seconds};
 use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::provider::ErrorClass;
+use crate::workload::EnvSource;
 
 /// ConfigMaps and Secrets: none exist.
 pub(super) struct NoObjects;
@@ -25,7 +25,7 @@ impl EnvSource for NoObjects {
         &self,
         _namespace: &str,
         _name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
+    ) -> Result<Option<BTreeMap<String, String>>, crate::workload::EnvSourceError> {
         Ok(None)
     }
 
@@ -33,7 +33,7 @@ impl EnvSource for NoObjects {
         &self,
         _namespace: &str,
         _name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
+    ) -> Result<Option<BTreeMap<String, String>>, crate::workload::EnvSourceError> {
         Ok(None)
     }
 }

@@ -1,5 +1,5 @@
 //! A value for a container's environment or command line: text known at launch, with pieces
-//! only the instance knows (its IP, its CPU count) filled in by the bootstrap at boot.
+//! only the instance knows (its IP, its CPU count) filled in on the instance when it boots.
 
 /// Text, possibly containing facts only the instance knows.
 ///
@@ -15,11 +15,11 @@ pub struct EnvValue {
 pub enum EnvPart {
     /// Text, passed to the container byte for byte.
     Literal(String),
-    /// Filled in on the instance by the bootstrap.
+    /// Filled in on the instance when it boots.
     Instance(InstanceFact),
 }
 
-/// What only the instance knows; the bootstrap reads these at boot (IMDS, `/proc`, `df`).
+/// What only the instance knows; it is read on the instance at boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InstanceFact {
     /// The instance's private IP (IPv4, else IPv6). Containers use the host's network, so it is

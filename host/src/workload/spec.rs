@@ -1,6 +1,6 @@
 //! What an instance runs for a pod, resolved at launch: each container with its image, command
 //! line and environment, and the pod's volumes. Everything the cluster knows is settled here;
-//! only facts of the instance itself (its IP, CPUs) are left for the bootstrap.
+//! only facts of the instance itself (its IP, CPUs) are left for the instance to fill in.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 
@@ -15,7 +15,7 @@ use super::volumes::{
 /// The extended resource that asks for NVIDIA GPUs.
 const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-/// A pod, ready to become user data.
+/// A pod resolved for an instance: nothing in it refers to the cluster any more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadSpec {
     /// `namespace/name`, for the script's own messages.
@@ -26,8 +26,8 @@ pub struct WorkloadSpec {
     /// Run together; the pod ends when all have ended.
     pub containers: Vec<ContainerSpec>,
     pub volumes: Vec<VolumeSpec>,
-    /// Whether any container asks for `nvidia.com/gpu` (the AMI then needs the NVIDIA
-    /// container toolkit).
+    /// Whether any container asks for `nvidia.com/gpu` (the instance then needs GPUs its
+    /// containers can use).
     pub gpu: bool,
     /// Things the kubelet would report as warning Events, e.g. skipped `envFrom` keys.
     pub warnings: Vec<String>,
@@ -81,10 +81,10 @@ impl PullPolicy {
     }
 }
 
-/// One container as Docker will run it.
+/// One container as the instance will run it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerSpec {
-    /// A DNS label; the Docker container is `orca-<name>`.
+    /// A DNS label, so safe in names and paths on the instance.
     pub name: String,
     pub image: String,
     pub pull_policy: PullPolicy,
