@@ -39,7 +39,6 @@ use crate::served_nodes::ServedNodes;
 use crate::spend::NamespaceSpend;
 use crate::spend::census::{Census, CensusLoop, ServedCensus};
 use crate::turn::{self, ServingTask, TurnEnd};
-use crate::workload::KubeEnvSource;
 
 /// Why orca could not start, or stopped running before it was asked to.
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +196,6 @@ impl Orca {
         .with_guardrails(guardrails)
         .with_observer(metrics.policy.clone());
         let pipeline = Arc::new(pipeline);
-        let env: Arc<KubeEnvSource> = Arc::new(KubeEnvSource::new(client.clone()));
         let several = declared.len() > 1;
         let mut nodes = Vec::with_capacity(declared.len());
         for declared in declared {
@@ -214,24 +212,17 @@ impl Orca {
                 Some(api) => {
                     let mut aws = config.provider.aws.clone();
                     aws.subnet_ids.clone_from(&declared.subnet_ids);
-                    let (api, env) = (api.clone(), env.clone());
+                    let api = api.clone();
                     let identity = Identity {
                         node: declared.node.name.clone(),
                         cluster: declared.node.cluster_name.clone(),
                         cluster_id: cluster_id.clone(),
                     };
                     let grace = config.pods.launch_visibility_grace.get();
-                    let zone = declared.zone.clone();
                     Box::new(move || {
                         Ok(Arc::new(
-                            AwsProvider::new(
-                                api.clone(),
-                                identity.clone(),
-                                aws.clone(),
-                                env.clone(),
-                            )
-                            .with_visibility_grace(grace)
-                            .with_node_zone(zone.clone()),
+                            AwsProvider::new(api.clone(), identity.clone(), aws.clone())
+                                .with_visibility_grace(grace),
                         ) as Arc<dyn Provider>)
                     })
                 }

@@ -20,8 +20,11 @@ use crate::policy::guardrails::{Effect, Guardrail, GuardrailRecord, Price};
 use crate::policy::pipeline::REASON_INVALID_ANNOTATION;
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord, PlanRetry};
 use crate::provider::zones::ZoneConstraint;
-use crate::provider::{ErrorClass, LaunchFailed, LaunchProgress, Launched, PodKey, Termination};
+use crate::provider::{
+    ErrorClass, LaunchFailed, LaunchProgress, Launched, PodKey, ProviderError, Termination,
+};
 use crate::spend::SpendError;
+use crate::workload::{KubeEnvSource, launch_request};
 
 /// What a performed step left behind.
 pub enum Executed {
@@ -228,7 +231,14 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
         .map(|c| c.instance_type.as_str())
         .unwrap_or("?");
     let what = format!("{first} {} instance", plan.market.market.as_str());
-    let outcome = ctx.provider.create(pod, &plan).await;
+    let zones = ZoneConstraint::of(pod).on_node(ctx.node_zone.as_deref());
+    let objects = KubeEnvSource::new(ctx.client.clone());
+    let outcome = match launch_request(pod, &plan, zones.clone(), &objects).await {
+        Ok(request) => ctx.provider.create(&request).await,
+        // A pod that cannot be launched as it is fails, or is retried, as a provider's
+        // refusal of it would be.
+        Err(error) => Err(LaunchFailed::from(ProviderError::from(error))),
+    };
     // The reservation holds while an instance may exist: until a listing shows it (it counts
     // then), or the pod goes.
     let instance_may_exist = match &outcome {
@@ -264,7 +274,6 @@ async fn launch(pod: &Pod, key: &PodKey, ctx: &Context) -> Result<Executed, Reco
             .ok()
             .and_then(|launched| launched.zone.clone()),
         pod_zones: {
-            let zones = ZoneConstraint::of(pod).on_node(ctx.node_zone.as_deref());
             if zones.is_constrained() {
                 zones.describe()
             } else {

@@ -26,6 +26,7 @@
 pub mod env;
 mod fields;
 mod kube_source;
+mod request;
 pub(crate) mod source;
 mod spec;
 mod value;
@@ -33,9 +34,13 @@ pub mod volumes;
 
 pub use env::EnvError;
 pub use kube_source::KubeEnvSource;
+pub use request::{AMI_ANNOTATION, RequestError, launch_request};
 pub use source::{EnvSource, EnvSourceError, ObjectData, ObjectKind};
 pub use spec::{
     ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, workload_spec,
 };
 pub use value::{EnvPart, EnvValue, InstanceFact};
 pub use volumes::{Mount, VolumeError, VolumeFile, VolumeSpec};
+
+#[cfg(test)]
+pub(crate) use request::testing;

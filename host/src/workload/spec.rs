@@ -3,6 +3,7 @@
 //! only facts of the instance itself (its IP, CPUs) are left for the instance to fill in.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use serde::{Deserialize, Serialize};
 
 use super::env::{EnvError, ResolvedEnv, resolve_env};
 use super::fields::{millis, units};
@@ -16,7 +17,7 @@ use super::volumes::{
 const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// A pod resolved for an instance: nothing in it refers to the cluster any more.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadSpec {
     /// `namespace/name`, for the script's own messages.
     pub pod: String,
@@ -34,7 +35,7 @@ pub struct WorkloadSpec {
 }
 
 /// The pod's `restartPolicy` (Kubernetes' default is `Always`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RestartPolicy {
     Always,
     OnFailure,
@@ -52,7 +53,7 @@ impl RestartPolicy {
 }
 
 /// A container's `imagePullPolicy`, defaulted as the apiserver does when unset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PullPolicy {
     Always,
     IfNotPresent,
@@ -82,7 +83,7 @@ impl PullPolicy {
 }
 
 /// One container as the instance will run it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerSpec {
     /// A DNS label, so safe in names and paths on the instance.
     pub name: String,

@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod, Volume};
+use serde::{Deserialize, Serialize};
 
 use super::fields::units;
 use super::source::{EnvSourceError, ObjectKind, Objects};
@@ -21,7 +22,7 @@ use super::source::{EnvSourceError, ObjectKind, Objects};
 const DEFAULT_MODE: u32 = 0o644;
 
 /// A volume as it exists on the instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VolumeSpec {
     /// An `emptyDir` on the instance's disk.
     Directory { name: String },
@@ -52,7 +53,7 @@ impl VolumeSpec {
 }
 
 /// One file of a configMap or secret volume.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VolumeFile {
     /// Relative to the volume's directory; may contain `/`, never `..`.
     pub path: String,
@@ -62,7 +63,7 @@ pub struct VolumeFile {
 }
 
 /// A volume mounted into a container.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     pub volume: String,
     /// `subPath`: a path inside the volume, relative, never `..`.
