@@ -22,10 +22,11 @@ use k8s_openapi::api::core::v1::Pod;
 use orca::config::{AwsConfig, RateLimitConfig};
 use orca::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::aws::sdk::SdkEc2;
-use orca::provider::aws::workload::{EnvSource, EnvSourceError, ObjectData};
 use orca::provider::aws::{AwsProvider, Ec2Calls, Identity, RateLimited};
 use orca::provider::ownership::ownership_tags;
-use orca::provider::{PodKey, Provider};
+use orca::provider::zones::ZoneConstraint;
+use orca::provider::{LaunchRequest, PodKey, Provider};
+use orca::workload::{EnvSource, EnvSourceError, ObjectData, launch_request};
 
 struct NoObjects;
 
@@ -61,14 +62,13 @@ async fn run(endpoint: &str, region: &str, pods: usize, steady_for: Duration) {
     let run_id = format!("{:x}", std::process::id());
     let (provider, calls) = connect(endpoint, region, &format!("bench-{run_id}")).await;
     let all: Vec<Pod> = (0..pods).map(|i| pod(&format!("p{i}-{run_id}"))).collect();
-    let plans: Vec<LaunchPlan> = all
-        .iter()
-        .map(|p| plan(p, &format!("bench-{run_id}")))
-        .collect();
+    let node = format!("bench-{run_id}");
+    let requests: Vec<LaunchRequest> =
+        futures::future::join_all(all.iter().map(|p| request(p, &node))).await;
 
     let started = Instant::now();
     let launched =
-        futures::future::join_all(all.iter().zip(&plans).map(|(p, l)| provider.create(p, l))).await;
+        futures::future::join_all(requests.iter().map(|request| provider.create(request))).await;
     let failed = launched.iter().filter(|r| r.is_err()).count();
     let launch = phase(&calls, &BTreeMap::new());
     println!(
@@ -120,7 +120,7 @@ async fn run(endpoint: &str, region: &str, pods: usize, steady_for: Duration) {
     let (alone, calls) = connect(endpoint, region, &format!("bench-one-{run_id}")).await;
     let one = pod(&format!("single-{run_id}"));
     let launched = alone
-        .create(&one, &plan(&one, &format!("bench-one-{run_id}")))
+        .create(&request(&one, &format!("bench-one-{run_id}")).await)
         .await;
     let _ = alone.statuses().await;
     if let Ok(launched) = launched {
@@ -173,7 +173,6 @@ async fn connect(endpoint: &str, region: &str, node: &str) -> (AwsProvider, Arc<
             default_ami: Some("ami-0123456789abcdef0".to_owned()),
             ..AwsConfig::default()
         },
-        Arc::new(NoObjects),
     );
     (provider, calls)
 }
@@ -206,6 +205,13 @@ fn pod(name: &str) -> Pod {
         "spec": { "containers": [ { "name": "main", "image": "busybox", "command": ["true"] } ] }
     }))
     .expect("bench pod")
+}
+
+/// The pod's launch request, as the Launch step builds it (no ConfigMaps or Secrets exist).
+async fn request(pod: &Pod, node: &str) -> LaunchRequest {
+    launch_request(pod, &plan(pod, node), ZoneConstraint::of(pod), &NoObjects)
+        .await
+        .expect("a launchable bench pod")
 }
 
 fn plan(pod: &Pod, node: &str) -> LaunchPlan {

@@ -1,6 +1,7 @@
 //! orca: a virtual Kubernetes node that runs each pod scheduled to it as an EC2 instance.
 //!
-//! Data flows one way: pod → [`policy`] → [`plan::LaunchPlan`] → [`provider`] → pod status.
+//! Data flows one way: pod → [`policy`] → [`plan::LaunchPlan`] → [`workload`] (the pod resolved
+//! into a [`provider::LaunchRequest`]) → [`provider`] → pod status.
 //! [`node`] keeps the Node registered and knows nothing of pods.
 
 pub mod aws_config;
@@ -29,3 +30,4 @@ pub mod served_nodes;
 pub mod spend;
 pub mod tls;
 pub mod turn;
+pub mod workload;

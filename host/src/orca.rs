@@ -31,7 +31,6 @@ use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::strays::{ApiPodPresence, StraySweep};
-use crate::provider::aws::workload::KubeEnvSource;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
@@ -197,7 +196,6 @@ impl Orca {
         .with_guardrails(guardrails)
         .with_observer(metrics.policy.clone());
         let pipeline = Arc::new(pipeline);
-        let env: Arc<KubeEnvSource> = Arc::new(KubeEnvSource::new(client.clone()));
         let several = declared.len() > 1;
         let mut nodes = Vec::with_capacity(declared.len());
         for declared in declared {
@@ -214,24 +212,17 @@ impl Orca {
                 Some(api) => {
                     let mut aws = config.provider.aws.clone();
                     aws.subnet_ids.clone_from(&declared.subnet_ids);
-                    let (api, env) = (api.clone(), env.clone());
+                    let api = api.clone();
                     let identity = Identity {
                         node: declared.node.name.clone(),
                         cluster: declared.node.cluster_name.clone(),
                         cluster_id: cluster_id.clone(),
                     };
                     let grace = config.pods.launch_visibility_grace.get();
-                    let zone = declared.zone.clone();
                     Box::new(move || {
                         Ok(Arc::new(
-                            AwsProvider::new(
-                                api.clone(),
-                                identity.clone(),
-                                aws.clone(),
-                                env.clone(),
-                            )
-                            .with_visibility_grace(grace)
-                            .with_node_zone(zone.clone()),
+                            AwsProvider::new(api.clone(), identity.clone(), aws.clone())
+                                .with_visibility_grace(grace),
                         ) as Arc<dyn Provider>)
                     })
                 }

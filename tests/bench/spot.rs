@@ -24,9 +24,10 @@ use k8s_openapi::api::core::v1::Pod;
 use orca::config::{AwsConfig, LaunchApi};
 use orca::metrics::Ec2Metrics;
 use orca::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
-use orca::provider::aws::workload::{EnvSource, EnvSourceError, ObjectData};
 use orca::provider::aws::{AwsProvider, Identity, Measured};
+use orca::provider::zones::ZoneConstraint;
 use orca::provider::{PodKey, Provider};
+use orca::workload::{EnvSource, EnvSourceError, ObjectData, launch_request};
 use orca_e2e::model_ec2::ModelEc2;
 use orca_ec2_model::{Behaviour, Ec2Model};
 use prometheus_client::registry::Registry;
@@ -81,7 +82,6 @@ async fn round(pods: usize, api: LaunchApi, short: f64, seed: u64) -> Result<Tal
             launch_api: api,
             ..AwsConfig::default()
         },
-        Arc::new(NoObjects),
     );
     let launches = (0..pods).map(|n| {
         let provider = &provider;
@@ -116,7 +116,9 @@ async fn round(pods: usize, api: LaunchApi, short: f64, seed: u64) -> Result<Tal
                 },
                 tags,
             };
-            anyhow::Ok(provider.create(&pod, &plan).await.is_ok())
+            let request =
+                launch_request(&pod, &plan, ZoneConstraint::of(&pod), &NoObjects).await?;
+            anyhow::Ok(provider.create(&request).await.is_ok())
         }
     });
     let launched = join_all(launches).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{EnvVar, Node};
 use kube::Api;
 use kube::api::DeleteParams;
 use orca_e2e::journal::launches_by_pod;
@@ -122,7 +122,12 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
             ("orca.research/instance-type", "c5.xlarge"),
         ],
     );
-    let forever = burst_pod("runs-forever", &name, &[]);
+    let mut forever = burst_pod("runs-forever", &name, &[]);
+    forever.spec.as_mut().expect("spec").containers[0].env = Some(vec![EnvVar {
+        name: "GREETING".to_owned(),
+        value: Some("hello from the launch request".to_owned()),
+        ..EnvVar::default()
+    }]);
     pods::create(&api, &finishing).await?;
     pods::create(&api, &forever).await?;
 
@@ -199,6 +204,13 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
     assert!(
         journal[&uid][0].terminated,
         "the deleted pod's instance is terminated: {journal:?}"
+    );
+    // The provider was given the pod resolved, as the aws one is: its environment included.
+    let env = &journal[&uid][0].workload["containers"][0]["env"];
+    assert!(
+        env.to_string().contains("GREETING")
+            && env.to_string().contains("hello from the launch request"),
+        "the instance's workload carries the pod's environment: {env}"
     );
 
     let events = TestCluster::shared()

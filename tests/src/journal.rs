@@ -9,6 +9,9 @@ use std::path::Path;
 pub struct JournalInstance {
     pub instance_id: String,
     pub terminated: bool,
+    /// What the instance was launched to run, as orca resolved the pod (its containers with
+    /// their environment, its volumes); `null` in records of orcas that did not keep it.
+    pub workload: serde_json::Value,
 }
 
 /// Every launch recorded for each pod UID (more than one would be a duplicate).
@@ -27,6 +30,7 @@ pub fn launches_by_pod(path: &Path) -> BTreeMap<String, Vec<JournalInstance>> {
                     .unwrap_or_default()
                     .to_owned();
                 let terminated = !record["terminate_requested_at"].is_null();
+                let workload = record["workload"].clone();
                 let entry = by_pod.entry(uid).or_default();
                 // Compaction rewrites live records on each start: same id is the same instance.
                 match entry.iter_mut().find(|i| i.instance_id == instance_id) {
@@ -34,6 +38,7 @@ pub fn launches_by_pod(path: &Path) -> BTreeMap<String, Vec<JournalInstance>> {
                     None => entry.push(JournalInstance {
                         instance_id,
                         terminated,
+                        workload,
                     }),
                 }
             }

@@ -46,6 +46,7 @@ use crate::provider::{PodKey, Provider};
 use crate::replicas::Tenure;
 use crate::spend::NamespaceSpend;
 use crate::turn::{self, ServingTask, TurnEnd};
+use crate::workload::KubeEnvSource;
 use events::PodEvents;
 use instances::InstanceCache;
 use reconcile::{Context, error_policy, measured_reconcile};
@@ -156,6 +157,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
     });
     let ctx = Arc::new(Context {
         writer,
+        objects: Arc::new(KubeEnvSource::new(deps.client.clone())),
         provider: deps.provider,
         planner: deps.planner,
         instances,

@@ -387,7 +387,10 @@ mod tests {
         })
         .unwrap();
         let launched = provider
-            .create(&pod, &crate::plan::LaunchPlan::on_demand("m5.large"))
+            .create(&crate::workload::testing::bare_request(
+                &pod,
+                &crate::plan::LaunchPlan::on_demand("m5.large"),
+            ))
             .await
             .unwrap();
         let instances = Arc::new(InstanceCache::default());

@@ -24,6 +24,7 @@ use crate::metrics::ReconcileMetrics;
 use crate::policy::Planner;
 use crate::provider::{PodKey, Provider, ProviderError};
 use crate::spend::NamespaceSpend;
+use crate::workload::EnvSource;
 
 /// Steps one reconcile takes at most before it yields (a launch, its status write and a
 /// lookup take three); the pod is requeued if there is more.
@@ -33,6 +34,8 @@ const MAX_STEPS: usize = 6;
 pub struct Context {
     /// Every write to a pod object goes through it.
     pub writer: Arc<dyn PodWriter>,
+    /// Where pods' ConfigMaps and Secrets are read from when their instance is launched.
+    pub objects: Arc<dyn EnvSource>,
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
     pub instances: Arc<InstanceCache>,
@@ -59,6 +62,7 @@ impl Context {
             spend: &self.spend,
             records: &self.records,
             writer: self.writer.as_ref(),
+            objects: self.objects.as_ref(),
             node_name: &self.node_name,
             node_zone: self.node_zone.as_deref(),
             timing: RetryTiming {

@@ -1,11 +1,38 @@
-//! What a launch returns: the offering (instance type × market) that got the instance, and
-//! each offering passed over on the way, so the pod's Events tell the whole story.
+//! What a launch is given: the pod resolved into a [`LaunchRequest`]; and what it returns:
+//! the offering (instance type × market) that got the instance, and each offering passed over
+//! on the way, so the pod's Events tell the whole story.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::plan::{LaunchPlan, Market};
+use jiff::Timestamp;
 
-use super::ProviderError;
+use super::zones::ZoneConstraint;
+use super::{PodKey, ProviderError};
+use crate::plan::{LaunchPlan, Market};
+use crate::workload::WorkloadSpec;
+
+/// Everything a provider is given to launch a pod's instance, built once by the Launch step
+/// ([`crate::workload::launch_request`]): no provider reads the pod or the apiserver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchRequest {
+    pub pod: PodKey,
+    pub plan: LaunchPlan,
+    /// What the instance runs: every container, its environment and the pod's volumes, with
+    /// the ConfigMaps and Secrets they use read.
+    pub workload: WorkloadSpec,
+    /// The machine image the pod asks for (its `orca.research/ami` annotation, validated);
+    /// `None`: the provider's default.
+    pub machine_image: Option<String>,
+    /// The zones the pod may run in, its node's zone included.
+    pub zones: ZoneConstraint,
+    /// When the pod was created: a process younger than the pod may have forgotten requests
+    /// made for it.
+    pub created: Option<Timestamp>,
+    /// The pod's annotations, for what a provider takes from them per pod: settings (the
+    /// simulated provider's behaviour), and the [`LaunchProgress`] it left on the pod.
+    pub annotations: BTreeMap<String, String>,
+}
 
 /// An instance type in a market: the unit capacity is had or not had in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,7 +100,7 @@ impl LaunchFailed {
 ///
 /// # Guarantees
 /// It rides on the status write that follows the failed launch, never in a write of its own;
-/// the provider reads it back from the pod `create` is given. A missing or stale value only
+/// the provider reads it back from the [`LaunchRequest::annotations`] `create` is given. A missing or stale value only
 /// costs repeated requests, never a second instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchProgress {

@@ -1,5 +1,6 @@
 //! The provider boundary: what runs pods. The pod reconciler drives it; it knows nothing of
-//! Kubernetes watches or WebAssembly, only pods in and instance statuses out.
+//! Kubernetes watches or WebAssembly, only launch requests (pods resolved, see
+//! [`crate::workload`]) in and instance statuses out.
 
 pub mod aws;
 mod error;
@@ -11,27 +12,27 @@ pub mod simulated;
 pub mod zones;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
 
 pub use error::{ErrorClass, ProviderError};
 pub use instance::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
-pub use launch::{LaunchFailed, LaunchProgress, Launched, Offering, PassedOver, offerings};
+pub use launch::{
+    LaunchFailed, LaunchProgress, LaunchRequest, Launched, Offering, PassedOver, offerings,
+};
 pub use logs::{LogOptions, render as render_logs};
-
-use crate::plan::LaunchPlan;
 
 /// A backend that runs each pod as one instance.
 ///
 /// # Guarantees an implementation gives
-/// - `create` is idempotent per pod UID: calling it again (a retry, a restart, another plan)
+/// - `create` is idempotent per pod UID (`request.pod.uid`): calling it again (a retry, a restart, another plan)
 ///   never makes a second instance for the same pod.
 /// - `terminate` is idempotent per instance: asking again is harmless.
 /// - `statuses` lists every instance of this node in one call, however many there are.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
-    /// Launches the pod's instance according to `plan`, moving down its offerings on
-    /// capacity errors; the answer lists each offering passed over.
-    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed>;
+    /// Launches the instance that runs `request.workload` according to `request.plan`,
+    /// moving down its offerings on capacity errors; the answer lists each offering passed
+    /// over.
+    async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed>;
     /// Asks for one instance to be terminated.
     ///
     /// # Errors

@@ -357,7 +357,10 @@ async fn the_served_census_lists_the_served_nodes_instances_once_a_node_is_serve
     }))
     .unwrap();
     let launched = provider
-        .create(&pod, &crate::plan::LaunchPlan::on_demand("m7i.large"))
+        .create(&crate::workload::testing::bare_request(
+            &pod,
+            &crate::plan::LaunchPlan::on_demand("m7i.large"),
+        ))
         .await
         .unwrap();
     let (store, _writer) = kube::runtime::reflector::store();

@@ -1,7 +1,8 @@
 //! The Launch step, top to bottom: plan the pod, reserve its price under its namespace's cap,
-//! have the provider launch its instance. Each answer goes through a pure function of
-//! [`effects`] that says what follows (the record, the decision, Events, the status); this
-//! file only makes the calls and applies what those functions return.
+//! resolve what the instance runs into a [`LaunchRequest`](crate::provider::LaunchRequest)
+//! and have the provider launch it. Each answer goes through a pure function of [`effects`]
+//! that says what follows (the record, the decision, Events, the status); this file only makes
+//! the calls and applies what those functions return.
 
 pub mod effects;
 #[cfg(test)]
@@ -17,8 +18,9 @@ use super::writer::{PodOutput, PodWriter};
 use crate::policy::Planner;
 use crate::policy::guardrails::Price;
 use crate::provider::zones::ZoneConstraint;
-use crate::provider::{ErrorClass, PodKey, Provider};
+use crate::provider::{ErrorClass, LaunchFailed, PodKey, Provider};
 use crate::spend::NamespaceSpend;
+use crate::workload::{EnvSource, launch_request};
 
 /// What the Launch step works with.
 #[derive(Clone, Copy)]
@@ -28,6 +30,8 @@ pub struct Launcher<'a> {
     pub spend: &'a NamespaceSpend,
     pub records: &'a PodRecords,
     pub writer: &'a dyn PodWriter,
+    /// Where the pod's ConfigMaps and Secrets are read from.
+    pub objects: &'a dyn EnvSource,
     /// The node's name, which its pods' reservations carry.
     pub node_name: &'a str,
     /// The node's zone, when it is bound to one (its pods run there).
@@ -73,8 +77,13 @@ impl Launcher<'_> {
         }
         self.records
             .update(&key.uid, |record| record.waits_for_room = None);
+        // The pod's zones, computed once: the request carries them, the decision shows them.
         let zones = ZoneConstraint::of(pod).on_node(self.node_zone);
-        let outcome = self.provider.create(pod, &decision.plan).await;
+        let outcome = match launch_request(pod, &decision.plan, zones.clone(), self.objects).await {
+            Ok(request) => self.provider.create(&request).await,
+            // Refused before any provider call, as the provider would have refused it.
+            Err(error) => Err(LaunchFailed::new(error.into())),
+        };
         if let Err(failed) = &outcome
             && failed.error.class == ErrorClass::AlreadyEnded
         {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
@@ -20,9 +20,10 @@ use crate::policy::{
     DECISION_ANNOTATION, Decision, DecisionRecord, PlanError, PlanFailure, PlanRetry,
 };
 use crate::provider::{
-    InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, ProviderError, Termination,
-    WorkloadExit,
+    InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering, ProviderError,
+    Termination, WorkloadExit,
 };
+use crate::workload::testing::NoObjects;
 
 fn pod() -> Pod {
     Pod {
@@ -33,6 +34,14 @@ fn pod() -> Pod {
             resource_version: Some("7".to_owned()),
             ..ObjectMeta::default()
         },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".to_owned(),
+                image: Some("busybox".to_owned()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
         ..Pod::default()
     }
 }
@@ -83,7 +92,7 @@ fn not_in_test() -> ProviderError {
 
 #[async_trait]
 impl Provider for ScriptedProvider {
-    async fn create(&self, _pod: &Pod, _plan: &LaunchPlan) -> Result<Launched, LaunchFailed> {
+    async fn create(&self, _request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
         *lock(&self.asked) += 1;
         lock(&self.creates)
             .pop_front()
@@ -189,6 +198,7 @@ impl Harness {
             spend: &self.spend,
             records: &self.records,
             writer: &self.writes,
+            objects: &NoObjects,
             node_name: "orca-node",
             node_zone: None,
             timing: RetryTiming {

@@ -8,6 +8,7 @@ use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
 use crate::provider::aws::strays::PodPresence;
 use crate::provider::simulated::SimulatedProvider;
+use crate::workload::testing::bare_request;
 
 fn pod(uid: &str) -> Pod {
     Pod {
@@ -73,7 +74,10 @@ async fn a_request_is_done_once_its_instance_is_listed_going_even_with_its_pod_g
         })
         .unwrap(),
     );
-    let launched = provider.create(&pod("gone"), &plan()).await.unwrap();
+    let launched = provider
+        .create(&bare_request(&pod("gone"), &plan()))
+        .await
+        .unwrap();
     let sync = sync_over(provider.clone());
     let answer = provider.terminate(&launched.instance_id).await.unwrap();
     sync.ledger
@@ -134,10 +138,9 @@ struct HeldListing {
 impl Provider for HeldListing {
     async fn create(
         &self,
-        pod: &Pod,
-        plan: &LaunchPlan,
+        request: &crate::provider::LaunchRequest,
     ) -> Result<crate::provider::Launched, crate::provider::LaunchFailed> {
-        self.inner.create(pod, plan).await
+        self.inner.create(request).await
     }
     async fn terminate(
         &self,
@@ -232,7 +235,10 @@ async fn an_instance_whose_pod_only_the_store_lacks_is_not_collected() {
     let apiserver = Arc::new(Apiserver::default());
     let mut sync = sync_with(provider.clone(), apiserver.clone());
     sync.config.orphan_grace_period = Seconds::from_secs(0);
-    let launched = provider.create(&pod("fresh"), &plan()).await.unwrap();
+    let launched = provider
+        .create(&bare_request(&pod("fresh"), &plan()))
+        .await
+        .unwrap();
     apiserver.pods.lock().unwrap().insert("fresh".to_owned());
     // The store has not seen the pod (it lags); the listing has its instance.
     let stale_store = HashSet::new();

@@ -21,7 +21,7 @@
 //!   launched nothing (or its instance is gone) and the next token is taken.
 //!
 //! # A replay sends what was sent
-//! A request is a pure function of the pod, its plan, the node's config and template
+//! A request is a pure function of the pod's launch request (its plan, its workload), the node's config and template
 //! version: nothing this process learnt from other pods' answers goes into it (the
 //! unavailable-offering cache, which a restart forgets, does not thin a fleet's pools; EC2
 //! passes over a short pool within the one request anyway). And a pod carries how many of its
@@ -35,8 +35,6 @@
 
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Pod;
-
 use super::api::{
     ApiError, ApiErrorKind, FleetAnswer, FleetError, FleetPool, FleetRequest, LaunchTemplateRef,
 };
@@ -46,7 +44,7 @@ use super::token::fleet_token;
 use super::{AwsProvider, Place};
 use crate::plan::{AllocationStrategy, LaunchPlan, Market};
 use crate::provider::{
-    ErrorClass, LaunchFailed, Launched, Offering, PassedOver, PodKey, ProviderError,
+    ErrorClass, LaunchFailed, LaunchRequest, Launched, Offering, PassedOver, PodKey, ProviderError,
 };
 
 /// EC2 Fleet takes up to this many launch template overrides in one instant request here
@@ -70,13 +68,12 @@ impl AwsProvider {
     /// spot may fall back.
     pub(super) async fn launch_by_fleet(
         &self,
-        pod: &Pod,
-        key: &PodKey,
-        plan: &LaunchPlan,
+        launch_request: &LaunchRequest,
         places: &[Place],
         image_id: &str,
         user_data: &str,
     ) -> Result<Launched, LaunchFailed> {
+        let (key, plan) = (&launch_request.pod, &launch_request.plan);
         let template = self
             .template
             .ensure(self.api.as_ref())
@@ -86,11 +83,11 @@ impl AwsProvider {
         // earlier tokens: a launch call went through the markets in order, so the walk goes
         // round them again while EC2 answers with nothing, a few times. (Creation times have
         // whole seconds: a pod of the same second counts as older.)
-        let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
+        let created = launch_request.created;
         let older = created.is_none_or(|created| created.as_second() <= self.started.as_second());
         let (mut attempt, mut rounds_left) = resume(
             self.fleets.take(&key.uid),
-            recorded_spent_tokens(pod),
+            recorded_spent_tokens(&launch_request.annotations),
             older,
         );
         let mut markets = vec![plan.market.market];

@@ -46,7 +46,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use sha2::{Digest, Sha256};
 
 use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
@@ -59,21 +58,18 @@ pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
-use self::workload::EnvSource;
 use super::logs::render;
 use super::ownership::{
     MANAGED_BY_VALUE, TAG_CLUSTER, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID,
 };
 use super::zones::ZoneConstraint;
 use super::{
-    Claimed, InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PassedOver, PodKey,
-    Provider, ProviderError, Termination, WorkloadExit, offerings,
+    Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering,
+    PassedOver, PodKey, Provider, ProviderError, Termination, WorkloadExit, offerings,
 };
 use crate::config::{AwsConfig, LaunchApi};
 use crate::plan::{LaunchPlan, Market};
-
-/// A pod may pick its AMI with this annotation; otherwise `provider.aws.defaultAmi`.
-pub const AMI_ANNOTATION: &str = "orca.research/ami";
+use crate::workload::AMI_ANNOTATION;
 
 /// `pods.launchVisibilityGrace`'s default.
 const DEFAULT_VISIBILITY_GRACE: Duration = Duration::from_secs(120);
@@ -115,7 +111,6 @@ pub struct AwsProvider {
     api: Arc<dyn Ec2Api>,
     identity: Identity,
     config: AwsConfig,
-    env: Arc<dyn EnvSource>,
     unavailable: UnavailableOfferings,
     lookups: Batcher<String, Ec2Instance>,
     terminations: Batcher<String, TerminationAnswer>,
@@ -128,18 +123,11 @@ pub struct AwsProvider {
     visibility_grace: Duration,
     /// Pods created before this may have used fleet tokens this process does not remember.
     started: Timestamp,
-    /// The zone of the node this provider launches for, when the node is bound to one.
-    node_zone: Option<String>,
 }
 
 impl AwsProvider {
     /// Must be called inside a tokio runtime (it spawns the batching tasks).
-    pub fn new(
-        api: Arc<dyn Ec2Api>,
-        identity: Identity,
-        config: AwsConfig,
-        env: Arc<dyn EnvSource>,
-    ) -> AwsProvider {
+    pub fn new(api: Arc<dyn Ec2Api>, identity: Identity, config: AwsConfig) -> AwsProvider {
         let lookups = {
             let api = api.clone();
             let identity = identity.clone();
@@ -163,11 +151,9 @@ impl AwsProvider {
             subnet_zones: tokio::sync::OnceCell::new(),
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
             started: Timestamp::now(),
-            node_zone: None,
             api,
             identity,
             config,
-            env,
             lookups,
             terminations,
         }
@@ -180,26 +166,11 @@ impl AwsProvider {
         self
     }
 
-    /// Launches every pod in `zone`, the zone of the node this provider serves.
-    #[must_use]
-    pub fn with_node_zone(mut self, zone: Option<String>) -> AwsProvider {
-        self.node_zone = zone;
-        self
-    }
-
-    fn image_for(&self, pod: &Pod) -> Result<String, ProviderError> {
-        let annotation = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(AMI_ANNOTATION));
-        match annotation {
-            Some(ami) if crate::config::is_resource_id(ami.trim(), "ami-") => {
-                Ok(ami.trim().to_owned())
-            }
-            Some(ami) => Err(ProviderError::invalid_annotation(format!(
-                "annotation {AMI_ANNOTATION}: {ami:?} is not an AMI id (ami- and 8 or 17 hex digits)"
-            ))),
+    /// The pod's AMI (its annotation, validated when the request was built), else the
+    /// configured default.
+    fn image_for(&self, request: &LaunchRequest) -> Result<String, ProviderError> {
+        match &request.machine_image {
+            Some(ami) => Ok(ami.clone()),
             None => self.config.default_ami.clone().ok_or_else(|| {
                 ProviderError::invalid_annotation(format!(
                     "no {AMI_ANNOTATION} annotation and no provider.aws.defaultAmi"
@@ -210,8 +181,7 @@ impl AwsProvider {
 
     /// Where the pod may launch: the configured subnets (or the default subnet) in the zones
     /// it admits. A pod that admits none of them fails before anything is launched.
-    async fn places(&self, pod: &Pod) -> Result<Vec<Place>, ProviderError> {
-        let constraint = ZoneConstraint::of(pod).on_node(self.node_zone.as_deref());
+    async fn places(&self, constraint: &ZoneConstraint) -> Result<Vec<Place>, ProviderError> {
         let subnets = &self.config.subnet_ids;
         if !constraint.is_constrained() {
             return Ok(if subnets.is_empty() {
@@ -476,10 +446,9 @@ fn answer_of_one(error: api::ApiError) -> TerminationAnswer {
 
 #[async_trait]
 impl Provider for AwsProvider {
-    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed> {
-        let key = PodKey::of(pod)
-            .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
-        let image_id = self.image_for(pod)?;
+    async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
+        let (key, plan) = (&request.pod, &request.plan);
+        let image_id = self.image_for(request)?;
         let all = offerings(plan);
         let Some((last, earlier)) = all.split_last() else {
             return Err(ProviderError::permanent(
@@ -507,20 +476,17 @@ impl Provider for AwsProvider {
                 chosen_by: None,
             });
         }
-        let spec = workload::workload_spec(pod, self.env.as_ref())
-            .await
-            .map_err(workload_error)?;
-        let user_data = workload::user_data(&spec)
+        let user_data = workload::user_data(&request.workload)
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
-        let places = self.places(pod).await?;
+        let places = self.places(&request.zones).await?;
         if self.config.launch_api == LaunchApi::Fleet {
             return self
-                .launch_by_fleet(pod, &key, plan, &places, &image_id, &user_data)
+                .launch_by_fleet(request, &places, &image_id, &user_data)
                 .await;
         }
-        let place = Self::place_for(&key, &places);
+        let place = Self::place_for(key, &places);
         let request_for = |offering: &Offering| {
-            self.run_request(&key, plan, offering, &place, &image_id, &user_data)
+            self.run_request(key, plan, offering, &place, &image_id, &user_data)
         };
         let launched = |offering: &Offering, instance: Ec2Instance, passed_over| Launched {
             instance_id: instance.instance_id,
@@ -536,7 +502,7 @@ impl Provider for AwsProvider {
             let error = match self.unavailable.check(offering, place.subnet_id.as_deref()) {
                 Some(error) => error,
                 None => match self
-                    .run_offering(&key, offering, &request_for(offering))
+                    .run_offering(key, offering, &request_for(offering))
                     .await
                 {
                     Ok(instance) => return Ok(launched(offering, instance, passed_over)),
@@ -559,7 +525,7 @@ impl Provider for AwsProvider {
         // The cache never skips the last offering: only EC2's answer to the pod's own token
         // tells that no instance was launched for it before (an answer lost, a restart), so a
         // pod never fails on other pods' answers. It also tells when capacity came back.
-        match self.run_offering(&key, last, &request_for(last)).await {
+        match self.run_offering(key, last, &request_for(last)).await {
             Ok(instance) => Ok(launched(last, instance, passed_over)),
             Err(failure) => {
                 if failure.error.class == super::ErrorClass::Capacity {
@@ -739,15 +705,5 @@ fn launch_error(error: api::ApiError, client_token: &str) -> ProviderError {
             code: error.code,
             message: error.message,
         },
-    }
-}
-
-/// A ConfigMap or Secret the pod needs may appear later (the kubelet waits too); anything
-/// else about the pod cannot change.
-fn workload_error(error: workload::WorkloadError) -> ProviderError {
-    if error.may_resolve_later() {
-        ProviderError::transient("CreateContainerConfigError", error.to_string())
-    } else {
-        ProviderError::permanent("UnsupportedPodSpec", error.to_string())
     }
 }

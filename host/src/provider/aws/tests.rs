@@ -2,7 +2,6 @@
 //! throttling, eventual consistency, a crash between `RunInstances` and its answer, and
 //! batched status and termination calls.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -10,33 +9,11 @@ use serde_json::json;
 
 use super::api::ApiError;
 use super::fake::FakeEc2;
-use super::workload::EnvSource;
 use super::*;
 use crate::config::{AwsConfig, Seconds};
 use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::provider::ErrorClass;
-
-/// ConfigMaps and Secrets: none exist.
-pub(super) struct NoObjects;
-
-#[async_trait]
-impl EnvSource for NoObjects {
-    async fn config_map(
-        &self,
-        _namespace: &str,
-        _name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
-        Ok(None)
-    }
-
-    async fn secret(
-        &self,
-        _namespace: &str,
-        _name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, workload::EnvSourceError> {
-        Ok(None)
-    }
-}
+use crate::workload::testing::LaunchPod;
 
 /// The `kube-system` UID of the cluster the tests' provider launches for.
 pub(super) const CLUSTER_ID: &str = "0b9f4c1e-5d2a-4f6b-9a43-7c1d2e3f4a5b";
@@ -68,7 +45,6 @@ pub(super) fn provider_with(fake: Arc<FakeEc2>, config: AwsConfig) -> AwsProvide
             unavailable_offering_ttl: Seconds::from_secs(180),
             ..config
         },
-        Arc::new(NoObjects),
     )
 }
 
@@ -128,7 +104,7 @@ fn out_of_on_demand_capacity(fake: &FakeEc2, types: &[&str], message: &str) {
 async fn create_on_demand(provider: &AwsProvider, name: &str) -> Result<Launched, LaunchFailed> {
     let pod = pod(name);
     provider
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
 }
 
@@ -151,7 +127,7 @@ async fn each_capacity_error_moves_to_the_next_offering_then_to_on_demand() {
         );
         let pod = pod("trainer");
         let launched = provider(fake.clone())
-            .create(&pod, &plan(&pod, Market::Spot, true))
+            .launch_pod(&pod, &plan(&pod, Market::Spot, true))
             .await
             .unwrap();
         assert_eq!(
@@ -215,7 +191,7 @@ async fn when_no_offering_is_left_the_pod_fails_with_the_last_aws_code() {
     );
     let pod = pod("trainer");
     let failed = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, false))
         .await
         .unwrap_err();
     assert_eq!(failed.error.class, ErrorClass::Capacity);
@@ -234,7 +210,7 @@ async fn a_permanent_error_stops_the_walk() {
     );
     let pod = pod("trainer");
     let failed = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::Spot, true))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, true))
         .await
         .unwrap_err();
     assert_eq!(failed.error.class, ErrorClass::Permanent);
@@ -252,9 +228,9 @@ async fn throttling_is_transient_and_the_retry_launches_once() {
         "RequestLimitExceeded",
         "Request limit exceeded.",
     ));
-    let failed = provider.create(&pod, &plan).await.unwrap_err();
+    let failed = provider.launch_pod(&pod, &plan).await.unwrap_err();
     assert_eq!(failed.error.class, ErrorClass::Transient);
-    provider.create(&pod, &plan).await.unwrap();
+    provider.launch_pod(&pod, &plan).await.unwrap();
     assert_eq!(fake.instances().len(), 1);
 }
 
@@ -268,12 +244,15 @@ async fn a_crash_between_run_instances_and_its_answer_never_duplicates() {
     fake.hide_new_instances_for(5);
     fake.lose_next_answer(ApiError::transport("operation timed out"));
     let failed = provider(fake.clone())
-        .create(&pod, &plan)
+        .launch_pod(&pod, &plan)
         .await
         .unwrap_err();
     assert_eq!(failed.error.class, ErrorClass::Transient);
     // A new process (after a crash) retries: the ClientToken brings back the same instance.
-    let launched = provider(fake.clone()).create(&pod, &plan).await.unwrap();
+    let launched = provider(fake.clone())
+        .launch_pod(&pod, &plan)
+        .await
+        .unwrap();
     assert_eq!(fake.instances().len(), 1);
     assert_eq!(launched.instance_id, fake.instances()[0].instance_id);
 }
@@ -283,8 +262,14 @@ async fn an_instance_tagged_for_the_pod_is_adopted_not_relaunched() {
     let fake = Arc::new(FakeEc2::default());
     let pod = pod("trainer");
     let plan = plan(&pod, Market::Spot, false);
-    let first = provider(fake.clone()).create(&pod, &plan).await.unwrap();
-    let again = provider(fake.clone()).create(&pod, &plan).await.unwrap();
+    let first = provider(fake.clone())
+        .launch_pod(&pod, &plan)
+        .await
+        .unwrap();
+    let again = provider(fake.clone())
+        .launch_pod(&pod, &plan)
+        .await
+        .unwrap();
     assert!(again.adopted);
     assert_eq!(again.instance_id, first.instance_id);
     assert_eq!(again.offering.market, Market::Spot);
@@ -298,7 +283,7 @@ async fn a_just_launched_instance_missing_from_the_listing_is_not_reported() {
     let pod = pod("trainer");
     fake.hide_new_instances_for(1);
     provider
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
         .unwrap();
     // The reconciler's launch grace covers this gap; the provider just reports what EC2 shows.
@@ -315,7 +300,7 @@ async fn statuses_take_one_call_for_all_pods_and_read_the_exit_tags() {
     futures::future::join_all(
         pods.iter()
             .zip(&plans)
-            .map(|(pod, plan)| provider.create(pod, plan)),
+            .map(|(pod, plan)| provider.launch_pod(pod, plan)),
     )
     .await;
     let id = fake.instances()[0].instance_id.clone();
@@ -347,7 +332,7 @@ async fn terminations_are_batched_and_an_id_ec2_does_not_know_is_unknown() {
     for pod in &pods {
         ids.push(
             provider
-                .create(pod, &plan_for(pod))
+                .launch_pod(pod, &plan_for(pod))
                 .await
                 .unwrap()
                 .instance_id,
@@ -382,7 +367,7 @@ async fn one_refused_id_fails_only_its_own_termination() {
         let pod = pod(name);
         ids.push(
             provider
-                .create(&pod, &plan_for(&pod))
+                .launch_pod(&pod, &plan_for(&pod))
                 .await
                 .unwrap()
                 .instance_id,
@@ -414,13 +399,13 @@ async fn a_lost_answer_and_a_changed_plan_never_launch_twice() {
     fake.hide_new_instances_for(5);
     fake.lose_next_answer(ApiError::transport("operation timed out"));
     let failed = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
         .unwrap_err();
     assert!(failed.in_doubt, "a lost answer leaves the launch in doubt");
     // A new process, a new plan: spot first.
     let again = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, false))
         .await
         .unwrap_err();
     assert_eq!(again.error.code, "IdempotentParameterMismatch");
@@ -487,7 +472,7 @@ async fn a_bad_ami_annotation_fails_before_any_call() {
     let mut pod = pod("trainer");
     pod.metadata.annotations = Some([(AMI_ANNOTATION.to_owned(), "ubuntu".to_owned())].into());
     let failed = provider(fake.clone())
-        .create(&pod, &plan_for(&pod))
+        .launch_pod(&pod, &plan_for(&pod))
         .await
         .unwrap_err();
     assert_eq!(failed.error.code, "InvalidAnnotation");
@@ -539,11 +524,11 @@ async fn an_adopted_on_demand_instance_is_reported_on_demand_whatever_the_plan_s
     let fake = Arc::new(FakeEc2::default());
     let pod = pod("trainer");
     provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
         .unwrap();
     let adopted = provider(fake.clone())
-        .create(&pod, &plan(&pod, Market::Spot, true))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, true))
         .await
         .unwrap();
     assert!(adopted.adopted);
@@ -650,7 +635,7 @@ async fn adoption_takes_the_pods_oldest_instance_not_a_look_alike() {
     );
     let pod = pod("trainer");
     let launched = provider(fake.clone())
-        .create(&pod, &plan_for(&pod))
+        .launch_pod(&pod, &plan_for(&pod))
         .await
         .unwrap();
     assert!(launched.adopted);

@@ -195,13 +195,13 @@ mod tests {
     }
 
     #[test]
-    fn invalid_annotation_is_a_permanent_error_naming_it() {
+    fn an_invalid_annotation_is_an_error_of_its_own_class_naming_it() {
         let error = Behaviour::resolve(
             &SimulatedConfig::default(),
             &annotations(&[("exit-code", "300")]),
         )
         .unwrap_err();
-        assert_eq!(error.class, ErrorClass::Permanent);
+        assert_eq!(error.class, ErrorClass::InvalidAnnotation);
         assert!(
             error.message.contains("simulated.orca.research/exit-code"),
             "{error}"

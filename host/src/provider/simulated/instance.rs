@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::behaviour::Behaviour;
 use crate::plan::Market;
 use crate::provider::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
+use crate::workload::WorkloadSpec;
 
 /// A simulated instance's record, as journalled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +23,11 @@ pub struct SimInstance {
     pub launched_at: Timestamp,
     pub behaviour: Behaviour,
     pub terminate_requested_at: Option<Timestamp>,
+    /// What the instance was launched to run, as the Launch step resolved it (environment
+    /// and volume contents, Secret values included). `None` in records journalled before
+    /// instances kept it.
+    #[serde(default)]
+    pub workload: Option<WorkloadSpec>,
 }
 
 /// Where an instance is in its life at a given moment.
@@ -236,6 +242,7 @@ mod tests {
                 interrupt_after: None,
             },
             terminate_requested_at: None,
+            workload: None,
         }
     }
 

@@ -3,10 +3,16 @@
 //! Each line is one JSON record. Appends are single `write` calls on an `O_APPEND` file: once a
 //! call returns, the record survives the process being killed (the page cache holds it). A torn
 //! last line (power loss mid-write) is skipped on replay rather than failing startup.
+//!
+//! # Caveats
+//! A launch record carries the instance's resolved workload, Secret values included, as the
+//! aws provider's user data does: the file is as sensitive as the Secrets of its pods, and is
+//! written readable by its owner alone.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -74,7 +80,14 @@ impl Journal {
         // Compact: rewrite only the live records, then rename over the old file atomically.
         let compacted = path.with_extension("compacting");
         {
-            let mut out = File::create(&compacted).map_err(open_failed)?;
+            // Readable by orca's user alone: launch records carry Secret values.
+            let mut out = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&compacted)
+                .map_err(open_failed)?;
             let mut buffer = Vec::new();
             for instance in instances.values() {
                 serde_json::to_writer(&mut buffer, &Record::Launch(Box::new(instance.clone())))

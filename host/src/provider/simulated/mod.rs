@@ -6,13 +6,12 @@ mod behaviour;
 mod instance;
 mod journal;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 
 pub use behaviour::ANNOTATION_PREFIX;
 use behaviour::{Behaviour, LaunchFault};
@@ -21,12 +20,12 @@ pub use journal::JournalError;
 use journal::{Journal, Record};
 
 use super::{
-    ErrorClass, InstanceStatus, LaunchFailed, Launched, LogOptions, Offering, PodKey, Provider,
-    ProviderError, Termination, WorkloadExit,
+    ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering,
+    PodKey, Provider, ProviderError, Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
 use crate::errors::lock;
-use crate::plan::LaunchPlan;
+use crate::workload::WorkloadSpec;
 
 /// In-process instances, one per pod UID.
 pub struct SimulatedProvider {
@@ -71,6 +70,13 @@ impl SimulatedProvider {
                 journal,
             }),
         })
+    }
+
+    /// What the pod's instance was launched to run, as its [`LaunchRequest`] had it: the
+    /// resolved environment and volumes a test asserts on. `None`: no instance, or one
+    /// journalled before instances kept it.
+    pub fn workload_of(&self, uid: &str) -> Option<WorkloadSpec> {
+        lock(&self.state).instances.get(uid)?.workload.clone()
     }
 
     fn phase(&self, instance: &SimInstance, now: Timestamp) -> Phase {
@@ -124,12 +130,9 @@ fn injected(fault: LaunchFault, attempt: u32) -> Option<ProviderError> {
 
 #[async_trait]
 impl Provider for SimulatedProvider {
-    async fn create(&self, pod: &Pod, plan: &LaunchPlan) -> Result<Launched, LaunchFailed> {
-        let key = PodKey::of(pod)
-            .ok_or_else(|| ProviderError::permanent("InvalidPod", "pod has no name or uid"))?;
-        let annotations: BTreeMap<String, String> =
-            pod.metadata.annotations.clone().unwrap_or_default();
-        let (behaviour, fault) = Behaviour::resolve(&self.settings, &annotations)?;
+    async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
+        let (key, plan) = (&request.pod, &request.plan);
+        let (behaviour, fault) = Behaviour::resolve(&self.settings, &request.annotations)?;
         let candidate = plan.candidates.first().ok_or_else(|| {
             ProviderError::permanent("NoInstanceType", "the launch plan has no instance type")
         })?;
@@ -171,6 +174,7 @@ impl Provider for SimulatedProvider {
             behaviour,
             terminate_requested_at: None,
             pod: key.clone(),
+            workload: Some(request.workload.clone()),
         };
         state.launch_attempts.remove(&key.uid);
         crate::heap::shrink_when_sparse(&mut state.launch_attempts);

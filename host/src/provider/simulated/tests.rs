@@ -1,12 +1,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::ObjectMeta;
+use serde_json::json;
 
 use super::*;
 use crate::config::Seconds;
+use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
+use crate::provider::zones::ZoneConstraint;
+use crate::workload::source::fake::FakeSource;
+use crate::workload::testing::LaunchPod;
+use crate::workload::{EnvValue, VolumeFile, VolumeSpec, launch_request};
 
 fn pod(uid: &str, annotations: &[(&str, &str)]) -> Pod {
     Pod {
@@ -22,6 +28,14 @@ fn pod(uid: &str, annotations: &[(&str, &str)]) -> Pod {
             ),
             ..ObjectMeta::default()
         },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some("busybox".into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
         ..Pod::default()
     }
 }
@@ -48,9 +62,9 @@ fn key(uid: &str) -> PodKey {
 #[tokio::test]
 async fn create_is_idempotent_per_pod_uid() {
     let provider = SimulatedProvider::new(fast()).unwrap();
-    provider.create(&pod("a", &[]), &plan()).await.unwrap();
-    provider.create(&pod("a", &[]), &plan()).await.unwrap();
-    provider.create(&pod("b", &[]), &plan()).await.unwrap();
+    provider.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
+    provider.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
+    provider.launch_pod(&pod("b", &[]), &plan()).await.unwrap();
     let statuses = provider.statuses().await.unwrap();
     assert_eq!(statuses.len(), 2);
 }
@@ -60,10 +74,14 @@ async fn injected_transient_error_clears_after_n_attempts() {
     let provider = SimulatedProvider::new(fast()).unwrap();
     let flaky = pod("a", &[("launch-error", "transient:2")]);
     for _ in 0..2 {
-        let error = provider.create(&flaky, &plan()).await.unwrap_err().error;
+        let error = provider
+            .launch_pod(&flaky, &plan())
+            .await
+            .unwrap_err()
+            .error;
         assert_eq!(error.class, ErrorClass::Transient);
     }
-    provider.create(&flaky, &plan()).await.unwrap();
+    provider.launch_pod(&flaky, &plan()).await.unwrap();
     assert_eq!(provider.statuses().await.unwrap().len(), 1);
 }
 
@@ -71,7 +89,7 @@ async fn injected_transient_error_clears_after_n_attempts() {
 async fn capacity_error_carries_the_aws_code() {
     let provider = SimulatedProvider::new(fast()).unwrap();
     let error = provider
-        .create(&pod("a", &[("launch-error", "capacity")]), &plan())
+        .launch_pod(&pod("a", &[("launch-error", "capacity")]), &plan())
         .await
         .unwrap_err()
         .error;
@@ -92,7 +110,7 @@ async fn an_unknown_id_is_unknown_and_terminate_terminates() {
         provider.terminate("i-0simnobody").await.unwrap(),
         Termination::Unknown
     );
-    let launched = provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    let launched = provider.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
     assert_eq!(
         provider.terminate(&launched.instance_id).await.unwrap(),
         Termination::Requested
@@ -131,8 +149,8 @@ async fn instances_outlive_the_provider_through_the_journal() {
         ..fast()
     };
     let first = SimulatedProvider::new(settings.clone()).unwrap();
-    first.create(&pod("a", &[]), &plan()).await.unwrap();
-    let b = first.create(&pod("b", &[]), &plan()).await.unwrap();
+    first.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
+    let b = first.launch_pod(&pod("b", &[]), &plan()).await.unwrap();
     first.terminate(&b.instance_id).await.unwrap();
     let before = first.statuses().await.unwrap();
     drop(first);
@@ -147,8 +165,8 @@ async fn instances_outlive_the_provider_through_the_journal() {
         after.iter().map(|s| &s.instance_id).collect::<Vec<_>>()
     );
     // Re-creating an adopted pod does not duplicate it, and new ids do not collide.
-    second.create(&pod("a", &[]), &plan()).await.unwrap();
-    second.create(&pod("c", &[]), &plan()).await.unwrap();
+    second.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
+    second.launch_pod(&pod("c", &[]), &plan()).await.unwrap();
     let ids: std::collections::HashSet<String> = second
         .statuses()
         .await
@@ -162,7 +180,7 @@ async fn instances_outlive_the_provider_through_the_journal() {
 #[tokio::test]
 async fn logs_of_a_running_instance_follow_the_options() {
     let provider = SimulatedProvider::new(fast()).unwrap();
-    provider.create(&pod("a", &[]), &plan()).await.unwrap();
+    provider.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let all = provider
         .logs(&key("a"), &LogOptions::default())
@@ -180,4 +198,80 @@ async fn logs_of_a_running_instance_follow_the_options() {
         .await
         .unwrap();
     assert_eq!(last.lines().count(), 1);
+}
+
+/// The simulated provider is given what the aws one is: a test on it sees the environment and
+/// the volumes the Launch step resolved, also after a restart (they are journalled).
+#[tokio::test]
+async fn a_launch_records_the_resolved_env_and_volumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = SimulatedConfig {
+        state_file: Some(dir.path().join("journal")),
+        ..fast()
+    };
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": "trainer", "namespace": "ml", "uid": "u-1" },
+        "spec": {
+            "containers": [{
+                "name": "main",
+                "image": "busybox",
+                "env": [
+                    { "name": "MODE", "valueFrom": { "configMapKeyRef": { "name": "settings", "key": "mode" } } },
+                    { "name": "TOKEN", "valueFrom": { "secretKeyRef": { "name": "wandb", "key": "api-key" } } }
+                ],
+                "volumeMounts": [
+                    { "name": "config", "mountPath": "/etc/trainer" },
+                    { "name": "scratch", "mountPath": "/scratch" }
+                ]
+            }],
+            "volumes": [
+                { "name": "config", "configMap": { "name": "settings" } },
+                { "name": "scratch", "emptyDir": {} }
+            ]
+        }
+    }))
+    .unwrap();
+    let objects = FakeSource::default()
+        .config_map("settings", &[("mode", "fast")])
+        .secret("wandb", &[("api-key", "k3y")]);
+    let plan = LaunchPlan::on_demand("m5.large");
+    let request = launch_request(&pod, &plan, ZoneConstraint::of(&pod), &objects)
+        .await
+        .unwrap();
+    let provider = SimulatedProvider::new(settings.clone()).unwrap();
+    provider.create(&request).await.unwrap();
+    drop(provider);
+
+    let restarted = SimulatedProvider::new(settings).unwrap();
+    let workload = restarted.workload_of("u-1").expect("the launch's workload");
+    assert_eq!(workload, request.workload);
+    assert_eq!(
+        workload.containers[0].env,
+        [
+            ("MODE".to_owned(), EnvValue::literal("fast")),
+            ("TOKEN".to_owned(), EnvValue::literal("k3y")),
+        ]
+    );
+    assert_eq!(
+        workload.volumes,
+        [
+            VolumeSpec::Files {
+                name: "config".into(),
+                files: vec![VolumeFile {
+                    path: "mode".into(),
+                    mode: 0o644,
+                    content: "fast".into(),
+                }],
+            },
+            VolumeSpec::Directory {
+                name: "scratch".into()
+            },
+        ]
+    );
+    let mounts: Vec<&str> = workload.containers[0]
+        .mounts
+        .iter()
+        .map(|mount| mount.container_path.as_str())
+        .collect();
+    assert_eq!(mounts, ["/etc/trainer", "/scratch"]);
 }

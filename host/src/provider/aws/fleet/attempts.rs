@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeMap;
 
 use super::super::api::FleetRequest;
 use crate::errors::lock;
@@ -62,12 +62,8 @@ pub(super) fn resume(
 }
 
 /// The number of spent tokens the pod records, if it records one orca can read.
-pub(super) fn recorded_spent_tokens(pod: &Pod) -> Option<u32> {
-    let value = pod
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(FLEET_TOKENS_SPENT_ANNOTATION)?;
+pub(super) fn recorded_spent_tokens(annotations: &BTreeMap<String, String>) -> Option<u32> {
+    let value = annotations.get(FLEET_TOKENS_SPENT_ANNOTATION)?;
     match value.trim().parse() {
         Ok(spent) => Some(spent),
         Err(_) => {
@@ -149,16 +145,14 @@ mod tests {
 
     #[test]
     fn a_record_orca_cannot_read_counts_as_none() {
-        let mut pod = Pod::default();
         for (value, read) in [
             ("3", Some(3)),
             (" 7 ", Some(7)),
             ("-1", None),
             ("many", None),
         ] {
-            pod.metadata.annotations =
-                Some([(FLEET_TOKENS_SPENT_ANNOTATION.to_owned(), value.to_owned())].into());
-            assert_eq!(recorded_spent_tokens(&pod), read, "{value:?}");
+            let annotations = [(FLEET_TOKENS_SPENT_ANNOTATION.to_owned(), value.to_owned())].into();
+            assert_eq!(recorded_spent_tokens(&annotations), read, "{value:?}");
         }
     }
 }

@@ -13,6 +13,7 @@ use super::FLEET_TOKENS_SPENT_ANNOTATION;
 use crate::config::AwsConfig;
 use crate::plan::{AllocationStrategy, Market};
 use crate::provider::ErrorClass;
+use crate::workload::testing::LaunchPod;
 
 const SUBNETS: [&str; 2] = ["subnet-0a0a0a0a", "subnet-0b0b0b0b"];
 
@@ -52,7 +53,9 @@ async fn launch(
     fallback: bool,
 ) -> Result<Launched, LaunchFailed> {
     let pod = new_pod(name);
-    provider.create(&pod, &plan(&pod, market, fallback)).await
+    provider
+        .launch_pod(&pod, &plan(&pod, market, fallback))
+        .await
 }
 
 /// As [`launch`], for a pod older than the provider (one it may have forgotten).
@@ -63,7 +66,9 @@ async fn launch_older(
     fallback: bool,
 ) -> Result<Launched, LaunchFailed> {
     let pod = pod(name);
-    provider.create(&pod, &plan(&pod, market, fallback)).await
+    provider
+        .launch_pod(&pod, &plan(&pod, market, fallback))
+        .await
 }
 
 #[tokio::test]
@@ -162,7 +167,7 @@ async fn the_market_plugins_strategy_is_used_for_its_market_and_the_fallback_tak
     let pod = new_pod("a");
     let mut plan = plan(&pod, Market::Spot, true);
     plan.market.allocation_strategy = Some(AllocationStrategy::CapacityOptimized);
-    let launched = provider.create(&pod, &plan).await.unwrap();
+    let launched = provider.launch_pod(&pod, &plan).await.unwrap();
     assert_eq!(launched.offering.market, Market::OnDemand);
     let strategies: Vec<(Market, AllocationStrategy)> = fake
         .fleet_requests()
@@ -330,7 +335,7 @@ async fn a_restart_resumes_at_the_token_the_pod_records_whatever_the_plan_is_now
     // The policy ranks the candidates otherwise now.
     let mut plan = plan(&pod, Market::OnDemand, false);
     plan.candidates.reverse();
-    let launched = restarted.create(&pod, &plan).await.unwrap();
+    let launched = restarted.launch_pod(&pod, &plan).await.unwrap();
     assert_eq!(launched.offering.instance_type, "m6i.large");
     let places: Vec<u32> = fake.fleet_requests().iter().map(|r| r.place).collect();
     assert_eq!(places, [0, 1, 2], "no used token sent again");
@@ -440,7 +445,7 @@ async fn a_pod_that_names_a_zone_launches_only_in_that_zones_subnets() {
     let provider = provider(fake.clone());
     let pod = in_zone("zoned", "us-west-2b");
     let launched = provider
-        .create(&pod, &plan(&pod, Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, false))
         .await
         .unwrap();
     let request = fake.fleet_requests().pop().unwrap();
@@ -461,7 +466,7 @@ async fn a_pod_that_names_a_zone_launches_only_in_that_zones_subnets() {
     // The subnets' zones are read once.
     let other = in_zone("zoned-too", "us-west-2a");
     provider
-        .create(&other, &plan(&other, Market::Spot, false))
+        .launch_pod(&other, &plan(&other, Market::Spot, false))
         .await
         .unwrap();
     assert_eq!(fake.count("DescribeSubnets"), 1);
@@ -481,7 +486,7 @@ async fn without_subnets_the_walk_places_the_instance_in_the_pods_zone() {
     );
     let pod = in_zone("walked", "us-west-2c");
     let launched = provider
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
         .unwrap();
     assert_eq!(launched.zone.as_deref(), Some("us-west-2c"));
@@ -489,7 +494,7 @@ async fn without_subnets_the_walk_places_the_instance_in_the_pods_zone() {
     assert_eq!(instance.zone.as_deref(), Some("us-west-2c"));
     let anywhere = new_pod("anywhere");
     let launched = provider
-        .create(&anywhere, &plan(&anywhere, Market::OnDemand, false))
+        .launch_pod(&anywhere, &plan(&anywhere, Market::OnDemand, false))
         .await
         .unwrap();
     assert_eq!(
@@ -504,7 +509,7 @@ async fn a_pod_whose_zone_has_no_subnet_fails_before_anything_is_launched() {
     let provider = provider(fake.clone());
     let pod = in_zone("nowhere", "us-west-2c");
     let failed = provider
-        .create(&pod, &plan(&pod, Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, false))
         .await
         .unwrap_err();
     assert_eq!(failed.error.code, "NoSubnetInZone");

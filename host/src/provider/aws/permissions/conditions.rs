@@ -17,6 +17,7 @@ use crate::provider::aws::tests::{CLUSTER_ID, plan, pod, provider_with};
 use crate::provider::aws::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT};
 use crate::provider::ownership::{TAG_CLUSTER_ID, ownership_tags};
 use crate::provider::{PodKey, Provider};
+use crate::workload::testing::LaunchPod;
 
 /// The request context of one call: single-valued keys, and `aws:TagKeys`.
 #[derive(Debug, Default)]
@@ -144,7 +145,7 @@ async fn a_launch_by_run_instances_carries_the_tags_its_statements_require() {
     let provider = provider_with(fake.clone(), launch_config(LaunchApi::RunInstances));
     let pod = pod("trainer");
     let launched = provider
-        .create(&pod, &plan(&pod, Market::OnDemand, false))
+        .launch_pod(&pod, &plan(&pod, Market::OnDemand, false))
         .await
         .expect("a launch");
     let instance = fake
@@ -174,7 +175,7 @@ async fn a_launch_by_fleet_carries_the_tags_its_statements_require() {
     let provider = provider_with(fake.clone(), launch_config(LaunchApi::Fleet));
     let pod = pod("trainer");
     provider
-        .create(&pod, &plan(&pod, Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, Market::Spot, false))
         .await
         .expect("a launch");
     let requests = fake.fleet_requests();

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::provider::ErrorClass;
 use crate::provider::aws::fake::FakeEc2;
 use crate::provider::aws::tests::{CLUSTER_ID, plan, pod, provider_with};
-use crate::provider::{ErrorClass, Provider};
+use crate::workload::testing::LaunchPod;
 
 const NODE: &str = "orca-aws-node";
 
@@ -112,7 +113,7 @@ async fn a_template_under_the_nodes_name_with_other_content_fails_the_pod_and_la
 
     let pod = pod("a");
     let failed = provider
-        .create(&pod, &plan(&pod, crate::plan::Market::Spot, false))
+        .launch_pod(&pod, &plan(&pod, crate::plan::Market::Spot, false))
         .await
         .unwrap_err();
     assert_eq!(failed.error.code, "LaunchTemplateMismatch");

@@ -7,9 +7,7 @@ use std::fmt::Write as _;
 
 use super::docker_args::docker_args;
 use super::quote::quote;
-use super::spec::{ContainerSpec, WorkloadSpec};
-use super::value::{EnvPart, EnvValue};
-use super::volumes::VolumeSpec;
+use crate::workload::{ContainerSpec, EnvPart, EnvValue, VolumeSpec, WorkloadSpec};
 
 /// The instance tag the bootstrap sets to the pod's exit code when the workload ends.
 pub const TAG_EXIT_CODE: &str = "orca.research/exit-code";

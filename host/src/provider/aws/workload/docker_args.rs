@@ -4,9 +4,7 @@
 //! expansions of variables the bootstrap sets at boot (`orca_ip`, `orca_cpu_millis`, …).
 
 use super::quote::{Word, quote};
-use super::spec::ContainerSpec;
-use super::value::{EnvPart, EnvValue, InstanceFact};
-use super::volumes::Mount;
+use crate::workload::{ContainerSpec, EnvPart, EnvValue, InstanceFact, Mount};
 
 /// The arguments after `docker create --name orca-<name>`, ending with the image and its
 /// command line, each a shell word.
@@ -125,7 +123,7 @@ fn csv_field(field: &str) -> String {
 mod tests {
     use super::*;
     use crate::provider::aws::workload::quote::bash_words;
-    use crate::provider::aws::workload::spec::PullPolicy;
+    use crate::workload::PullPolicy;
 
     fn container() -> ContainerSpec {
         ContainerSpec {

@@ -1,5 +1,6 @@
-//! What runs on a pod's instance: the pod resolved at launch ([`workload_spec`]), the user data
-//! that runs it ([`user_data`]), and reading its output back from the console ([`console`]).
+//! What runs on a pod's instance: the user data that runs the pod, resolved at launch
+//! ([`crate::workload::WorkloadSpec`]), with Docker ([`user_data`]), and reading its output
+//! back from the console ([`console`]).
 //!
 //! # What the AMI must provide
 //!
@@ -41,11 +42,12 @@
 //! - Each container's output goes to the serial console as `orca[<container>] <time> <line>`
 //!   (see [`console`]); the end is reported as `orca-exit-code=<N>` on the console and by
 //!   the instance tags.
+//! - A volume is a directory of the instance (`/var/lib/orca/volumes/<name>`), bind-mounted
+//!   into the containers that mount it; configMap and secret files are written at boot from
+//!   the content the user data carries.
 //!
-//! Volumes and environment are described in [`volumes`] and [`env`](mod@env). Not honoured on
-//! instances: probes, lifecycle hooks, `activeDeadlineSeconds`, service-link environment
-//! variables, ephemeral containers, and the service-account token (instances are outside the
-//! cluster network).
+//! What is resolved, and what is not honoured, is described in [`crate::workload`], with
+//! volumes and environment in [`crate::workload::volumes`] and [`crate::workload::env`].
 //!
 //! # Caveats
 //! Environment values, Secret values included, and configMap/secret volume contents travel in
@@ -55,22 +57,10 @@
 mod bootstrap;
 pub mod console;
 mod docker_args;
-pub mod env;
-mod fields;
-mod kube_source;
 mod quote;
-mod source;
-mod spec;
-mod value;
-pub mod volumes;
 
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
-pub use env::EnvError;
-pub use kube_source::KubeEnvSource;
-pub use source::{EnvSource, EnvSourceError, ObjectData, ObjectKind};
-pub use spec::{
-    ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, workload_spec,
-};
-pub use value::{EnvPart, EnvValue, InstanceFact};
-pub use volumes::{Mount, VolumeError, VolumeFile, VolumeSpec};
+
+/// Where volumes live on the instance.
+pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";

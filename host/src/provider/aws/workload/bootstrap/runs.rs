@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::provider::aws::workload::console::{container_exit_codes, container_lines, exit_code};
-use crate::provider::aws::workload::source::fake::FakeSource;
-use crate::provider::aws::workload::spec::workload_spec;
+use crate::workload::source::fake::FakeSource;
+use crate::workload::workload_spec;
 
 /// Survives any shell that would interpret it: quotes, `$()`, backticks, a newline.
 const HOSTILE: &str =

@@ -2,8 +2,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
-use crate::provider::aws::workload::source::fake::FakeSource;
-use crate::provider::aws::workload::spec::workload_spec;
+use crate::workload::source::fake::FakeSource;
+use crate::workload::workload_spec;
 
 fn pod(spec: serde_json::Value) -> Pod {
     serde_json::from_value(json!({

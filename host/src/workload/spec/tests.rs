@@ -3,8 +3,8 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::provider::aws::workload::source::fake::FakeSource;
-use crate::provider::aws::workload::value::{EnvPart, InstanceFact};
+use crate::workload::source::fake::FakeSource;
+use crate::workload::value::{EnvPart, InstanceFact};
 
 fn pod(spec: Value) -> Pod {
     serde_json::from_value(json!({

@@ -1,26 +1,28 @@
 //! A value for a container's environment or command line: text known at launch, with pieces
-//! only the instance knows (its IP, its CPU count) filled in by the bootstrap at boot.
+//! only the instance knows (its IP, its CPU count) filled in on the instance when it boots.
+
+use serde::{Deserialize, Serialize};
 
 /// Text, possibly containing facts only the instance knows.
 ///
 /// A value is a sequence of parts so that `$(VAR)` expansion works across them as the kubelet's
 /// does: `ADDR=$(POD_IP):8080` is the instance's IP followed by the text `:8080`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvValue {
     parts: Vec<EnvPart>,
 }
 
 /// One piece of an [`EnvValue`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EnvPart {
     /// Text, passed to the container byte for byte.
     Literal(String),
-    /// Filled in on the instance by the bootstrap.
+    /// Filled in on the instance when it boots.
     Instance(InstanceFact),
 }
 
-/// What only the instance knows; the bootstrap reads these at boot (IMDS, `/proc`, `df`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What only the instance knows; it is read on the instance at boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum InstanceFact {
     /// The instance's private IP (IPv4, else IPv6). Containers use the host's network, so it is
     /// `status.podIP`, `status.podIPs`, `status.hostIP` and `status.hostIPs` alike.

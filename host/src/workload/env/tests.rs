@@ -2,8 +2,8 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::provider::aws::workload::source::fake::FakeSource;
-use crate::provider::aws::workload::value::{EnvPart, InstanceFact};
+use crate::workload::source::fake::FakeSource;
+use crate::workload::value::{EnvPart, InstanceFact};
 
 fn pod(container: Value) -> Pod {
     serde_json::from_value(json!({

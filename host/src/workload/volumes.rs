@@ -1,11 +1,11 @@
-//! Pod volumes on an instance. An instance runs one pod, so a volume is a directory on the
-//! instance (`/var/lib/orca/volumes/<name>`) bind-mounted into the containers that mount it:
+//! Pod volumes on an instance. An instance runs one pod, so a volume is a directory of the
+//! instance mounted into the containers that mount it:
 //!
 //! - `emptyDir`: an empty directory; with `medium: Memory` a tmpfs (sized by `sizeLimit` when
 //!   set), so containers share it as they would on a node. A disk `sizeLimit` is not enforced.
-//! - `configMap` and `secret`: files written at boot from content carried in the user data,
-//!   with `items` and `defaultMode`/`mode` honoured, mounted read-only. They are a snapshot
-//!   taken at launch; later changes to the object do not reach the instance.
+//! - `configMap` and `secret`: files with the content read at launch, with `items` and
+//!   `defaultMode`/`mode` honoured, mounted read-only. They are a snapshot taken at launch;
+//!   later changes to the object do not reach the instance.
 //! - The projected service-account token volume (`kube-api-access-*`) is skipped: instances
 //!   are outside the cluster network, so a token would not help them reach the apiserver.
 //! - Everything else (persistentVolumeClaim, hostPath, nfs, csi, …) is refused.
@@ -13,18 +13,16 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod, Volume};
+use serde::{Deserialize, Serialize};
 
 use super::fields::units;
 use super::source::{EnvSourceError, ObjectKind, Objects};
-
-/// Where volumes live on the instance.
-pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";
 
 /// The mode of configMap and secret files when the pod does not say (`0644`).
 const DEFAULT_MODE: u32 = 0o644;
 
 /// A volume as it exists on the instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VolumeSpec {
     /// An `emptyDir` on the instance's disk.
     Directory { name: String },
@@ -55,7 +53,7 @@ impl VolumeSpec {
 }
 
 /// One file of a configMap or secret volume.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VolumeFile {
     /// Relative to the volume's directory; may contain `/`, never `..`.
     pub path: String,
@@ -65,7 +63,7 @@ pub struct VolumeFile {
 }
 
 /// A volume mounted into a container.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     pub volume: String,
     /// `subPath`: a path inside the volume, relative, never `..`.

@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::provider::aws::workload::source::fake::FakeSource;
+use crate::workload::source::fake::FakeSource;
 
 fn pod(volumes: Value, mounts: Value) -> Pod {
     serde_json::from_value(json!({

@@ -1,8 +1,9 @@
 //! What an instance runs for a pod, resolved at launch: each container with its image, command
 //! line and environment, and the pod's volumes. Everything the cluster knows is settled here;
-//! only facts of the instance itself (its IP, CPUs) are left for the bootstrap.
+//! only facts of the instance itself (its IP, CPUs) are left for the instance to fill in.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use serde::{Deserialize, Serialize};
 
 use super::env::{EnvError, ResolvedEnv, resolve_env};
 use super::fields::{millis, units};
@@ -15,8 +16,8 @@ use super::volumes::{
 /// The extended resource that asks for NVIDIA GPUs.
 const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-/// A pod, ready to become user data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A pod resolved for an instance: nothing in it refers to the cluster any more.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadSpec {
     /// `namespace/name`, for the script's own messages.
     pub pod: String,
@@ -26,15 +27,15 @@ pub struct WorkloadSpec {
     /// Run together; the pod ends when all have ended.
     pub containers: Vec<ContainerSpec>,
     pub volumes: Vec<VolumeSpec>,
-    /// Whether any container asks for `nvidia.com/gpu` (the AMI then needs the NVIDIA
-    /// container toolkit).
+    /// Whether any container asks for `nvidia.com/gpu` (the instance then needs GPUs its
+    /// containers can use).
     pub gpu: bool,
     /// Things the kubelet would report as warning Events, e.g. skipped `envFrom` keys.
     pub warnings: Vec<String>,
 }
 
 /// The pod's `restartPolicy` (Kubernetes' default is `Always`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RestartPolicy {
     Always,
     OnFailure,
@@ -52,7 +53,7 @@ impl RestartPolicy {
 }
 
 /// A container's `imagePullPolicy`, defaulted as the apiserver does when unset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PullPolicy {
     Always,
     IfNotPresent,
@@ -81,10 +82,10 @@ impl PullPolicy {
     }
 }
 
-/// One container as Docker will run it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One container as the instance will run it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerSpec {
-    /// A DNS label; the Docker container is `orca-<name>`.
+    /// A DNS label, so safe in names and paths on the instance.
     pub name: String,
     pub image: String,
     pub pull_policy: PullPolicy,
