@@ -39,11 +39,6 @@ mod tests;
 const ALLOWED_CYCLES: &[&[&str]] = &[
     &["config/policy.rs", "policy/oci/signature.rs"],
     &["node_runtime.rs", "orca.rs", "replicas/mod.rs"],
-    &[
-        "plugin_cli/bench.rs",
-        "plugin_cli/eval.rs",
-        "plugin_cli/mod.rs",
-    ],
     &["pods/execute.rs", "pods/reconcile.rs"],
     &[
         "pods/notices.rs",
