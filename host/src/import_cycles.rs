@@ -48,11 +48,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
     ],
     &["policy/mod.rs", "policy/pipeline.rs"],
     &[
-        "policy/oci/http.rs",
-        "policy/oci/manifest.rs",
-        "policy/oci/puller.rs",
-    ],
-    &[
         "provider/aws/sdk.rs",
         "provider/aws/sdk_fleet.rs",
         "provider/aws/sdk_template.rs",
