@@ -47,11 +47,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
         "pods/view.rs",
     ],
     &["policy/mod.rs", "policy/pipeline.rs"],
-    &[
-        "provider/aws/sdk.rs",
-        "provider/aws/sdk_fleet.rs",
-        "provider/aws/sdk_template.rs",
-    ],
 ];
 
 /// One import: the line of the importing file that makes it.
