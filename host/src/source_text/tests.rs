@@ -91,10 +91,18 @@ fn modules_are_declared_by_mod_as_files_or_inline() {
     );
 }
 
-/// Each case: the file's module, its text, and what it refers to (line, path from the root).
+/// A case: what it shows, the file's module, its text, and what it refers to (line, path from
+/// the root).
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static [(usize, &'static str)],
+);
+
 #[test]
 fn references_resolve_to_paths_from_the_crate_root() {
-    let cases: &[(&str, &[&str], &str, &[(usize, &str)])] = &[
+    let cases: &[Case] = &[
         ("a plain use", &["x"], "use crate::a::b;", &[(1, "a::b")]),
         (
             "a grouped use, nested, with self, an alias and a glob",
