@@ -11,6 +11,8 @@ pub mod config;
 pub mod errors;
 pub mod health;
 pub mod heap;
+#[cfg(test)]
+mod import_cycles;
 pub mod interruption;
 pub mod kube_connection;
 pub mod kube_http;
@@ -27,6 +29,8 @@ pub mod policy;
 pub mod provider;
 pub mod replicas;
 pub mod served_nodes;
+#[cfg(test)]
+mod source_text;
 pub mod spend;
 pub mod tls;
 pub mod turn;

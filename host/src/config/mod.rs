@@ -16,6 +16,7 @@ mod pods;
 mod policy;
 mod provider;
 mod quantity_field;
+mod registry;
 mod replicas;
 mod verify;
 
@@ -35,9 +36,10 @@ pub use pods::PodsConfig;
 pub use policy::{
     DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, GuardrailsConfig, Instances,
     OnError, OnErrorAction, PluginLimits, PluginLimitsConfig, PluginStep, PolicyConfig,
-    RegistryConfig, SandboxLimitsConfig,
+    SandboxLimitsConfig,
 };
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
+pub use registry::RegistryConfig;
 pub use replicas::ReplicasConfig;
 pub use verify::{KeylessIdentityConfig, SigstoreTrustRootConfig, VerifyRuleConfig};
 

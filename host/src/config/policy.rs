@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use orca_plugin_sdk::Quantity;
 use serde::Deserialize;
 
 pub use super::guardrails::GuardrailsConfig;
 pub use super::on_error::{FailureKind, OnError, OnErrorAction};
-use super::verify::{SigstoreTrustRootConfig, VerifyRuleConfig};
+use super::quantity_field::quantity_bytes;
+use super::registry::RegistryConfig;
 use super::{ConfigError, Seconds};
 
 /// The names of the plugins embedded in the binary (see `plugins/`).
@@ -49,59 +49,9 @@ pub struct PolicyConfig {
     pub guardrails: GuardrailsConfig,
 }
 
-/// How plugins are pulled from OCI registries.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct RegistryConfig {
-    /// How often tags are resolved again.
-    pub refresh_interval: Seconds,
-    /// Registry credentials in Docker's config.json format: a mounted
-    /// `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson`. Read at every pull, so a
-    /// rotated Secret is used without a restart. Absent: anonymous pulls.
-    pub docker_config: Option<PathBuf>,
-    /// PEM certificates trusted besides the system's, for a registry with a private CA.
-    pub ca_file: Option<PathBuf>,
-    /// Whose cosign signatures a pulled plugin must carry, per reference (the first entry
-    /// covering a reference applies); a reference no entry covers loads unsigned.
-    pub verify: Vec<VerifyRuleConfig>,
-    /// What keyless signatures are checked against; required by any `keyless` entry.
-    pub sigstore_trust_root: Option<SigstoreTrustRootConfig>,
-    /// The largest component pulled (a Kubernetes quantity): a manifest declaring more is
-    /// refused, and a download stops at the smaller of this and the size declared.
-    pub max_component_size: String,
-    /// The longest a registry may send nothing (while connecting, or in the middle of an
-    /// answer) before the pull is given up.
-    pub stall_timeout: Seconds,
-    /// The longest one reference's resolve and pull may take together; the version serving
-    /// keeps serving meanwhile, and other references are pulled on their own.
-    pub pull_timeout: Seconds,
-}
-
-impl Default for RegistryConfig {
-    fn default() -> Self {
-        RegistryConfig {
-            refresh_interval: Seconds::from_secs(60),
-            docker_config: None,
-            ca_file: None,
-            verify: Vec::new(),
-            sigstore_trust_root: None,
-            max_component_size: "256Mi".to_owned(),
-            stall_timeout: Seconds::from_secs(30),
-            pull_timeout: Seconds::from_secs(300),
-        }
-    }
-}
-
 /// The bounds of `policy.registry.maxComponentSize`: an interpreter's plugin is 12 to 20 MB.
 const MIN_COMPONENT_BYTES: usize = 1 << 10;
 const MAX_COMPONENT_BYTES: usize = 2 << 30;
-
-impl RegistryConfig {
-    /// `maxComponentSize` in bytes (once validated).
-    pub fn max_component_bytes(&self) -> u64 {
-        quantity_bytes(&self.max_component_size).map_or(0, |bytes| bytes as u64)
-    }
-}
 
 /// One plugin in a hook's chain.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -532,11 +482,6 @@ fn validate_limits(
 const MAX_CONCURRENT_CALLS: u16 = 64;
 /// Plugin calls besides pods' decisions that may run at once (a load, on the reload thread).
 const LOAD_CALLS: u64 = 1;
-
-fn quantity_bytes(value: &str) -> Option<usize> {
-    let quantity: Quantity = value.parse().ok()?;
-    usize::try_from(quantity.to_units_ceil().ok()?).ok()
-}
 
 fn human(bytes: usize) -> String {
     match bytes {

@@ -1,5 +1,6 @@
 //! Quantity fields accept what people write in YAML: `cpu: 1000` as well as `cpu: "1000"`.
 
+use orca_plugin_sdk::Quantity;
 use serde::{Deserialize, Deserializer};
 
 #[derive(Deserialize)]
@@ -25,4 +26,11 @@ pub(super) fn optional_string_or_number<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<String>, D::Error> {
     string_or_number(deserializer).map(Some)
+}
+
+/// A Kubernetes quantity (`256Mi`) in bytes, rounded up; `None` if it is not one or does not
+/// fit.
+pub(super) fn quantity_bytes(value: &str) -> Option<usize> {
+    let quantity: Quantity = value.parse().ok()?;
+    usize::try_from(quantity.to_units_ceil().ok()?).ok()
 }

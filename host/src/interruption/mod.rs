@@ -11,6 +11,7 @@
 mod account;
 mod backoff;
 mod consumer;
+mod delivery;
 pub mod notice;
 pub mod owners;
 pub mod queue;
@@ -22,7 +23,8 @@ mod sqs;
 mod triage;
 
 pub use account::{AccountError, caller_account};
-pub use consumer::{ConsumerParts, Delivery, NoticeSink, consume};
+pub use consumer::{ConsumerParts, consume};
+pub use delivery::{Delivery, NoticeSink};
 pub use notice::{Notice, NoticeError, NoticeKind, Origin};
 pub use owners::{Ec2Owners, InstanceOwners, ThisOrca};
 pub use queue::{NoticeQueue, QueueError, Received, RefusedEntry};

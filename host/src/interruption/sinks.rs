@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::consumer::{Delivery, NoticeSink};
+use super::delivery::{Delivery, NoticeSink};
 use super::notice::Notice;
 
 /// The sinks of the nodes served, by node name.

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use super::consumer::Delivery;
+use super::delivery::Delivery;
 use super::notice::{self, Notice, NoticeError, NoticeKind, Origin};
 use super::owners::Asked;
 use crate::metrics::MessageOutcome;

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
-use super::routes::{Admitted, ApiState};
+use super::state::{Admitted, ApiState};
 use crate::provider::render_logs as render;
 use crate::provider::{LogOptions, PodKey, Provider};
 use crate::served_nodes::FoundPod;

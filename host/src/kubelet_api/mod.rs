@@ -7,6 +7,7 @@ mod idle;
 mod logs;
 mod routes;
 mod server;
+mod state;
 mod target;
 pub mod tls;
 mod unsupported;
@@ -20,7 +21,7 @@ use crate::config::{KubeletApiConfig, NodeConfig};
 use crate::metrics::KubeletApiMetrics;
 use crate::served_nodes::ServedNodes;
 
-pub use routes::ApiState;
+pub use state::ApiState;
 pub use unsupported::message as unsupported_message;
 
 /// Why the kubelet API could not start.

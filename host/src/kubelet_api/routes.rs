@@ -1,7 +1,6 @@
 //! The kubelet API's routes, every one behind authentication and authorization.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
@@ -11,68 +10,15 @@ use axum::routing::{any, get};
 use axum::{Extension, Router};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::auth::{Gate, Refusal, User};
+use super::auth::{Refusal, User};
 use super::logs::{container_logs, refuse};
-use super::target::{Check, Target};
+use super::state::{Admitted, ApiState};
+use super::target::Check;
 use super::unsupported::unsupported;
-use crate::served_nodes::{FoundPod, ServedNodes};
-
-/// What every handler reads.
-pub struct ApiState {
-    pub gate: Gate,
-    /// The nodes this process serves: one listener answers for all of them.
-    pub served: Arc<ServedNodes>,
-    /// The node a request about no node's data (`/healthz`, an unknown path) is authorized
-    /// on, and every request while no node is served here: the first declared.
-    pub first_node: String,
-    pub follow_poll_interval: Duration,
-}
-
-impl ApiState {
-    /// A pod bound to a served node, from that node's pod cache.
-    pub fn pod(&self, namespace: &str, name: &str) -> Option<FoundPod> {
-        self.served.pod(namespace, name)
-    }
-
-    /// The served nodes' names, for messages.
-    pub fn node_names(&self) -> String {
-        let names = self.served.names();
-        if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(", ")
-        }
-    }
-
-    /// The check a request for `path` passes, and the pod it concerns if that pod is on a
-    /// served node: the handler serves that pod and no other.
-    fn check_for(&self, path: &str) -> (Check, Option<FoundPod>) {
-        let target = Target::of(path);
-        let found = match &target {
-            Target::Pod(Some(pod)) => self.pod(&pod.namespace, &pod.name),
-            _ => None,
-        };
-        let check = Check::for_target(
-            &target,
-            found.as_ref().map(|found| found.node.as_str()),
-            &self.served.names(),
-            &self.first_node,
-        );
-        (check, found)
-    }
-}
 
 /// The user a verified client certificate names, put on each request by the connection.
 #[derive(Debug, Clone, Default)]
 pub struct PeerUser(pub Option<User>);
-
-/// What [`admit`] let through, for the handler: the pod authorized (if the path names one on
-/// a served node) and the nodes the caller was allowed on.
-#[derive(Clone)]
-pub struct Admitted {
-    pub pod: Option<FoundPod>,
-    pub nodes: Vec<String>,
-}
 
 pub fn router(state: Arc<ApiState>) -> Router {
     Router::new()

@@ -3,13 +3,14 @@
 
 use std::time::{Duration, Instant};
 
+use super::inputs;
 use crate::cli::PipelineArgs;
 use crate::policy::native::NativePolicy;
 
 pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
     let iterations = iterations.max(1);
-    let (pipeline, catalogue) = super::pipeline(args)?;
-    let pod = super::read_pod(&args.pod)?;
+    let (pipeline, catalogue) = inputs::pipeline(args)?;
+    let pod = inputs::read_pod(&args.pod)?;
     let pod_bytes = serde_json::to_vec(&pod).map(|json| json.len()).unwrap_or(0);
     pipeline
         .decide(&pod)
@@ -37,7 +38,7 @@ pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
 
     // The denominator is always the default policy run natively: with --plugin or --config it
     // is what those plugins cost over deciding with no sandbox at all.
-    let native = NativePolicy::new(catalogue, super::NODE_NAME, super::CLUSTER_NAME);
+    let native = NativePolicy::new(catalogue, inputs::NODE_NAME, inputs::CLUSTER_NAME);
     let native_times = measure(iterations, || {
         let _ = native.decide(&pod);
     });

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::inputs;
 use crate::cli::PipelineArgs;
 use crate::plan::InstanceCandidate;
 use crate::policy::PlanError;
@@ -43,8 +44,8 @@ struct ErrorView<'a> {
 }
 
 pub fn run(args: &PipelineArgs, output: &str) -> Result<(), String> {
-    let (pipeline, _) = super::pipeline(args)?;
-    let pod = super::read_pod(&args.pod)?;
+    let (pipeline, _) = inputs::pipeline(args)?;
+    let pod = inputs::read_pod(&args.pod)?;
     let (outcome, asked) = pipeline.explain(&pod);
     let evaluation = Evaluation {
         decided: outcome.is_ok(),

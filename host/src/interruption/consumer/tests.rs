@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use async_trait::async_trait;
 use prometheus_client::registry::Registry;
 
 use super::super::owners::OwnersError;

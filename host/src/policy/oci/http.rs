@@ -14,26 +14,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use super::puller::PullError;
-
-/// What a request fetches, for limits and messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fetched {
-    /// A tag's digest (`HEAD` of the manifest).
-    Tag,
-    Manifest,
-    Component,
-}
-
-impl std::fmt::Display for Fetched {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Fetched::Tag => "the tag's digest",
-            Fetched::Manifest => "the manifest",
-            Fetched::Component => "the component",
-        })
-    }
-}
+use super::pull_error::{Fetched, PullError};
 
 /// Bytes of a refusal's body quoted in the message.
 const QUOTED_ERROR_BYTES: u64 = 512;

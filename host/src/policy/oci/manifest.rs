@@ -6,7 +6,7 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest, WASM_LAYER_MEDIA_TYP
 
 use super::artifact::LAYER_MEDIA_TYPE;
 use super::digest::ContentDigest;
-use super::puller::{DigestSource, PullError};
+use super::pull_error::{DigestSource, PullError};
 
 /// A plugin artifact's manifest, its digests validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

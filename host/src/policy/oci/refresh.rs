@@ -12,7 +12,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::digest::ContentDigest;
-use super::puller::{PullError, Pulled, Puller};
+use super::pull_error::PullError;
+use super::puller::{Pulled, Puller};
 use super::reference::PluginReference;
 use super::signature::Signer;
 use crate::policy::registry::{PluginRegistry, ReloadEvent};

@@ -2,6 +2,8 @@
 //! profile, IRSA web identity, instance role), the SDK's standard retries for throttling and
 //! 5xx answers, and per-call timeouts so a hung endpoint cannot stall a reconcile.
 
+pub(super) mod error;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +12,6 @@ use async_trait::async_trait;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_ec2::Client;
-use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{
     self as ec2, BlockDeviceMapping, EbsBlockDevice, HttpTokensState,
     IamInstanceProfileSpecification, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
@@ -21,13 +22,14 @@ use base64::Engine as _;
 use jiff::Timestamp;
 
 use super::api::{
-    ApiError, ApiErrorKind, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use super::calls::{CountRequests, Ec2Calls};
 use super::{sdk_fleet, sdk_template};
 use crate::plan::Market;
 use crate::provider::{InstanceState, StateReason};
+use error::api_error;
 
 /// Attempts per call, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 4;
@@ -363,36 +365,6 @@ impl Ec2Api for SdkEc2 {
             .await
             .map(|_| ())
             .map_err(api_error)
-    }
-}
-
-pub(super) fn api_error<E, R>(error: SdkError<E, R>) -> ApiError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + HasStatus,
-{
-    match &error {
-        SdkError::ServiceError(service) => ApiError {
-            kind: ApiErrorKind::Service,
-            code: service.err().code().unwrap_or("Unknown").to_owned(),
-            message: service
-                .err()
-                .message()
-                .map_or_else(|| format!("{}", DisplayErrorContext(&error)), str::to_owned),
-            status: Some(service.raw().status_code()),
-        },
-        _ => ApiError::transport(format!("{}", DisplayErrorContext(&error))),
-    }
-}
-
-/// The HTTP status of a raw response, whatever its type.
-pub(super) trait HasStatus {
-    fn status_code(&self) -> u16;
-}
-
-impl HasStatus for aws_sdk_ec2::config::http::HttpResponse {
-    fn status_code(&self) -> u16 {
-        self.status().as_u16()
     }
 }
 

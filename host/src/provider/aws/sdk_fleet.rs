@@ -15,7 +15,7 @@ use base64::Engine as _;
 use super::api::{
     ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, TAG_LAUNCH_ATTEMPT,
 };
-use super::sdk::api_error;
+use super::sdk::error::api_error;
 use crate::plan::{AllocationStrategy, Market};
 
 pub(super) async fn create_fleet(

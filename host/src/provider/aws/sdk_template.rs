@@ -17,7 +17,7 @@ use super::api::{
     ApiError, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, ShutdownBehaviour,
     TemplateSettings,
 };
-use super::sdk::api_error;
+use super::sdk::error::api_error;
 use super::template::sorted_list;
 
 /// Versions per `DescribeLaunchTemplateVersions` page (EC2 accepts up to 200).

@@ -8,6 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::source_text::{production_code, production_files};
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -87,86 +88,6 @@ fn sdk_operations() -> BTreeMap<String, Vec<Service>> {
     operations
 }
 
-/// A line without its comment, and with string literals blanked (their contents are not code):
-/// what is left is what the compiler reads as code on that line.
-fn code_of(line: &str) -> String {
-    let mut code = String::with_capacity(line.len());
-    let mut in_string = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (in_string, c) {
-            (true, '\\') => {
-                chars.next();
-            }
-            (true, '"') => {
-                in_string = false;
-                code.push('"');
-            }
-            (true, _) => {}
-            (false, '"') => {
-                in_string = true;
-                code.push('"');
-            }
-            (false, '/') if chars.peek() == Some(&'/') => break,
-            (false, _) => code.push(c),
-        }
-    }
-    code
-}
-
-/// A file's code as the compiler builds it for production: comments and strings blanked, and
-/// every item under `#[cfg(test)]` (or `cfg(any(test, …))`) left out, with the modules it
-/// declares by `mod name;`.
-fn production_code(text: &str) -> (String, Vec<String>) {
-    let mut code = String::new();
-    let mut children = Vec::new();
-    let mut test_item_next = false;
-    // Inside a test item: its brace depth so far, and whether its first brace was seen.
-    let mut skipping: Option<(i64, bool)> = None;
-    for line in text.lines() {
-        let line = code_of(line);
-        let trimmed = line.trim();
-        let opened = line.matches('{').count() as i64;
-        let closed = line.matches('}').count() as i64;
-        if let Some((depth, seen)) = skipping.as_mut() {
-            *depth += opened - closed;
-            *seen |= opened > 0;
-            if *seen && *depth <= 0 || !*seen && trimmed.ends_with(';') {
-                skipping = None;
-            }
-            continue;
-        }
-        let test_attribute = trimmed.starts_with("#[cfg(")
-            && trimmed.contains("test")
-            && !trimmed.contains("not(test");
-        if test_attribute {
-            test_item_next = true;
-            continue;
-        }
-        if test_item_next && !trimmed.starts_with("#[") && !trimmed.is_empty() {
-            test_item_next = false;
-            let ended = opened > 0 && opened <= closed || opened == 0 && trimmed.ends_with(';');
-            if !ended {
-                skipping = Some((opened - closed, opened > 0));
-            }
-            continue;
-        }
-        let declaration = trimmed
-            .trim_start_matches("pub(crate) ")
-            .trim_start_matches("pub(super) ")
-            .trim_start_matches("pub ");
-        if let Some(name) = declaration
-            .strip_prefix("mod ")
-            .and_then(|rest| rest.strip_suffix(';'))
-        {
-            children.push(name.trim().to_owned());
-        }
-        code.push_str(&line);
-        code.push('\n');
-    }
-    (code, children)
-}
-
 /// The zero-argument method calls in `code`: `.name()`, across whitespace and line breaks.
 fn zero_argument_calls(code: &str) -> Vec<&str> {
     let mut calls = Vec::new();
@@ -194,36 +115,15 @@ fn zero_argument_calls(code: &str) -> Vec<&str> {
 /// the compiler reads from `lib.rs` and `main.rs`, without what is under `#[cfg(test)]`.
 fn calls_in_source() -> BTreeMap<(Service, String), BTreeSet<String>> {
     let operations = sdk_operations();
-    let src = repository().join("host/src");
-    // Each file, with the folder its `mod child;` files are in.
-    let mut pending = vec![
-        (src.join("lib.rs"), src.clone()),
-        (src.join("main.rs"), src.clone()),
-    ];
+    let files = production_files();
+    assert!(
+        files.len() > 50,
+        "only {} files walked from host/src/lib.rs",
+        files.len()
+    );
     let mut calls: BTreeMap<(Service, String), BTreeSet<String>> = BTreeMap::new();
-    let mut files = 0;
-    while let Some((file, dir)) = pending.pop() {
-        let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let (code, children) = production_code(&text);
-        files += 1;
-        for child in children {
-            let flat = dir.join(format!("{child}.rs"));
-            let nested = dir.join(&child).join("mod.rs");
-            let path = if flat.exists() { flat } else { nested };
-            assert!(path.exists(), "module {child} of {}", file.display());
-            let child_dir = if path.ends_with("mod.rs") {
-                path.parent().expect("a parent").to_path_buf()
-            } else {
-                dir.join(&child)
-            };
-            pending.push((path, child_dir));
-        }
-        let relative = file
-            .strip_prefix(&src)
-            .unwrap_or(&file)
-            .display()
-            .to_string();
-        for method in zero_argument_calls(&code) {
+    for file in &files {
+        for method in zero_argument_calls(&file.code) {
             let Some(candidates) = operations.get(method) else {
                 continue;
             };
@@ -233,33 +133,29 @@ fn calls_in_source() -> BTreeMap<(Service, String), BTreeSet<String>> {
                 candidates
                     .iter()
                     .copied()
-                    .filter(|service| text.contains(&service.sdk_crate().replace('-', "_")))
+                    .filter(|service| file.text.contains(&service.sdk_crate().replace('-', "_")))
                     .collect()
             };
             assert_eq!(
                 services.len(),
                 1,
-                "{relative}: `{method}()` is an operation of {candidates:?}; say which client \
+                "{}: `{method}()` is an operation of {candidates:?}; say which client \
                  it is by naming its crate in the file",
+                file.path,
             );
             calls
                 .entry((services[0], pascal(method)))
                 .or_default()
-                .insert(relative.clone());
+                .insert(file.path.clone());
         }
     }
-    assert!(files > 50, "only {files} files walked from host/src/lib.rs");
     calls
 }
 
 #[test]
-fn production_code_leaves_out_tests_comments_and_strings() {
+fn zero_argument_calls_are_read_from_production_code_only() {
     let text = r#"
 //! `client.describe_images()` in a comment
-mod a;
-pub(crate) mod b;
-#[cfg(test)]
-mod tests;
 #[cfg(test)]
 mod inline {
     fn f() { client.describe_regions().send(); }
@@ -271,8 +167,7 @@ fn g() {
         .send();
 }
 "#;
-    let (code, children) = production_code(text);
-    assert_eq!(children, ["a", "b"]);
+    let code = production_code(text);
     assert_eq!(zero_argument_calls(&code), ["describe_instances", "send"]);
 }
 

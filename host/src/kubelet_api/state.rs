@@ -1,0 +1,62 @@
+//! What every kubelet API handler reads: the state the routes share, and what the gate let
+//! through for one request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::auth::Gate;
+use super::target::{Check, Target};
+use crate::served_nodes::{FoundPod, ServedNodes};
+
+/// What every handler reads.
+pub struct ApiState {
+    pub gate: Gate,
+    /// The nodes this process serves: one listener answers for all of them.
+    pub served: Arc<ServedNodes>,
+    /// The node a request about no node's data (`/healthz`, an unknown path) is authorized
+    /// on, and every request while no node is served here: the first declared.
+    pub first_node: String,
+    pub follow_poll_interval: Duration,
+}
+
+impl ApiState {
+    /// A pod bound to a served node, from that node's pod cache.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<FoundPod> {
+        self.served.pod(namespace, name)
+    }
+
+    /// The served nodes' names, for messages.
+    pub fn node_names(&self) -> String {
+        let names = self.served.names();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+
+    /// The check a request for `path` passes, and the pod it concerns if that pod is on a
+    /// served node: the handler serves that pod and no other.
+    pub(super) fn check_for(&self, path: &str) -> (Check, Option<FoundPod>) {
+        let target = Target::of(path);
+        let found = match &target {
+            Target::Pod(Some(pod)) => self.pod(&pod.namespace, &pod.name),
+            _ => None,
+        };
+        let check = Check::for_target(
+            &target,
+            found.as_ref().map(|found| found.node.as_str()),
+            &self.served.names(),
+            &self.first_node,
+        );
+        (check, found)
+    }
+}
+
+/// What the routes' gate let through, for the handler: the pod authorized (if the path names one on
+/// a served node) and the nodes the caller was allowed on.
+#[derive(Clone)]
+pub struct Admitted {
+    pub pod: Option<FoundPod>,
+    pub nodes: Vec<String>,
+}
