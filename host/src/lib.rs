@@ -27,5 +27,6 @@ pub mod provider;
 pub mod replicas;
 pub mod served_nodes;
 pub mod spend;
+pub mod support;
 pub mod tls;
 pub mod turn;
