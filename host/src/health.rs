@@ -1,12 +1,14 @@
 //! What `/readyz` reports: orca is ready once each node it serves is registered and its pod
 //! cache has listed, its kubelet API listens, and its policy can decide (every hook's chain
-//! reaches a loaded plugin). Each part marks its own step.
+//! reaches a loaded plugin). Each part marks its own step; which nodes are served is
+//! [`ServedNodes`]'s to say.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::errors::lock;
+use crate::served_nodes::ServedNodes;
 
 /// A served node's steps.
 #[derive(Debug, Default, Clone, Copy)]
@@ -15,10 +17,11 @@ struct NodeSteps {
     listed: bool,
 }
 
-#[derive(Debug, Default)]
 pub struct Health {
-    /// The nodes served, by name, with their steps.
-    nodes: Mutex<BTreeMap<String, NodeSteps>>,
+    /// The nodes served: readiness waits for each one's steps.
+    served: Arc<ServedNodes>,
+    /// The steps done so far by the nodes served, by name.
+    steps: Mutex<BTreeMap<String, NodeSteps>>,
     /// With replicas sharing the nodes: the nodes whose Lease this replica has not yet seen
     /// taken (by it, or by a live other replica).
     leases_unsettled: Mutex<std::collections::BTreeSet<String>>,
@@ -28,24 +31,35 @@ pub struct Health {
 }
 
 impl Health {
-    /// Readiness waits for `node`'s steps too, from now until [`Health::stop_serving`].
-    pub fn serve(&self, node: &str) {
-        lock(&self.nodes).entry(node.to_owned()).or_default();
-    }
-
-    pub fn stop_serving(&self, node: &str) {
-        lock(&self.nodes).remove(node);
-    }
-
-    pub fn node_registered(&self, node: &str) {
-        if let Some(steps) = lock(&self.nodes).get_mut(node) {
-            steps.registered = true;
+    /// Readiness waits for the steps of each node `served` serves, whenever it serves it.
+    pub fn new(served: Arc<ServedNodes>) -> Health {
+        Health {
+            served,
+            steps: Mutex::default(),
+            leases_unsettled: Mutex::default(),
+            kubelet_api_serving: AtomicBool::new(false),
+            policy_not_ready: Mutex::default(),
         }
     }
 
+    /// Forgets `node`'s steps once it is no longer served: serving it again waits for them
+    /// again.
+    pub fn forget_steps(&self, node: &str) {
+        lock(&self.steps).remove(node);
+    }
+
+    pub fn node_registered(&self, node: &str) {
+        self.step_done(node, |steps| steps.registered = true);
+    }
+
     pub fn pods_listed(&self, node: &str) {
-        if let Some(steps) = lock(&self.nodes).get_mut(node) {
-            steps.listed = true;
+        self.step_done(node, |steps| steps.listed = true);
+    }
+
+    /// Marks a step of `node`, if it is served (a step of a node no longer served is late).
+    fn step_done(&self, node: &str, mark: impl FnOnce(&mut NodeSteps)) {
+        if self.served.serves(node) {
+            mark(lock(&self.steps).entry(node.to_owned()).or_default());
         }
     }
 
@@ -72,7 +86,9 @@ impl Health {
     pub fn waiting_for(&self) -> Vec<String> {
         let mut waiting = Vec::new();
         {
-            let nodes = lock(&self.nodes);
+            let nodes = self.served.names();
+            let steps = lock(&self.steps);
+            let steps_of = |node: &String| steps.get(node).copied().unwrap_or_default();
             // One node reads as before; several are named.
             let of = |node: &str| {
                 if nodes.len() > 1 {
@@ -81,13 +97,13 @@ impl Health {
                     String::new()
                 }
             };
-            for (node, steps) in nodes.iter() {
-                if !steps.registered {
+            for node in &nodes {
+                if !steps_of(node).registered {
                     waiting.push(format!("node registration{}", of(node)));
                 }
             }
-            for (node, steps) in nodes.iter() {
-                if !steps.listed {
+            for node in &nodes {
+                if !steps_of(node).listed {
                     waiting.push(format!("the first pod list{}", of(node)));
                 }
             }
@@ -111,8 +127,7 @@ mod tests {
 
     #[test]
     fn ready_only_when_every_step_is_done() {
-        let health = Health::default();
-        health.serve("orca");
+        let health = Health::new(ServedNodes::serving(&["orca"]));
         assert_eq!(health.waiting_for().len(), 3);
         health.node_registered("orca");
         health.pods_listed("orca");
@@ -123,38 +138,47 @@ mod tests {
 
     #[test]
     fn every_served_node_must_be_registered_and_listed() {
-        let health = Health::default();
+        let served = ServedNodes::serving(&["orca-a", "orca-b"]);
+        let health = Health::new(served.clone());
         health.kubelet_api_serving();
-        health.serve("orca-a");
-        health.serve("orca-b");
         health.node_registered("orca-a");
         health.pods_listed("orca-a");
         health.pods_listed("orca-b");
         assert_eq!(health.waiting_for(), ["node registration of orca-b"]);
-        health.stop_serving("orca-b");
+        served.stop_serving("orca-b");
+        health.forget_steps("orca-b");
         assert!(health.waiting_for().is_empty());
         health.node_registered("orca-b");
         assert!(
             health.waiting_for().is_empty(),
             "a node not served is not waited for"
         );
+        served.serve_empty("orca-b");
+        assert_eq!(
+            health.waiting_for(),
+            [
+                "node registration of orca-b",
+                "the first pod list of orca-b"
+            ],
+            "served again, it is waited for again: nothing carries over from its last turn"
+        );
     }
 
     #[test]
     fn a_shared_node_is_waited_for_until_its_lease_is_held() {
-        let health = Health::default();
+        let served = Arc::new(ServedNodes::default());
+        let health = Health::new(served.clone());
         health.kubelet_api_serving();
         health.awaiting_lease("orca-a");
         assert_eq!(health.waiting_for(), ["the Lease of orca-a to be held"]);
-        health.serve("orca-a");
+        served.serve_empty("orca-a");
         health.lease_settled("orca-a");
         assert_eq!(health.waiting_for().len(), 2, "now its own steps");
     }
 
     #[test]
     fn policy_that_cannot_decide_is_not_ready_and_named() {
-        let health = Health::default();
-        health.serve("orca");
+        let health = Health::new(ServedNodes::serving(&["orca"]));
         health.node_registered("orca");
         health.pods_listed("orca");
         health.kubelet_api_serving();

@@ -94,14 +94,19 @@ pub const ALLOCATOR_SETTINGS: AllocatorSettings =
 #[repr(transparent)]
 pub struct AllocatorSettings(*const std::ffi::c_char);
 
+// Allowed here: jemalloc reads its settings through a static raw pointer, which Rust shares
+// between threads only with this promise.
 // SAFETY: the pointer is to a string literal: immutable and alive for the whole program.
+#[allow(unsafe_code)]
 unsafe impl Sync for AllocatorSettings {}
 
 impl AllocatorSettings {
     /// The settings as text.
     pub fn as_str(&self) -> &'static str {
+        // Allowed here: the settings are kept as the raw pointer jemalloc reads.
         // SAFETY: built only from a C string literal (a private field), so the pointer is to a
         // NUL-terminated string that lives for the whole program.
+        #[allow(unsafe_code)]
         let settings = unsafe { std::ffi::CStr::from_ptr(self.0) };
         settings.to_str().unwrap_or_default()
     }
@@ -113,8 +118,10 @@ impl AllocatorSettings {
 pub fn release_freed_memory() -> bool {
     /// `arena.<i>.purge` with `MALLCTL_ARENAS_ALL` for `i`: every arena.
     const PURGE_ALL_ARENAS: &std::ffi::CStr = c"arena.4096.purge";
+    // Allowed here: `mallctl` is jemalloc's C interface, the only way to ask it for a purge.
     // SAFETY: a purge reads and writes no values (null old/new pointers, zero length);
     // jemalloc takes its own locks and allows it from any thread at any time.
+    #[allow(unsafe_code)]
     let status = unsafe {
         tikv_jemalloc_sys::mallctl(
             PURGE_ALL_ARENAS.as_ptr(),

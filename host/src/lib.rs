@@ -32,6 +32,7 @@ pub mod served_nodes;
 #[cfg(test)]
 mod source_text;
 pub mod spend;
+pub mod support;
 pub mod tls;
 pub mod turn;
 pub mod workload;

@@ -87,5 +87,7 @@ static ALLOCATOR: orca::heap::Allocator = orca::heap::Allocator {};
 /// jemalloc reads its settings from this symbol before its first allocation (the crate's
 /// symbols carry the `_rjem_` prefix). It must live in the binary: a static in the library
 /// would be left out of the link, as nothing refers to it by name.
+// Allowed here: jemalloc finds its settings only by this exported symbol name.
+#[allow(unsafe_code)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static ALLOCATOR_SETTINGS: orca::heap::AllocatorSettings = orca::heap::ALLOCATOR_SETTINGS;

@@ -102,7 +102,6 @@ impl NodeRuntime {
         tenure: Tenure,
     ) -> TurnEnd {
         let name = self.name().to_owned();
-        shared.health.serve(&name);
         shared.served.serve(
             &name,
             ServedNode {
@@ -110,6 +109,9 @@ impl NodeRuntime {
                 provider: provider.clone(),
             },
         );
+        // Served now, so readiness waits for the node's own steps (registered, pods listed)
+        // in place of its Lease, which this replica holds (with replicas sharing the nodes).
+        shared.health.lease_settled(&name);
         let turn = stop.child_token();
         let mut node_task = tokio::spawn({
             let (tenure, turn) = (tenure.clone(), turn.clone());
@@ -158,7 +160,7 @@ impl NodeRuntime {
         turn.cancel();
         let then = stopped(other, other_task, shared.pods.shutdown_grace_period.get()).await;
         shared.served.stop_serving(&name);
-        shared.health.stop_serving(&name);
+        shared.health.forget_steps(&name);
         turn::first_cause(first, then)
     }
 }

@@ -271,8 +271,8 @@ impl Orca {
             pipeline,
             registry,
             metrics,
+            health: Arc::new(Health::new(served.clone())),
             served,
-            health: Arc::new(Health::default()),
         })
     }
 

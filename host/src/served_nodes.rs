@@ -64,6 +64,11 @@ impl ServedNodes {
         self.write().remove(name);
     }
 
+    /// Whether `name` is served now.
+    pub fn serves(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
     /// The names served now, in order.
     pub fn names(&self) -> Vec<String> {
         self.read().keys().cloned().collect()
@@ -104,6 +109,30 @@ impl ServedNodes {
             .filter(|(name, _)| nodes.contains(name))
             .flat_map(|(_, served)| served.pods.state())
             .collect()
+    }
+
+    /// Serves each of `names` with no pods, on the simulated provider: for tests of what
+    /// follows from which nodes are served.
+    #[cfg(test)]
+    pub(crate) fn serving(names: &[&str]) -> Arc<ServedNodes> {
+        let served = Arc::new(ServedNodes::default());
+        for name in names {
+            served.serve_empty(name);
+        }
+        served
+    }
+
+    /// Serves `name` with no pods, on the simulated provider.
+    #[cfg(test)]
+    pub(crate) fn serve_empty(&self, name: &str) {
+        let provider: Arc<dyn Provider> = Arc::new(
+            crate::provider::simulated::SimulatedProvider::new(
+                crate::config::SimulatedConfig::default(),
+            )
+            .expect("the default simulated provider"),
+        );
+        let (pods, _) = kube::runtime::reflector::store();
+        self.serve(name, ServedNode { pods, provider });
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, ServedNode>> {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 
-use super::queue::BoxError;
+use crate::support::BoxError;
 
 /// Attempts, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 5;

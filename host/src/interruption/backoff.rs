@@ -4,41 +4,27 @@
 
 use std::time::Duration;
 
-const FIRST: Duration = Duration::from_secs(1);
-const LONGEST: Duration = Duration::from_secs(30);
+use crate::support::backoff::{Backoff as Doubling, Delays};
 
+const RECEIVE_BACKOFF: Doubling = Doubling::new(Duration::from_secs(1), Duration::from_secs(30));
+
+/// The receive loop's run of failures, under [`RECEIVE_BACKOFF`]. The rule and the counting
+/// are [`crate::support::backoff`]'s; this only fixes the bounds where the consumer asks for
+/// them (`Backoff::new()`), so the consumer is unchanged.
 #[derive(Debug)]
-pub(super) struct Backoff {
-    next: Duration,
-}
+pub(super) struct Backoff(Delays);
 
 impl Backoff {
     pub(super) fn new() -> Backoff {
-        Backoff { next: FIRST }
+        Backoff(RECEIVE_BACKOFF.delays())
     }
 
     /// The pause before the next try; each call doubles the one after, up to the longest.
     pub(super) fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        self.next = (self.next * 2).min(LONGEST);
-        delay
+        self.0.next_delay()
     }
 
     pub(super) fn reset(&mut self) {
-        self.next = FIRST;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delays_double_to_thirty_seconds_and_reset() {
-        let mut backoff = Backoff::new();
-        let delays: Vec<u64> = (0..7).map(|_| backoff.next_delay().as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
-        backoff.reset();
-        assert_eq!(backoff.next_delay(), FIRST);
+        self.0.reset();
     }
 }

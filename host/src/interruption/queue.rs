@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::support::BoxError;
+
 /// One message as received: its body, and the handle that deletes this receipt of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Received {
@@ -41,10 +43,8 @@ pub trait NoticeQueue: Send + Sync + 'static {
     async fn hand_on(&self, receipt_handles: &[String], after: Duration) -> Result<(), QueueError>;
 }
 
-/// A cause from the SDK or a fake, kept for the log line.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Why a queue call did not do what was asked.
+/// Why a queue call did not do what was asked; the cause, from the SDK or a fake, kept for the
+/// log line.
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
     #[error("ReceiveMessage on {queue} failed")]

@@ -12,7 +12,8 @@ use aws_sdk_sqs::types::{
     BatchResultErrorEntry, ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
 };
 
-use super::queue::{BoxError, NoticeQueue, QueueError, Received, RefusedEntry};
+use super::queue::{NoticeQueue, QueueError, Received, RefusedEntry};
+use crate::support::BoxError;
 
 /// Attempts per call, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 4;

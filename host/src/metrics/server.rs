@@ -103,8 +103,9 @@ mod tests {
         let mut registry = Registry::default();
         let lease = crate::metrics::LeaseMetrics::register(&mut registry);
         lease.record(true);
-        let health = Arc::new(Health::default());
-        health.serve("orca");
+        let health = Arc::new(Health::new(crate::served_nodes::ServedNodes::serving(&[
+            "orca",
+        ])));
         let shutdown = CancellationToken::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();

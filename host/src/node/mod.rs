@@ -28,6 +28,11 @@ pub use registration::{Registrar, RegistrationError};
 use crate::config::NodeConfig;
 use crate::errors::error_chain;
 use crate::provider::Provider;
+use crate::support::Backoff;
+
+/// The waits between tries to register the Node.
+const REGISTRATION_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
 
 /// Keeps orca's Node registered, leased and truthful about the provider's health.
 pub struct NodeController {
@@ -135,19 +140,20 @@ impl NodeController {
         ready: &ReadyTracker,
         shutdown: &CancellationToken,
     ) -> Option<String> {
-        let mut delay = Duration::from_millis(200);
+        let mut delays = REGISTRATION_BACKOFF.delays();
         loop {
-            match self.register(ready).await {
+            let delay = match self.register(ready).await {
                 Ok(uid) => return Some(uid),
                 Err(error) => {
-                    tracing::warn!(error = %error_chain(&error), retry_in = ?delay, "node registration failed")
+                    let delay = delays.next_delay();
+                    tracing::warn!(error = %error_chain(&error), retry_in = ?delay, "node registration failed");
+                    delay
                 }
-            }
+            };
             tokio::select! {
                 () = shutdown.cancelled() => return None,
                 () = tokio::time::sleep(delay) => {}
             }
-            delay = (delay * 2).min(Duration::from_secs(10));
         }
     }
 

@@ -45,6 +45,7 @@ use crate::provider::aws::strays::PodPresence;
 use crate::provider::{PodKey, Provider};
 use crate::replicas::Tenure;
 use crate::spend::NamespaceSpend;
+use crate::support::Backoff;
 use crate::turn::{self, ServingTask, TurnEnd};
 use crate::workload::KubeEnvSource;
 use events::PodEvents;
@@ -116,18 +117,22 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
         presence: deps.presence.clone(),
     };
     let (changed_tx, changed_rx) = mpsc::unbounded();
-    let mut delay = std::time::Duration::from_millis(200);
+    let mut delays = Backoff::new(
+        std::time::Duration::from_millis(200),
+        deps.config.retry_max_backoff.get(),
+    )
+    .delays();
     // The pods already listed (a takeover) name their instances for the first choice too.
     while sync
         .sync_once(&changed_tx, sync::named_instances(&deps.pods.store()), None)
         .await
         .is_none()
     {
+        let delay = delays.next_delay();
         tokio::select! {
             () = shutdown.cancelled() => return TurnEnd::Stopped,
             () = tokio::time::sleep(delay) => {}
         }
-        delay = (delay * 2).min(deps.config.retry_max_backoff.get());
     }
     tracing::info!(
         instances = instances.all().len(),

@@ -18,6 +18,7 @@ use crate::policy::DECISION_ANNOTATION;
 use crate::policy::guardrails::Price;
 use crate::provider::{InstanceStatus, LaunchProgress, Offering, WorkloadExit};
 use crate::spend::Waiting;
+use crate::support::Backoff;
 
 /// One pod's record.
 #[derive(Debug, Clone, Default)]
@@ -171,7 +172,7 @@ impl Retry {
     /// One more failure at `now`: the next try waits twice as long as the last, within bounds.
     pub fn failed(self, now: Timestamp, initial: Duration, max: Duration) -> Retry {
         let failures = self.failures.saturating_add(1);
-        let delay = backoff(initial, max, failures);
+        let delay = Backoff::new(initial, max).delay(failures);
         Retry {
             failures,
             due: now.checked_add(delay).ok(),
@@ -184,12 +185,6 @@ impl Retry {
         let left = now.duration_until(due);
         (left.is_positive()).then(|| left.unsigned_abs())
     }
-}
-
-/// Doubling from `initial` up to `max`: the delay before try `failures + 1`.
-pub fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
-    let doubled = initial.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(30)));
-    doubled.min(max)
 }
 
 /// The records of every pod orca reconciles, by UID.
@@ -318,16 +313,6 @@ mod tests {
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_maximum() {
-        let (initial, max) = (Duration::from_secs(1), Duration::from_secs(10));
-        let delays: Vec<u64> = (1..=6)
-            .map(|n| backoff(initial, max, n).as_secs())
-            .collect();
-        assert_eq!(delays, [1, 2, 4, 8, 10, 10]);
-        assert_eq!(backoff(initial, max, u32::MAX).as_secs(), 10);
     }
 
     #[test]

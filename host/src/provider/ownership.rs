@@ -9,6 +9,7 @@
 //! `node.clusterName`. `orca.research/cluster` keeps the configured name, for people.
 
 use crate::provider::PodKey;
+use crate::support::Backoff;
 
 pub const TAG_MANAGED_BY: &str = "ManagedBy";
 pub const MANAGED_BY_VALUE: &str = "ORCA";
@@ -52,6 +53,12 @@ pub enum ClusterIdError {
 /// for the cluster's identity before it gives up.
 const READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The pauses between those reads.
+const READ_BACKOFF: Backoff = Backoff::new(
+    std::time::Duration::from_millis(200),
+    std::time::Duration::from_secs(5),
+);
+
 /// The cluster's identity: the UID of its `kube-system` namespace. An apiserver that does not
 /// answer, or answers 429 or 5xx, is asked again for up to a minute; a refusal (403) is final.
 ///
@@ -60,14 +67,13 @@ const READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 pub async fn read_cluster_id(client: &kube::Client) -> Result<String, ClusterIdError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
     let started = tokio::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(200);
+    let mut pauses = READ_BACKOFF.delays();
     loop {
         match api.get(CLUSTER_ID_NAMESPACE).await {
             Ok(namespace) => return namespace.metadata.uid.ok_or(ClusterIdError::NoUid),
             Err(error) if is_passing(&error) && started.elapsed() < READ_PATIENCE => {
                 tracing::warn!(error = %crate::errors::error_chain(&error), "reading the cluster's identity failed; retrying");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                tokio::time::sleep(pauses.next_delay()).await;
             }
             Err(error) => return Err(ClusterIdError::ReadFailed(error)),
         }

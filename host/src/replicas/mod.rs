@@ -251,9 +251,6 @@ impl NodeSharing {
             }
         };
         tracing::info!(node = node.name(), identity = %self.identity, "holding the node's Lease; serving it");
-        // Readiness now waits for the node's own steps (registered, pods listed).
-        shared.health.serve(node.name());
-        shared.health.lease_settled(node.name());
         let stop = CancellationToken::new();
         let task = tokio::spawn({
             let (node, pods, shared, stop) =

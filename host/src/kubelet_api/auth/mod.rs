@@ -25,5 +25,5 @@ mod tests;
 pub use attributes::{RequestAttributes, access_review_spec, subresources, verb};
 pub use gate::Gate;
 pub use refusal::Refusal;
-pub use reviews::{BoxError, KubeReviews, ReviewApi, ReviewError};
+pub use reviews::{KubeReviews, ReviewApi, ReviewError};
 pub use user::{AUTHENTICATED_GROUP, User};

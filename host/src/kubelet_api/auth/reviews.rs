@@ -10,10 +10,10 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Api;
 use kube::api::PostParams;
 
-/// An error from a review call, boxed so fakes need not build a `kube::Error`.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::support::BoxError;
 
-/// Why the apiserver gave no answer to a review. Not an answer of "no": that is a status.
+/// Why the apiserver gave no answer to a review (its cause boxed, so fakes need not build a
+/// `kube::Error`). Not an answer of "no": that is a status.
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     #[error("creating a TokenReview")]

@@ -7,6 +7,8 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::Api;
 use kube::api::PostParams;
 
+use crate::support::Backoff;
+
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CsrOutcome {
@@ -87,9 +89,9 @@ impl KubeCsrApi {
     }
 }
 
-/// Polls start quick (an auto-approver answers in a second) and slow down to this, since a
-/// request waiting for a human may wait for hours.
-const MAX_POLL: Duration = Duration::from_secs(30);
+/// Polls start quick (an auto-approver answers in a second) and slow down to one per 30 s,
+/// since a request waiting for a human may wait for hours.
+const POLL_BACKOFF: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 fn classify(verb: &'static str, error: kube::Error) -> CsrApiError {
     match error {
@@ -113,7 +115,7 @@ impl CsrApi for KubeCsrApi {
     }
 
     async fn wait(&self, name: &str) -> Result<CsrOutcome, CsrApiError> {
-        let mut poll = Duration::from_secs(1);
+        let mut polls = POLL_BACKOFF.delays();
         loop {
             let current = self
                 .api
@@ -128,8 +130,7 @@ impl CsrApi for KubeCsrApi {
             if let Some(outcome) = outcome_of(&current) {
                 return Ok(outcome);
             }
-            tokio::time::sleep(poll).await;
-            poll = (poll * 2).min(MAX_POLL);
+            tokio::time::sleep(polls.next_delay()).await;
         }
     }
 }

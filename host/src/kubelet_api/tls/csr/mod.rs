@@ -25,13 +25,13 @@ use super::ServingIdentity;
 use super::resolver::ServingCertResolver;
 use super::validity::Validity;
 use crate::config::TlsSource;
+use crate::support::Backoff;
 
 /// Retry and wake-up intervals; tests shorten them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CsrTiming {
-    /// The first wait after a denied, failed or refused request; doubles per failure.
-    pub(crate) retry_initial: Duration,
-    pub(crate) retry_max: Duration,
+    /// The waits after a denied, failed or refused request, doubling per failure in a row.
+    pub(crate) retry: Backoff,
     /// The longest single sleep before the renewal point, so a clock that jumps (a suspended
     /// host) is noticed within this.
     pub(crate) max_sleep: Duration,
@@ -40,20 +40,9 @@ pub(crate) struct CsrTiming {
 impl Default for CsrTiming {
     fn default() -> Self {
         CsrTiming {
-            retry_initial: Duration::from_secs(60),
-            retry_max: Duration::from_secs(3600),
+            retry: Backoff::new(Duration::from_secs(60), Duration::from_secs(3600)),
             max_sleep: Duration::from_secs(3600),
         }
-    }
-}
-
-impl CsrTiming {
-    /// The wait after the `failures`th failure in a row: initial, doubling, capped.
-    pub(crate) fn retry_delay(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(20);
-        self.retry_initial
-            .saturating_mul(1 << doublings)
-            .min(self.retry_max)
     }
 }
 
@@ -126,7 +115,7 @@ impl CsrSource {
             {
                 return;
             }
-            let mut failures = 0;
+            let mut retries = self.timing.retry.delays();
             let issued = loop {
                 let attempt = tokio::select! {
                     () = shutdown.cancelled() => return,
@@ -135,8 +124,7 @@ impl CsrSource {
                 match attempt {
                     Ok(issued) => break issued,
                     Err(error) => {
-                        failures += 1;
-                        let delay = self.timing.retry_delay(failures);
+                        let delay = retries.next_delay();
                         tracing::warn!(
                             %error,
                             retry_in = ?delay,

@@ -146,8 +146,7 @@ fn identity() -> ServingIdentity {
 
 fn fast() -> CsrTiming {
     CsrTiming {
-        retry_initial: Duration::from_millis(10),
-        retry_max: Duration::from_millis(40),
+        retry: Backoff::new(Duration::from_millis(10), Duration::from_millis(40)),
         max_sleep: Duration::from_millis(50),
     }
 }
@@ -309,16 +308,6 @@ async fn a_denied_failed_or_forbidden_request_falls_back_and_is_retried() {
     // The forbidden create leaves no object; denied, failed and issued do.
     assert_eq!(fake.created().len(), 3);
     shutdown.cancel();
-}
-
-#[test]
-fn retries_back_off_from_the_initial_delay_up_to_the_cap() {
-    let timing = CsrTiming::default();
-    assert_eq!(timing.retry_delay(1), Duration::from_secs(60));
-    assert_eq!(timing.retry_delay(2), Duration::from_secs(120));
-    assert_eq!(timing.retry_delay(6), Duration::from_secs(1920));
-    assert_eq!(timing.retry_delay(7), Duration::from_secs(3600));
-    assert_eq!(timing.retry_delay(u32::MAX), Duration::from_secs(3600));
 }
 
 #[tokio::test]
