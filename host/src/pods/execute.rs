@@ -5,9 +5,10 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
+use super::context::Context;
 use super::decide::{StatusWrite, Step};
+use super::error::ReconcileError;
 use super::events::PodEvent;
-use super::reconcile::{Context, ReconcileError};
 use super::record::Retry;
 use crate::provider::{PodKey, Termination};
 

@@ -1,7 +1,9 @@
 //! Pods bound to orca's node: watched with a field selector, reconciled one step at a time per
 //! pod and many pods in parallel, their status mirrored from the provider's instances.
 
+mod context;
 mod decide;
+mod error;
 pub(crate) mod events;
 mod execute;
 mod instances;
@@ -32,9 +34,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use node_pods::NodePods;
 pub use phase::{FailureReason, PodPhase};
-pub use status::{CONTAINER_ID_SCHEME, outcome};
+pub use status::outcome;
 pub use stored::is_service_account_token;
-pub use view::LAUNCHED_CONDITION;
+pub use view::{CONTAINER_ID_SCHEME, LAUNCHED_CONDITION};
 use writer::ApiPodWriter;
 
 use crate::config::PodsConfig;
@@ -48,9 +50,10 @@ use crate::spend::NamespaceSpend;
 use crate::support::Backoff;
 use crate::turn::{self, ServingTask, TurnEnd};
 use crate::workload::KubeEnvSource;
+use context::Context;
 use events::PodEvents;
 use instances::InstanceCache;
-use reconcile::{Context, error_policy, measured_reconcile};
+use reconcile::{error_policy, measured_reconcile};
 use record::PodRecords;
 use sync::StatusSync;
 use terminations::TerminationLedger;
@@ -260,7 +263,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
                     match (tenure.guard(measured_reconcile(pod, ctx)).await, key) {
                         (Ok(result), _) => result,
                         (Err(source), Some(pod)) => {
-                            Err(reconcile::ReconcileError::HoldEnded { pod, source })
+                            Err(error::ReconcileError::HoldEnded { pod, source })
                         }
                         (Err(_), None) => Ok(kube::runtime::controller::Action::await_change()),
                     }

@@ -38,16 +38,13 @@ use tokio::sync::Notify;
 use super::events::{PodEvent, PodEvents};
 use super::instances::InstanceCache;
 use super::record::PodRecords;
+use super::view::{DISRUPTION_CONDITION, SPOT_INTERRUPTION_REASON};
 use crate::interruption::{Delivery, Notice, NoticeKind, NoticeSink};
 use crate::policy::DECISION_ANNOTATION;
 use crate::provider::InstanceStatus;
 use crate::provider::aws::strays::PodPresence;
 use crate::replicas::Tenure;
 
-/// The condition a spot warning sets, as Kubernetes names pod disruptions.
-pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
-/// The `DisruptionTarget` reason of a spot interruption warning.
-pub const SPOT_INTERRUPTION_REASON: &str = "SpotInterruption";
 /// The `DisruptionTarget` reason of a rebalance recommendation, for pods whose market plugin
 /// marks on rebalance.
 pub const REBALANCE_REASON: &str = "RebalanceRecommendation";
@@ -285,26 +282,6 @@ pub fn marks_on_rebalance(pod: &Pod) -> bool {
         .and_then(|record| serde_json::from_str::<serde_json::Value>(record).ok())
         .and_then(|record| record.get("markOnRebalance")?.as_bool())
         .unwrap_or(false)
-}
-
-/// When the pod was warned that EC2 reclaims its spot instance: its `DisruptionTarget`
-/// condition with reason `SpotInterruption`, as the pod carries it (so a restart remembers).
-pub fn spot_warning(pod: &Pod) -> Option<Timestamp> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| {
-            c.type_ == DISRUPTION_CONDITION
-                && c.status == "True"
-                && c.reason.as_deref() == Some(SPOT_INTERRUPTION_REASON)
-        })
-        .map(|c| {
-            c.last_transition_time
-                .as_ref()
-                .map_or(Timestamp::MIN, |t| t.0)
-        })
 }
 
 #[cfg(test)]

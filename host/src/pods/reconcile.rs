@@ -10,159 +10,16 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::Action;
 
-use super::decide::{Observation, Step, Timing, decide};
+use super::context::Context;
+use super::decide::{Observation, Step, decide};
+use super::error::ReconcileError;
 use super::execute::{Executed, execute};
-use super::instances::InstanceCache;
-use super::launch::Launcher;
-use super::launch::effects::RetryTiming;
-use super::record::PodRecords;
-use super::terminations::TerminationLedger;
 use super::view::PodView;
-use super::writer::{PodOutput, PodWriter};
-use crate::config::PodsConfig;
-use crate::metrics::ReconcileMetrics;
-use crate::policy::Planner;
-use crate::provider::{PodKey, Provider, ProviderError};
-use crate::spend::NamespaceSpend;
-use crate::workload::EnvSource;
+use crate::provider::PodKey;
 
 /// Steps one reconcile takes at most before it yields (a launch, its status write and a
 /// lookup take three); the pod is requeued if there is more.
 const MAX_STEPS: usize = 6;
-
-/// Everything a reconcile step needs.
-pub struct Context {
-    /// Every write to a pod object goes through it.
-    pub writer: Arc<dyn PodWriter>,
-    /// Where pods' ConfigMaps and Secrets are read from when their instance is launched.
-    pub objects: Arc<dyn EnvSource>,
-    pub provider: Arc<dyn Provider>,
-    pub planner: Arc<dyn Planner>,
-    pub instances: Arc<InstanceCache>,
-    pub records: Arc<PodRecords>,
-    pub ledger: Arc<TerminationLedger>,
-    pub config: PodsConfig,
-    pub metrics: Arc<ReconcileMetrics>,
-    /// The node's zone, when it is bound to one (its pods run there).
-    pub node_zone: Option<String>,
-    /// The node's name, which its pods' reservations in `spend` carry.
-    pub node_name: String,
-    /// What each namespace's instances cost, against its cap: a launch reserves first.
-    pub spend: Arc<NamespaceSpend>,
-    /// How long this turn may act for the node: a reconcile takes no step after it ends.
-    pub tenure: crate::replicas::Tenure,
-}
-
-impl Context {
-    /// The Launch step, with this node's parts.
-    pub fn launcher(&self) -> Launcher<'_> {
-        Launcher {
-            planner: self.planner.as_ref(),
-            provider: self.provider.as_ref(),
-            spend: &self.spend,
-            records: &self.records,
-            writer: self.writer.as_ref(),
-            objects: self.objects.as_ref(),
-            node_name: &self.node_name,
-            node_zone: self.node_zone.as_deref(),
-            timing: RetryTiming {
-                initial_backoff: self.config.retry_initial_backoff.get(),
-                max_backoff: self.config.retry_max_backoff.get(),
-                grace: self.config.launch_visibility_grace.get(),
-            },
-        }
-    }
-
-    /// What a step writes a pod with.
-    pub fn output(&self) -> PodOutput<'_> {
-        PodOutput {
-            writer: self.writer.as_ref(),
-            records: &self.records,
-        }
-    }
-
-    pub fn timing(&self) -> Timing {
-        Timing {
-            sync: self.config.sync_interval.get(),
-            grace: self.config.launch_visibility_grace.get(),
-        }
-    }
-}
-
-/// Why a reconcile step failed; the pod is retried with backoff.
-// Variants are named after the step that failed (kube-rs style), hence the shared suffix.
-#[allow(clippy::enum_variant_names)]
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("writing status of pod {pod}")]
-    StatusWriteFailed {
-        pod: PodKey,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("removing pod {pod}")]
-    PodRemovalFailed {
-        pod: PodKey,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("terminating instance {instance_id} of pod {pod}: {source}")]
-    TerminateFailed {
-        pod: PodKey,
-        instance_id: String,
-        source: ProviderError,
-    },
-    #[error("looking up instance {instance_id} of pod {pod}: {source}")]
-    LookUpFailed {
-        pod: PodKey,
-        instance_id: String,
-        source: ProviderError,
-    },
-    #[error("reading the exit report of instance {instance_id} of pod {pod}: {source}")]
-    ExitReadFailed {
-        pod: PodKey,
-        instance_id: String,
-        source: ProviderError,
-    },
-    /// The turn's tenure ended mid-reconcile; the replica serving the node next reconciles
-    /// the pod.
-    #[error("reconciling pod {pod}")]
-    HoldEnded {
-        pod: PodKey,
-        #[source]
-        source: crate::replicas::TenureError,
-    },
-}
-
-impl ReconcileError {
-    /// The failed step, for the reconcile metrics.
-    pub fn step(&self) -> &'static str {
-        match self {
-            ReconcileError::StatusWriteFailed { .. } => "StatusWriteFailed",
-            ReconcileError::PodRemovalFailed { .. } => "PodRemovalFailed",
-            ReconcileError::TerminateFailed { .. } => "TerminateFailed",
-            ReconcileError::LookUpFailed { .. } => "LookUpFailed",
-            ReconcileError::ExitReadFailed { .. } => "ExitReadFailed",
-            ReconcileError::HoldEnded { .. } => "HoldEnded",
-        }
-    }
-
-    fn pod(&self) -> &PodKey {
-        match self {
-            ReconcileError::StatusWriteFailed { pod, .. }
-            | ReconcileError::PodRemovalFailed { pod, .. }
-            | ReconcileError::TerminateFailed { pod, .. }
-            | ReconcileError::LookUpFailed { pod, .. }
-            | ReconcileError::ExitReadFailed { pod, .. }
-            | ReconcileError::HoldEnded { pod, .. } => pod,
-        }
-    }
-
-    /// A 409 means someone wrote the pod after we read it: retry at once on fresh data.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, ReconcileError::StatusWriteFailed { source: kube::Error::Api(status), .. } if status.code == 409)
-    }
-}
 
 /// [`reconcile`], timed into the reconcile metrics by result.
 pub async fn measured_reconcile(

@@ -16,7 +16,7 @@ use crate::provider::{InstanceState, InstanceStatus, WorkloadExit};
 
 pub use patch::{needs_write, status_patch};
 
-pub const CONTAINER_ID_SCHEME: &str = "orca://";
+use super::view::CONTAINER_ID_SCHEME;
 
 /// The pod's phase and why, derived from its instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn status_for_instance(
     instance: &InstanceStatus,
     exit: Option<&WorkloadExit>,
 ) -> PodStatus {
-    let outcome = outcome(instance, exit, super::notices::spot_warning(pod));
+    let outcome = outcome(instance, exit, super::view::spot_warning(pod));
     let current = pod.status.clone().unwrap_or_default();
     let ip = instance.private_ip.map(|ip| ip.to_string());
     let running = outcome.phase == PodPhase::Running;

@@ -5,9 +5,15 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::phase::PodPhase;
-use super::status::CONTAINER_ID_SCHEME;
 use crate::provider::PodKey;
 
+/// The scheme of the container ids orca writes: `orca://<instance id>`.
+pub const CONTAINER_ID_SCHEME: &str = "orca://";
+
+/// The condition a spot warning sets, as Kubernetes names pod disruptions.
+pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
+/// The `DisruptionTarget` reason of a spot interruption warning.
+pub const SPOT_INTERRUPTION_REASON: &str = "SpotInterruption";
 /// The pod condition orca writes once the pod's instance is launched: its message is the
 /// instance id, its `lastTransitionTime` the launch. It lives in the apiserver, so a restarted
 /// orca knows which instance to wait for, look up or terminate before EC2 lists it.
@@ -74,6 +80,26 @@ fn launched(pod: &Pod) -> Option<LaunchRef> {
             at: status.start_time.as_ref()?.0,
         })
     })
+}
+
+/// When the pod was warned that EC2 reclaims its spot instance: its `DisruptionTarget`
+/// condition with reason `SpotInterruption`, as the pod carries it (so a restart remembers).
+pub fn spot_warning(pod: &Pod) -> Option<Timestamp> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            c.type_ == DISRUPTION_CONDITION
+                && c.status == "True"
+                && c.reason.as_deref() == Some(SPOT_INTERRUPTION_REASON)
+        })
+        .map(|c| {
+            c.last_transition_time
+                .as_ref()
+                .map_or(Timestamp::MIN, |t| t.0)
+        })
 }
 
 #[cfg(test)]

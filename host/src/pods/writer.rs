@@ -12,8 +12,8 @@ use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 
+use super::error::ReconcileError;
 use super::events::{PodEvent, PodEvents};
-use super::reconcile::ReconcileError;
 use super::record::PodRecords;
 use super::status::{self, status_patch};
 use super::writes::LastWrite;

@@ -8,18 +8,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
 use super::catalogue::any_query;
+use super::convert;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
 use super::guardrails::{Deciders, Effect, GuardrailError, Guardrails, Price};
+use super::planner::{PlanError, PlanFailure, PlanRetry, Planner};
 use super::plugin_text::bounded;
+use super::pod_view::pod_view_on;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, CatalogueQuery, Hook, InstanceQuery, PolicyError, TagContext};
-use super::{PlanError, PlanFailure, PlanRetry, convert, pod_view_on};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
@@ -745,4 +748,27 @@ fn merge_tags(
         merged.insert((*key).to_owned(), value.clone());
     }
     merged
+}
+
+#[async_trait]
+impl Planner for Arc<Pipeline> {
+    async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError> {
+        // Plugin calls are CPU-bound and may run up to their time limit: off the async workers,
+        // and no more at once than `policy.limits.concurrentCalls`. A plugin's time limit starts
+        // with its call, so waiting for a permit does not count against it.
+        // (The semaphore is never closed, so the permit is always there.)
+        let _permit = self.deciding.acquire().await.ok();
+        let pipeline = self.clone();
+        let pod = pod.clone();
+        tokio::task::spawn_blocking(move || pipeline.decide(&pod))
+            .await
+            .unwrap_or_else(|error| {
+                Err(PlanError {
+                    reason: PlanFailure::PolicyError,
+                    message: format!("the policy pipeline crashed: {error}"),
+                    retry: PlanRetry::No,
+                    refused: None,
+                })
+            })
+    }
 }

@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use self::effects::{Effects, Facts, RetryTiming};
-use super::reconcile::ReconcileError;
+use super::error::ReconcileError;
 use super::record::PodRecords;
 use super::writer::{PodOutput, PodWriter};
 use crate::policy::Planner;

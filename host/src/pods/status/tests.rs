@@ -101,7 +101,7 @@ fn a_workload_that_finished_before_the_warning_keeps_its_own_outcome() {
 #[test]
 fn the_spot_warning_is_read_from_the_pods_condition() {
     let mut pod = pod();
-    assert_eq!(crate::pods::notices::spot_warning(&pod), None);
+    assert_eq!(crate::pods::view::spot_warning(&pod), None);
     let at = Timestamp::now();
     pod.status = Some(PodStatus {
         conditions: Some(vec![PodCondition {
@@ -113,7 +113,7 @@ fn the_spot_warning_is_read_from_the_pods_condition() {
         }]),
         ..PodStatus::default()
     });
-    assert_eq!(crate::pods::notices::spot_warning(&pod), Some(at));
+    assert_eq!(crate::pods::view::spot_warning(&pod), Some(at));
 }
 
 #[test]
