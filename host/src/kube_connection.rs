@@ -1,5 +1,5 @@
 //! How orca finds its cluster: in-cluster service account first, then `--kubeconfig`, then
-//! `~/.kube/config` — the order the ORCA design doc specifies.
+//! `~/.kube/config` — the order `docs/architecture.md` gives.
 
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{ConfigError, Seconds};
 
-/// The Node orca registers. Field names follow the ORCA design doc's `node:` section.
+/// The Node orca registers: `node:` in `config.yaml`, as the README documents it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct NodeConfig {

@@ -1,5 +1,5 @@
-//! Instance → pod status, as pure functions (the table in DESIGN.md). [`patch`] writes a
-//! status so that nothing stale survives the merge.
+//! Instance → pod status, as pure functions (the lifecycle table in [`super::decide`] and
+//! `docs/architecture.md`). [`patch`] writes a status so that nothing stale survives the merge.
 
 mod patch;
 
