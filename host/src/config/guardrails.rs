@@ -128,7 +128,7 @@ impl GuardrailsConfig {
             }
         }
         for namespace in self.max_price_per_hour_by_namespace.keys() {
-            if !is_namespace_name(namespace) {
+            if !super::node::is_dns_label(namespace) {
                 return Err(ConfigError::invalid(
                     format!("{prefix}.maxPricePerHourByNamespace"),
                     format!("{namespace:?}"),
@@ -139,18 +139,6 @@ impl GuardrailsConfig {
         }
         Ok(())
     }
-}
-
-/// A Kubernetes namespace name (an RFC 1123 label).
-fn is_namespace_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes[0] != b'-'
-        && bytes[bytes.len() - 1] != b'-'
 }
 
 #[cfg(test)]

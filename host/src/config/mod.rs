@@ -30,6 +30,7 @@ pub use error::ConfigError;
 pub use fleet::{FleetConfig, LaunchApi};
 pub use interruption::InterruptionQueueConfig;
 pub use kubelet_api::{KubeletApiConfig, MetricsConfig, ServingTlsConfig, TlsSource};
+pub(crate) use node::is_dns_label;
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use nodes::{DeclaredNode, NodeEntry, REGION_LABEL};
 pub use pods::PodsConfig;

@@ -250,6 +250,12 @@ pub(crate) fn is_dns_subdomain(name: &str) -> bool {
         })
 }
 
+/// RFC 1123 label, as Kubernetes requires for namespaces and for volume and container names
+/// (and so safe in host paths).
+pub(crate) fn is_dns_label(name: &str) -> bool {
+    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
+}
+
 /// A Kubernetes qualified name (label and taint keys): `[prefix/]name`.
 pub(crate) fn is_qualified_name(key: &str) -> bool {
     let (prefix, name) = match key.rsplit_once('/') {

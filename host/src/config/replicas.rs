@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::node::is_dns_subdomain;
+use super::node::{is_dns_label, is_dns_subdomain};
 use super::{ConfigError, Seconds};
 use crate::replicas::STOP_BEFORE_EXPIRY;
 
@@ -141,10 +141,6 @@ impl ReplicasConfig {
         }
         Ok(())
     }
-}
-
-fn is_dns_label(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
 }
 
 #[cfg(test)]

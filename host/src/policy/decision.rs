@@ -107,6 +107,26 @@ pub struct FallbackRecord {
     pub error: String,
 }
 
+#[cfg(test)]
+impl DecisionRecord {
+    /// `candidates` on demand, decided by a plugin `p`: the decision unit tests launch with.
+    pub fn on_demand(candidates: &[&str]) -> DecisionRecord {
+        let hook =
+            serde_json::json!({"plugin": "p", "version": "1", "sha256": "00", "reason": "r"});
+        serde_json::from_value(serde_json::json!({
+            "instanceType": candidates.first(),
+            "candidates": candidates,
+            "market": "on-demand",
+            "fallbackToOnDemand": false,
+            "tags": {},
+            "selectInstance": hook,
+            "chooseMarket": hook,
+            "buildTags": hook,
+        }))
+        .expect("a well-formed decision record")
+    }
+}
+
 impl DecisionRecord {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())

@@ -9,9 +9,8 @@ use super::env::{EnvError, ResolvedEnv, resolve_env};
 use super::fields::{millis, units};
 use super::source::{EnvSource, Objects};
 use super::value::{EnvValue, expand};
-use super::volumes::{
-    Mount, VolumeError, VolumeSpec, Volumes, container_mounts, is_dns_label, plan_volumes,
-};
+use super::volumes::{Mount, VolumeError, VolumeSpec, Volumes, container_mounts, plan_volumes};
+use crate::config::is_dns_label;
 
 /// The extended resource that asks for NVIDIA GPUs.
 const GPU_RESOURCE: &str = "nvidia.com/gpu";

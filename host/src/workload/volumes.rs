@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fields::units;
 use super::source::{EnvSourceError, ObjectKind, Objects};
+use crate::config::is_dns_label;
 
 /// The mode of configMap and secret files when the pod does not say (`0644`).
 const DEFAULT_MODE: u32 = 0o644;
@@ -386,18 +387,6 @@ fn volume_kind(volume: &Volume) -> String {
                 .cloned()
         })
         .unwrap_or_else(|| "unknown".to_owned())
-}
-
-/// A Kubernetes DNS label: what volume and container names are, and so safe in host paths.
-pub(crate) fn is_dns_label(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first() != Some(&b'-')
-        && bytes.last() != Some(&b'-')
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::json;
 
 use super::*;
 use crate::errors::lock;
@@ -46,25 +45,10 @@ fn pod() -> Pod {
     }
 }
 
-fn record() -> DecisionRecord {
-    let hook = json!({"plugin": "p", "version": "1", "sha256": "00", "reason": "r"});
-    serde_json::from_value(json!({
-        "instanceType": "m5.large",
-        "candidates": ["m5.large"],
-        "market": "on-demand",
-        "fallbackToOnDemand": false,
-        "tags": {},
-        "selectInstance": hook,
-        "chooseMarket": hook,
-        "buildTags": hook,
-    }))
-    .unwrap()
-}
-
 fn decided() -> Result<Decision, PlanError> {
     Ok(Decision {
         plan: LaunchPlan::on_demand("m5.large"),
-        record: record(),
+        record: DecisionRecord::on_demand(&["m5.large"]),
     })
 }
 

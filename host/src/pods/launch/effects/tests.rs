@@ -1,7 +1,5 @@
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::*;
 use crate::plan::Market;
 use crate::policy::PlanFailure;
@@ -26,18 +24,7 @@ fn facts(record: &PodRecord, second: i64) -> Facts<'_> {
 }
 
 fn decision() -> DecisionRecord {
-    let hook = json!({"plugin": "p", "version": "1", "sha256": "00", "reason": "r"});
-    serde_json::from_value(json!({
-        "instanceType": "m5.large",
-        "candidates": ["m5.large", "m6i.large"],
-        "market": "on-demand",
-        "fallbackToOnDemand": false,
-        "tags": {},
-        "selectInstance": hook,
-        "chooseMarket": hook,
-        "buildTags": hook,
-    }))
-    .unwrap()
+    DecisionRecord::on_demand(&["m5.large", "m6i.large"])
 }
 
 /// The zones of a pod that names none, on a node bound to none.
