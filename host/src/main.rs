@@ -1,8 +1,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use orca::cli::{Cli, Command, LogFormat};
 use orca::config::Config;
+use orca::process::cli::{Cli, Command, LogFormat};
 
 fn main() -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
@@ -19,10 +19,10 @@ fn main() -> ExitCode {
 
 async fn run() -> ExitCode {
     let cli = Cli::parse();
-    orca::tls::install_crypto_provider();
+    orca::support::tls::install_crypto_provider();
     // Startup errors are printed plainly, one line each cause, and exit with status 2.
     let fail = |error: &dyn std::error::Error| {
-        eprintln!("orca: {}", orca::errors::error_chain(error));
+        eprintln!("orca: {}", orca::support::errors::error_chain(error));
         ExitCode::from(2)
     };
     if let Some(Command::Plugin(command)) = cli.command {
@@ -34,7 +34,9 @@ async fn run() -> ExitCode {
             .as_deref()
             // The sigstore crate warns of every missing signature, which `check` reports itself.
             .unwrap_or("warn,orca::policy::wasm=info,orca::policy::reload=info,sigstore=error");
-        if let Err(error) = orca::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text)) {
+        if let Err(error) =
+            orca::process::logging::init(level, cli.log_format.unwrap_or(LogFormat::Text))
+        {
             return fail(&error);
         }
         // Plugin calls block (a plugin's stdout and stderr are flushed through the runtime), so
@@ -61,28 +63,30 @@ async fn run() -> ExitCode {
         .log_level
         .clone()
         .unwrap_or_else(|| config.logging.level.clone());
-    if let Err(error) = orca::logging::init(&level, cli.log_format.unwrap_or(config.logging.format))
+    if let Err(error) =
+        orca::process::logging::init(&level, cli.log_format.unwrap_or(config.logging.format))
     {
         return fail(&error);
     }
-    let (client, source) = match orca::kube_connection::connect(cli.kubeconfig.as_deref()).await {
+    let (client, source) = match orca::cluster::connection::connect(cli.kubeconfig.as_deref()).await
+    {
         Ok(connection) => connection,
         Err(error) => return fail(&error),
     };
     tracing::info!(?source, node = %config.node.name, provider = ?config.provider.kind, version = env!("CARGO_PKG_VERSION"), "starting orca");
-    let orca = match orca::orca::Orca::new(config, client).await {
+    let orca = match orca::process::Orca::new(config, client).await {
         Ok(orca) => orca,
         Err(error) => return fail(&error),
     };
-    match orca.run(orca::orca::shutdown_on_signals()).await {
+    match orca.run(orca::process::shutdown_on_signals()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
 }
 
-/// jemalloc, for what a drained burst leaves behind (`orca::heap` says why).
+/// jemalloc, for what a drained burst leaves behind (`orca::support::heap` says why).
 #[global_allocator]
-static ALLOCATOR: orca::heap::Allocator = orca::heap::Allocator {};
+static ALLOCATOR: orca::support::heap::Allocator = orca::support::heap::Allocator {};
 
 /// jemalloc reads its settings from this symbol before its first allocation (the crate's
 /// symbols carry the `_rjem_` prefix). It must live in the binary: a static in the library
@@ -90,4 +94,5 @@ static ALLOCATOR: orca::heap::Allocator = orca::heap::Allocator {};
 // Allowed here: jemalloc finds its settings only by this exported symbol name.
 #[allow(unsafe_code)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static ALLOCATOR_SETTINGS: orca::heap::AllocatorSettings = orca::heap::ALLOCATOR_SETTINGS;
+static ALLOCATOR_SETTINGS: orca::support::heap::AllocatorSettings =
+    orca::support::heap::ALLOCATOR_SETTINGS;

@@ -14,7 +14,7 @@ fn the_binary_hands_its_settings_to_jemalloc() {
         .expect("running orca --version");
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let settings = orca::heap::ALLOCATOR_SETTINGS.as_str();
+    let settings = orca::support::heap::ALLOCATOR_SETTINGS.as_str();
     assert!(
         stderr.contains(&format!("global variable malloc_conf): \"{settings}\"")),
         "jemalloc did not read orca's settings:\n{stderr}"

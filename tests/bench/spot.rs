@@ -23,8 +23,8 @@ use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
 use orca::config::{AwsConfig, LaunchApi};
 use orca::metrics::Ec2Metrics;
-use orca::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::aws::{AwsProvider, Identity, Measured};
+use orca::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::zones::ZoneConstraint;
 use orca::provider::{PodKey, Provider};
 use orca::workload::{EnvSource, EnvSourceError, ObjectData, launch_request};
@@ -148,7 +148,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    orca::tls::install_crypto_provider();
+    orca::support::tls::install_crypto_provider();
     let mut args = std::env::args().skip(1);
     let mut rounds = 3u64;
     let mut short = 0.3;

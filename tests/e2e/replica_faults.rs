@@ -520,9 +520,9 @@ async fn alone_a_panic_in_the_status_sync_stops_orca_with_an_error() -> Result<(
 
     let cluster = TestCluster::shared();
     let node = unique_node_name("alone-panic");
-    ::orca::tls::install_crypto_provider();
+    ::orca::support::tls::install_crypto_provider();
     let config = ::orca::config::Config::parse(&in_process_config(&node, None)?)?;
-    let (client, _) = ::orca::kube_connection::connect(Some(std::path::Path::new(
+    let (client, _) = ::orca::cluster::connection::connect(Some(std::path::Path::new(
         cluster.var("ORCA_KUBECONFIG"),
     )))
     .await?;
@@ -530,7 +530,7 @@ async fn alone_a_panic_in_the_status_sync_stops_orca_with_an_error() -> Result<(
         39,
         Behaviour::calm(),
     ))));
-    let orca = ::orca::orca::Orca::with_ec2(config, client, ec2.clone()).await?;
+    let orca = ::orca::process::Orca::with_ec2(config, client, ec2.clone()).await?;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let run = tokio::spawn(orca.run(shutdown.clone()));
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> =
@@ -554,7 +554,7 @@ async fn alone_a_panic_in_the_status_sync_stops_orca_with_an_error() -> Result<(
     let error = outcome
         .err()
         .context("orca's run ended without an error after its status sync panicked")?;
-    let message = ::orca::errors::error_chain(&error);
+    let message = ::orca::support::errors::error_chain(&error);
     ensure!(
         message.contains(&node) && message.contains("status_sync_panicked"),
         "orca ended naming the node and why: {message}"

@@ -39,7 +39,7 @@ impl InProcessOrca {
         ec2: Arc<dyn Ec2Api>,
         interruptions: Option<Arc<dyn NoticeQueue>>,
     ) -> Result<InProcessOrca> {
-        ::orca::tls::install_crypto_provider();
+        ::orca::support::tls::install_crypto_provider();
         let config = Config::parse(config).context("the in-process orca's config")?;
         let metrics_port = config.metrics.port;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -51,24 +51,30 @@ impl InProcessOrca {
         let kubeconfig = kubeconfig.to_path_buf();
         let stop = shutdown.clone();
         runtime.spawn(async move {
-            let client = match ::orca::kube_connection::connect(Some(&kubeconfig)).await {
+            let client = match ::orca::cluster::connection::connect(Some(&kubeconfig)).await {
                 Ok((client, _)) => client,
                 Err(error) => {
                     eprintln!("in-process orca: connecting: {error}");
                     return;
                 }
             };
-            match ::orca::orca::Orca::with_ec2(config, client, ec2).await {
+            match ::orca::process::Orca::with_ec2(config, client, ec2).await {
                 Ok(orca) => {
                     let orca = match interruptions {
                         Some(queue) => orca.with_interruption_queue(queue, crate::notices::ACCOUNT),
                         None => orca,
                     };
                     if let Err(error) = orca.run(stop).await {
-                        eprintln!("in-process orca: {}", ::orca::errors::error_chain(&error));
+                        eprintln!(
+                            "in-process orca: {}",
+                            ::orca::support::errors::error_chain(&error)
+                        );
                     }
                 }
-                Err(error) => eprintln!("in-process orca: {}", ::orca::errors::error_chain(&error)),
+                Err(error) => eprintln!(
+                    "in-process orca: {}",
+                    ::orca::support::errors::error_chain(&error)
+                ),
             }
         });
         Ok(InProcessOrca {

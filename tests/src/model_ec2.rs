@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ::orca::plan::AllocationStrategy;
-use ::orca::plan::Market;
 use ::orca::provider::aws::api::{
     ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
     InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
+use ::orca::provider::plan::AllocationStrategy;
+use ::orca::provider::plan::Market;
 use ::orca::provider::{InstanceState, StateReason};
 use async_trait::async_trait;
 use jiff::Timestamp;

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::plan::{AllocationStrategy, Market};
+use crate::provider::plan::{AllocationStrategy, Market};
 
 /// The EC2 API a launch goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

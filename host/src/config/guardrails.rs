@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::plan::Market;
 use crate::policy::guardrails::{Glob, GlobKind, Price};
+use crate::provider::plan::Market;
 
 /// The host's limits on what any plugin may choose. Every field is optional; an empty block
 /// limits nothing.

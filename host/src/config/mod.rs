@@ -44,7 +44,7 @@ pub use registry::RegistryConfig;
 pub use replicas::ReplicasConfig;
 pub use verify::{KeylessIdentityConfig, SigstoreTrustRootConfig, VerifyRuleConfig};
 
-use crate::cli::LogFormat;
+use crate::process::cli::LogFormat;
 
 /// orca's whole configuration. Every section and field has a default, so an empty file is a
 /// valid configuration for a local run on the simulated provider.

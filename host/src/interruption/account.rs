@@ -3,7 +3,7 @@
 //! it names (a rule in another account could otherwise send forged spot warnings).
 //!
 //! The account is the caller's: STS `GetCallerIdentity` with the credentials the EC2 client
-//! uses ([`crate::aws_config::load`]), so it is the account orca launches into, assumed roles
+//! uses ([`crate::support::aws_config::load`]), so it is the account orca launches into, assumed roles
 //! included. The call needs no IAM permission (AWS: "No permissions are required to perform
 //! this operation"); it needs an STS endpoint: the region's own, or `AWS_ENDPOINT_URL_STS` (an
 //! interface VPC endpoint, a local test server), which aws-config reads.
@@ -39,7 +39,7 @@ pub enum AccountError {
 /// # Errors
 /// [`AccountError`] when STS does not answer after the SDK's retries, or answers no account.
 pub async fn caller_account(region: &str) -> Result<String, AccountError> {
-    let shared = crate::aws_config::load(region).await;
+    let shared = crate::support::aws_config::load(region).await;
     let config = aws_sdk_sts::config::Builder::from(&shared)
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
         .timeout_config(

@@ -21,8 +21,8 @@ use super::owners::{Asked, InstanceOwners};
 use super::queue::NoticeQueue;
 use super::seen::SeenBodies;
 use super::triage::{self, Fate, Reading, Wrong};
-use crate::errors::error_chain;
 use crate::metrics::{InterruptionMetrics, MessageOutcome, QueueOperation};
+use crate::support::errors::error_chain;
 
 /// One long poll's wait: SQS's longest.
 const WAIT: Duration = Duration::from_secs(20);

@@ -1,5 +1,5 @@
 //! [`NoticeQueue`] over aws-sdk-sqs, with the credentials and region of the EC2 client
-//! ([`crate::aws_config::load`]), the SDK's standard retries, and timeouts that let a long
+//! ([`crate::support::aws_config::load`]), the SDK's standard retries, and timeouts that let a long
 //! poll run its full wait.
 
 use std::time::Duration;
@@ -35,7 +35,7 @@ impl SqsQueue {
     /// A client for the queue at `queue_url` in `region`, optionally at another endpoint
     /// (LocalStack, a VPC endpoint). Credentials are resolved on the first call.
     pub async fn connect(queue_url: &str, region: &str, endpoint_url: Option<&str>) -> SqsQueue {
-        let shared = crate::aws_config::load(region).await;
+        let shared = crate::support::aws_config::load(region).await;
         let mut config = aws_sdk_sqs::config::Builder::from(&shared)
             .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
             .timeout_config(timeouts(ATTEMPT_TIMEOUT, CALL_TIMEOUT));

@@ -14,9 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
 use super::state::{Admitted, ApiState};
+use crate::process::served_nodes::FoundPod;
 use crate::provider::render_logs as render;
 use crate::provider::{LogOptions, PodKey, Provider};
-use crate::served_nodes::FoundPod;
 
 /// The query as sent; numbers stay text so a bad one gets the kubelet's kind of message
 /// rather than a generic deserialization error.

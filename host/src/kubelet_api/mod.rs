@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeletApiConfig, NodeConfig};
 use crate::metrics::KubeletApiMetrics;
-use crate::served_nodes::ServedNodes;
+use crate::process::served_nodes::ServedNodes;
 
 pub use state::ApiState;
 pub use unsupported::message as unsupported_message;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::auth::Gate;
 use super::target::{Check, Target};
-use crate::served_nodes::{FoundPod, ServedNodes};
+use crate::process::served_nodes::{FoundPod, ServedNodes};
 
 /// What every handler reads.
 pub struct ApiState {

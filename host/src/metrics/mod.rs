@@ -24,8 +24,8 @@ pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
 pub use serving::ServingMetrics;
 
+use crate::process::served_nodes::ServedNodes;
 use crate::provider::aws::Ec2Calls;
-use crate::served_nodes::ServedNodes;
 use crate::spend::NamespaceSpend;
 
 /// Every family orca records, registered once at startup.

@@ -116,7 +116,7 @@ impl ReloadReporter for PolicyMetrics {
 
     /// Replaces the info series with the plugins now serving.
     fn rescanned(&self, set: &PluginSet) {
-        let _guard = crate::errors::lock(&self.info_lock);
+        let _guard = crate::support::errors::lock(&self.info_lock);
         self.plugin_info.clear();
         for plugin in set.iter() {
             let labels = PluginInfoLabels {

@@ -12,7 +12,7 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::health::Health;
+use crate::process::health::Health;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -103,9 +103,9 @@ mod tests {
         let mut registry = Registry::default();
         let lease = crate::metrics::LeaseMetrics::register(&mut registry);
         lease.record(true);
-        let health = Arc::new(Health::new(crate::served_nodes::ServedNodes::serving(&[
-            "orca",
-        ])));
+        let health = Arc::new(Health::new(
+            crate::process::served_nodes::ServedNodes::serving(&["orca"]),
+        ));
         let shutdown = CancellationToken::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();

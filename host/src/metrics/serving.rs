@@ -8,7 +8,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::turn::TurnEnd;
+use crate::process::turn::TurnEnd;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ServingEndLabels {
@@ -53,7 +53,7 @@ mod tests {
     use prometheus_client::encoding::text::encode;
 
     use super::*;
-    use crate::turn::{Failure, ServingTask};
+    use crate::process::turn::{Failure, ServingTask};
 
     #[test]
     fn ends_are_counted_by_node_and_reason_and_stops_are_not() {

@@ -9,8 +9,8 @@ mod registration;
 
 pub use object::node_address;
 
-use crate::health::Health;
 use crate::metrics::LeaseMetrics;
+use crate::process::health::Health;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,9 +26,9 @@ pub use lease::{LEASE_NAMESPACE, LeaseKeeper};
 pub use registration::{Registrar, RegistrationError};
 
 use crate::config::NodeConfig;
-use crate::errors::error_chain;
 use crate::provider::Provider;
 use crate::support::Backoff;
+use crate::support::errors::error_chain;
 
 /// The waits between tries to register the Node.
 const REGISTRATION_BACKOFF: Backoff =

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::pods::events::truncate;
 use crate::policy::decision::short;
@@ -22,8 +23,14 @@ pub struct NodePluginEvents {
 }
 
 impl NodePluginEvents {
-    /// Starts the publishing task; it ends when the reporter is dropped.
-    pub fn spawn(client: kube::Client, node_name: &str) -> NodePluginEvents {
+    /// The reporter, and the loop that publishes what it is told, for its owner to spawn: it
+    /// runs until `shutdown` (publishing what was queued by then), or until the reporter is
+    /// dropped and the queue drained.
+    pub fn start(
+        client: kube::Client,
+        node_name: &str,
+        shutdown: CancellationToken,
+    ) -> (NodePluginEvents, impl Future<Output = ()> + Send + 'static) {
         let (queue, mut events) = mpsc::unbounded_channel::<ReloadEvent>();
         let reporter = Reporter {
             controller: "orca".to_owned(),
@@ -41,8 +48,21 @@ impl NodePluginEvents {
             uid: Some(node_name.to_owned()),
             ..ObjectReference::default()
         };
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
+        let publishing = async move {
+            let mut stopping = false;
+            loop {
+                let event = if stopping {
+                    events.try_recv().ok()
+                } else {
+                    tokio::select! {
+                        event = events.recv() => event,
+                        () = shutdown.cancelled() => {
+                            stopping = true;
+                            continue;
+                        }
+                    }
+                };
+                let Some(event) = event else { break };
                 let Some(event) = node_event(&event) else {
                     continue;
                 };
@@ -61,8 +81,8 @@ impl NodePluginEvents {
                     tracing::warn!(%error, reason = %event.reason, "publishing a plugin event on the node failed");
                 }
             }
-        });
-        NodePluginEvents { queue }
+        };
+        (NodePluginEvents { queue }, publishing)
     }
 }
 

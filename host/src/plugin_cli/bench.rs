@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use super::inputs;
-use crate::cli::PipelineArgs;
 use crate::policy::native::NativePolicy;
+use crate::process::cli::PipelineArgs;
 
 pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
     let iterations = iterations.max(1);

@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use super::inputs;
-use crate::cli::PipelineArgs;
-use crate::plan::InstanceCandidate;
 use crate::policy::PlanError;
 use crate::policy::decision::DecisionRecord;
 use crate::policy::explain::{AskedStep, StepOutcome};
+use crate::process::cli::PipelineArgs;
+use crate::provider::plan::InstanceCandidate;
 
 /// What `-o json` prints: the same whether the pod would launch or fail.
 #[derive(Serialize)]

@@ -6,19 +6,17 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cli::PipelineArgs;
 use crate::config::{
     Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, Instances, OnError, PolicyConfig,
 };
 use crate::policy::Pipeline;
-use crate::policy::catalogue::{InstanceCatalogue, any_query};
-use crate::policy::guardrails::{Guardrails, Price};
+use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::{ChainStep, HookChains};
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, Reporters};
 use crate::policy::setup::build_registry_for;
-use crate::policy::wasm::CatalogueQuery;
 use crate::policy::wasm::Hook;
+use crate::process::cli::PipelineArgs;
 
 /// The node and cluster names decisions are made for outside a cluster.
 pub(super) const NODE_NAME: &str = "orca-aws-node";
@@ -95,15 +93,11 @@ fn configured_pipeline(
         .architecture
         .as_deref()
         .unwrap_or(&config.node.architecture);
-    let guardrails = Guardrails::from_config(&config.policy.guardrails);
-    let types: Vec<(String, Option<Price>)> = catalogue
-        .query(&any_query())
-        .into_iter()
-        .map(|t| (t.name, Price::of(t.on_demand_price)))
-        .collect();
-    let warnings = guardrails
-        .check_catalogue(&types)
-        .map_err(|error| format!("policy.guardrails: {error}"))?;
+    let (guardrails, warnings) = crate::policy::guardrails::catalogue::checked_against(
+        &config.policy.guardrails,
+        &catalogue,
+    )
+    .map_err(|error| format!("policy.guardrails: {error}"))?;
     for warning in warnings {
         eprintln!("orca: {warning}");
     }
@@ -129,7 +123,8 @@ fn registry(
     if let Some(dir) = policy.compile_cache_dir() {
         eprintln!("orca: compiled plugins are cached in {}", dir.display());
     }
-    build_registry_for(policy, region, extra_plugins).map_err(|e| crate::errors::error_chain(&e))
+    build_registry_for(policy, region, extra_plugins)
+        .map_err(|e| crate::support::errors::error_chain(&e))
 }
 
 /// A pod manifest, with what the apiserver would add (uid, namespace) filled in.

@@ -10,7 +10,7 @@ mod push;
 
 use std::path::Path;
 
-use crate::cli::PluginCommand;
+use crate::process::cli::PluginCommand;
 
 /// Runs a plugin command; the error is printed by `main`.
 ///

@@ -144,8 +144,8 @@ impl InstanceCache {
                 }
             }
         }
-        crate::heap::shrink_when_sparse(&mut inner.by_uid);
-        crate::heap::shrink_when_sparse(&mut inner.uid_by_instance);
+        crate::support::heap::shrink_when_sparse(&mut inner.by_uid);
+        crate::support::heap::shrink_when_sparse(&mut inner.uid_by_instance);
         inner.extras = extras;
         changed
     }
@@ -180,8 +180,8 @@ impl<'a> Choice<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Market;
     use crate::provider::InstanceState;
+    use crate::provider::plan::Market;
     use jiff::Timestamp;
 
     fn instance(id: &str, uid: &str, state: InstanceState, launched: i64) -> InstanceStatus {

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::stored;
-use crate::errors::{error_chain, lock};
+use crate::support::errors::{error_chain, lock};
 
 /// The pods bound to one node: a store kept by one watch, and the serving turn's subscription.
 pub struct NodePods {
@@ -28,8 +28,13 @@ pub struct NodePods {
 }
 
 impl NodePods {
-    /// Starts watching the pods bound to `node`; the watch runs until `shutdown`.
-    pub fn start(client: kube::Client, node: &str, shutdown: CancellationToken) -> Arc<NodePods> {
+    /// The pods bound to `node`, and the watch that keeps them: it runs until `shutdown`, in
+    /// the task its owner spawns it on.
+    pub fn start(
+        client: kube::Client,
+        node: &str,
+        shutdown: CancellationToken,
+    ) -> (Arc<NodePods>, impl Future<Output = ()> + Send + 'static) {
         let (store, writer) = reflector::store();
         let (listed_tx, listed) = watch::channel(false);
         let subscriber: Arc<Mutex<Option<mpsc::UnboundedSender<Pod>>>> = Arc::default();
@@ -73,17 +78,18 @@ impl NodePods {
                     std::future::ready(())
                 }
             });
-        tokio::spawn(async move {
+        let watching = async move {
             tokio::select! {
                 () = watch => {}
                 () = shutdown.cancelled() => {}
             }
-        });
-        Arc::new(NodePods {
+        };
+        let pods = Arc::new(NodePods {
             store,
             listed,
             subscriber,
-        })
+        });
+        (pods, watching)
     }
 
     pub fn store(&self) -> Store<Pod> {

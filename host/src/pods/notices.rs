@@ -197,7 +197,7 @@ impl PodNotices {
                 Err(Delivery::Again)
             }
             Err(error) => {
-                tracing::warn!(pod = %instance.pod, error = %crate::errors::error_chain(&error), "could not read whether the notice's pod is gone; the message comes back after its visibility timeout");
+                tracing::warn!(pod = %instance.pod, error = %crate::support::errors::error_chain(&error), "could not read whether the notice's pod is gone; the message comes back after its visibility timeout");
                 Err(Delivery::Again)
             }
         }
@@ -291,9 +291,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plan::Market;
     use crate::policy::DecisionRecord;
     use crate::policy::decision::HookRecord;
+    use crate::provider::plan::Market;
 
     fn decided(mark_on_rebalance: bool) -> Pod {
         let by = HookRecord {
@@ -366,7 +366,7 @@ mod tests {
         let launched = provider
             .create(&crate::workload::testing::bare_request(
                 &pod,
-                &crate::plan::LaunchPlan::on_demand("m5.large"),
+                &crate::provider::plan::LaunchPlan::on_demand("m5.large"),
             ))
             .await
             .unwrap();

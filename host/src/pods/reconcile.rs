@@ -125,7 +125,7 @@ pub fn error_policy(_pod: Arc<Pod>, error: &ReconcileError, ctx: Arc<Context>) -
     let delay = retry
         .wait(Timestamp::now())
         .unwrap_or_else(|| ctx.config.retry_initial_backoff.get());
-    tracing::warn!(%pod, error = %crate::errors::error_chain(error), failures = retry.failures, ?delay, "reconcile failed; retrying with backoff");
+    tracing::warn!(%pod, error = %crate::support::errors::error_chain(error), failures = retry.failures, ?delay, "reconcile failed; retrying with backoff");
     Action::requeue(delay)
 }
 

@@ -13,12 +13,12 @@ use k8s_openapi::api::core::v1::Pod;
 use super::events::PodRecorder;
 use super::view::LaunchRef;
 use super::writes::LastWrite;
-use crate::errors::lock;
 use crate::policy::DECISION_ANNOTATION;
 use crate::policy::guardrails::Price;
 use crate::provider::{InstanceStatus, LaunchProgress, Offering, WorkloadExit};
 use crate::spend::Waiting;
 use crate::support::Backoff;
+use crate::support::errors::lock;
 
 /// One pod's record.
 #[derive(Debug, Clone, Default)]
@@ -248,7 +248,7 @@ impl PodRecords {
         let mut by_uid = lock(&self.by_uid);
         let before = by_uid.len();
         by_uid.retain(|uid, _| present.contains(uid));
-        crate::heap::shrink_when_sparse(&mut by_uid);
+        crate::support::heap::shrink_when_sparse(&mut by_uid);
         before - by_uid.len()
     }
 

@@ -28,11 +28,11 @@ use super::record::PodRecords;
 use super::terminations::TerminationLedger;
 use super::view::PodView;
 use crate::config::PodsConfig;
-use crate::heap::{self, TrimAfterDrain};
 use crate::metrics::ReconcileMetrics;
 use crate::provider::aws::strays::PodPresence;
 use crate::provider::{InstanceStatus, PodKey, Provider};
 use crate::spend::NamespaceSpend;
+use crate::support::heap::{self, TrimAfterDrain};
 
 /// The least time between two listings a state-change notice asks for.
 const NOTIFIED_SYNC_GAP: std::time::Duration = std::time::Duration::from_secs(1);
@@ -229,7 +229,7 @@ impl StatusSync {
                         continue;
                     }
                     Err(error) => {
-                        tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, error = %crate::errors::error_chain(&error), "could not read whether the pod of this instance is gone; it is looked at again next sync");
+                        tracing::warn!(pod = %instance.pod, instance = %instance.instance_id, error = %crate::support::errors::error_chain(&error), "could not read whether the pod of this instance is gone; it is looked at again next sync");
                         continue;
                     }
                 }

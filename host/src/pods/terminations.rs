@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::errors::lock;
 use crate::provider::{InstanceStatus, Termination};
+use crate::support::errors::lock;
 
 /// The last request for one instance and its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl TerminationLedger {
             Some(instance) => instance.state.needs_termination(),
             None => now.duration_since(asked.at).unsigned_abs() < keep,
         });
-        crate::heap::shrink_when_sparse(&mut by_instance);
+        crate::support::heap::shrink_when_sparse(&mut by_instance);
     }
 
     pub fn len(&self) -> usize {

@@ -6,7 +6,7 @@
 use orca_plugin_sdk as sdk;
 
 use super::wasm;
-use crate::plan;
+use crate::provider::plan;
 
 pub fn market(market: wasm::Market) -> plan::Market {
     match market {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::guardrails::{GuardrailRecord, Price};
-use crate::plan::{AllocationStrategy, LaunchPlan, Market};
+use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
 pub const DECISION_ANNOTATION: &str = "orca.research/decision";

@@ -24,9 +24,9 @@ use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
 use super::wasm::{CallError, CatalogueQuery, Hook, InstanceQuery, PolicyError, TagContext};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
-use crate::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
+use crate::provider::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
 use crate::spend::census::TAG_SPOT_MAX_PRICE;
 
 /// One plugin in a hook's chain, settings already serialized.
@@ -382,7 +382,7 @@ impl Pipeline {
                 // back from any listing (the max price lives in the plan alone otherwise),
                 // where EC2's tag limit leaves room beside the cluster's id the provider adds;
                 // without it the instance counts at its on-demand price.
-                if plan.market.market == crate::plan::Market::Spot
+                if plan.market.market == crate::provider::plan::Market::Spot
                     && let Some(max_price) = Price::of(plan.market.max_price)
                     && plan.tags.len() + LAUNCH_ADDED_TAGS < MAX_TAGS
                 {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::pipeline::Pipeline;
 use super::registry::{PluginSet, ReloadEvent};
 use super::reload::ReloadReporter;
-use crate::health::Health;
+use crate::process::health::Health;
 
 pub struct PolicyReadiness {
     pub pipeline: Arc<Pipeline>,

@@ -14,7 +14,7 @@ use arc_swap::ArcSwap;
 use super::embedded::EmbeddedPlugin;
 use super::oci::Signer;
 use super::wasm::{CatalogueQuery, Hook, LoadError, LoadedPlugin, PluginEngine};
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 /// Where a plugin's bytes came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

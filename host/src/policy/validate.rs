@@ -9,8 +9,8 @@ use orca_plugin_sdk::tags::{MAX_TAGS, validate_tag};
 use super::catalogue::any_query;
 use super::convert;
 use super::wasm::{Candidate, CatalogueQuery, InstanceQuery, Market, MarketDecision, Tag};
-use crate::plan::AllocationStrategy;
 use crate::provider::ownership::TAG_MANAGED_BY;
+use crate::provider::plan::AllocationStrategy;
 
 /// More candidates than this is a misbehaving selector (the provider tries them in order).
 pub const MAX_CANDIDATES: usize = 20;

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Market;
+use crate::provider::plan::Market;
 
 /// Identifies a pod across restarts: namespace and name for people, UID for exactness (a pod
 /// re-created with the same name is a different pod).

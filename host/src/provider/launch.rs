@@ -9,7 +9,7 @@ use jiff::Timestamp;
 
 use super::zones::ZoneConstraint;
 use super::{PodKey, ProviderError};
-use crate::plan::{LaunchPlan, Market};
+use crate::provider::plan::{LaunchPlan, Market};
 use crate::workload::WorkloadSpec;
 
 /// Everything a provider is given to launch a pod's instance, built once by the Launch step
@@ -133,7 +133,7 @@ pub fn offerings(plan: &LaunchPlan) -> Vec<Offering> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{InstanceCandidate, MarketDecision};
+    use crate::provider::plan::{InstanceCandidate, MarketDecision};
 
     fn plan(market: Market, fallback: bool) -> LaunchPlan {
         LaunchPlan {

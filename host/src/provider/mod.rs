@@ -8,6 +8,7 @@ mod instance;
 mod launch;
 mod logs;
 pub mod ownership;
+pub mod plan;
 pub mod simulated;
 pub mod zones;
 

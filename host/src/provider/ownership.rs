@@ -72,7 +72,7 @@ pub async fn read_cluster_id(client: &kube::Client) -> Result<String, ClusterIdE
         match api.get(CLUSTER_ID_NAMESPACE).await {
             Ok(namespace) => return namespace.metadata.uid.ok_or(ClusterIdError::NoUid),
             Err(error) if is_passing(&error) && started.elapsed() < READ_PATIENCE => {
-                tracing::warn!(error = %crate::errors::error_chain(&error), "reading the cluster's identity failed; retrying");
+                tracing::warn!(error = %crate::support::errors::error_chain(&error), "reading the cluster's identity failed; retrying");
                 tokio::time::sleep(pauses.next_delay()).await;
             }
             Err(error) => return Err(ClusterIdError::ReadFailed(error)),

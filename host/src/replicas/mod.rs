@@ -38,18 +38,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ReplicasConfig;
-use crate::errors::error_chain;
-use crate::node_runtime::{NodeRuntime, SharedParts, report_end};
-use crate::pods::NodePods;
-use crate::turn::{self, ServingTask, TurnEnd};
+use crate::support::errors::error_chain;
 
 pub use boot_clock::BootInstant;
 pub use hold::{Hold, Step};
 pub use lease_lock::{LeaseError, LeaseLock};
 pub use tenure::{STOP_BEFORE_EXPIRY, Tenure, TenureError, TenureGrant};
-
-/// How often a replica looks at the Leases it waits for or serves under.
-const LOOK_EVERY: Duration = Duration::from_millis(200);
 
 /// This replica's part in sharing: its identity, the Lease settings, and its view of the
 /// Leases (one watch for all nodes).
@@ -111,112 +105,47 @@ impl NodeSharing {
         (sharing, task)
     }
 
-    /// Serves `node` whenever this replica holds its Lease, until `shutdown`; then releases
-    /// the Lease once serving has stopped.
-    pub async fn share(
-        self: Arc<Self>,
-        node: Arc<NodeRuntime>,
-        pods: Arc<NodePods>,
-        shared: SharedParts,
-        shutdown: CancellationToken,
-    ) {
-        let lease = ReplicasConfig::lease_name(node.name());
-        let name = node.name().to_owned();
-        shared.health.awaiting_lease(&name);
-        // Deciding before the watch has listed would take every Lease for missing.
+    /// Waits until the watch has listed the Leases (deciding before would take every
+    /// Lease for missing); `false` when `shutdown` came first.
+    pub async fn listed(&self, shutdown: &CancellationToken) -> bool {
         let mut listed = self.listed.clone();
         tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = listed.wait_for(|listed| *listed) => {}
+            () = shutdown.cancelled() => false,
+            _ = listed.wait_for(|listed| *listed) => true,
         }
-        let mut lock = LeaseLock::new(
-            Api::namespaced(self.client.clone(), &self.namespace),
-            lease.clone(),
-            self.identity.clone(),
-            self.duration,
-            self.renew_before,
-        );
-        let reference = ObjectRef::new(&lease).within(&self.namespace);
-        let grant = TenureGrant::new();
-        let mut serving: Option<Serving> = None;
-        let mut failing = false;
-        // After a turn failed: when this replica may take the node again.
-        let mut away_until: Option<BootInstant> = None;
-        loop {
-            if away_until.is_some_and(|until| BootInstant::now() < until) {
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep(LOOK_EVERY) => continue,
-                }
-            }
-            let seen = self.leases.get(&reference);
-            match lock.look(seen.as_deref()).await {
-                Ok(_) => failing = false,
-                Err(error) => {
-                    // Every look retries; one warning per run of failures.
-                    if !failing {
-                        tracing::warn!(%lease, error = %error_chain(&error), "writing the node Lease failed; retrying");
-                    }
-                    failing = true;
-                }
-            }
-            grant.extend_to(lock.hold().serving_until());
-            let held = lock.hold().held(BootInstant::now());
-            match (&serving, held) {
-                (None, true) => {
-                    serving = self.start_serving(&node, &pods, &shared, grant.tenure());
-                }
-                (Some(_), false) => {
-                    if let Some(turn) = serving.take() {
-                        let end = turn.stop().await;
-                        // A hold that ran out, or one ended by a write refused or a Lease
-                        // taken.
-                        let end = match (end, lock.hold().serving_until()) {
-                            (TurnEnd::Failed { .. } | TurnEnd::Lapsed, _) => end,
-                            (_, Some(_)) => TurnEnd::Lapsed,
-                            (_, None) => TurnEnd::Lost,
-                        };
-                        report_end(&shared.serving_metrics, &name, end);
-                        if matches!(end, TurnEnd::Failed { .. }) {
-                            away_until = self.give_up(&mut lock, &name).await;
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if serving.is_none() && lock.hold().held_by_another(BootInstant::now()) {
-                // Readiness need not wait for a node another live replica serves.
-                shared.health.lease_settled(&name);
-            }
-            let ended = tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = tokio::time::sleep(LOOK_EVERY) => None,
-                joined = turn_task(&mut serving) => Some(joined),
-            };
-            if let Some(joined) = ended {
-                // The turn ended by itself: a task of it failed, or its hold ran out.
-                serving = None;
-                let end = turn::end_of(ServingTask::Turn, joined.map(Ok), false);
-                report_end(&shared.serving_metrics, &name, end);
-                if matches!(end, TurnEnd::Failed { .. }) {
-                    away_until = self.give_up(&mut lock, &name).await;
-                }
-            }
+    }
+
+    /// The lock on `node`'s Lease, as this replica takes and renews it.
+    pub fn lock(&self, node: &str) -> NodeLease {
+        let lease = ReplicasConfig::lease_name(node);
+        NodeLease {
+            reference: ObjectRef::new(&lease).within(&self.namespace),
+            lock: LeaseLock::new(
+                Api::namespaced(self.client.clone(), &self.namespace),
+                lease.clone(),
+                self.identity.clone(),
+                self.duration,
+                self.renew_before,
+            ),
+            name: lease,
         }
-        if let Some(turn) = serving.take() {
-            turn.stop().await;
-        }
-        grant.extend_to(None);
-        if let Err(error) = lock.release().await {
-            tracing::warn!(%lease, error = %error_chain(&error), "releasing the node Lease failed; it expires by itself");
-        }
+    }
+
+    /// The Lease as the watch last saw it.
+    pub fn seen(&self, lease: &NodeLease) -> Option<Arc<Lease>> {
+        self.leases.get(&lease.reference)
+    }
+
+    /// This replica's identity, as its Lease writes name it.
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// After a turn of serving `node` failed: releases its Lease, so another replica takes the
     /// node at once, and answers until when this replica leaves the node alone (a Lease
     /// duration: a failure that comes back each turn is not retried in a tight loop, and
     /// another replica gets the node first).
-    async fn give_up(&self, lock: &mut LeaseLock, node: &str) -> Option<BootInstant> {
+    pub async fn give_up(&self, lock: &mut LeaseLock, node: &str) -> Option<BootInstant> {
         match lock.release().await {
             Ok(()) => {
                 tracing::warn!(%node, identity = %self.identity, pause = ?self.duration, "released the node's Lease for another replica to take; this one leaves the node alone for a Lease duration")
@@ -227,61 +156,11 @@ impl NodeSharing {
         }
         Some(BootInstant::now().saturating_add(self.duration))
     }
-
-    /// One turn of serving `node`, with a fresh provider: what an earlier turn's remembered
-    /// may be stale now. `None` when the node cannot be served (the next look tries again).
-    fn start_serving(
-        &self,
-        node: &Arc<NodeRuntime>,
-        pods: &Arc<NodePods>,
-        shared: &SharedParts,
-        tenure: Tenure,
-    ) -> Option<Serving> {
-        let parts = (node.new_provider)().and_then(|provider| {
-            let controller = node
-                .node_controller(&provider, shared)
-                .map_err(crate::orca::StartError::NodeFailed)?;
-            Ok((provider, controller))
-        });
-        let (provider, controller) = match parts {
-            Ok(parts) => parts,
-            Err(error) => {
-                tracing::error!(node = node.name(), error = %error_chain(&error), "cannot serve the node; retrying");
-                return None;
-            }
-        };
-        tracing::info!(node = node.name(), identity = %self.identity, "holding the node's Lease; serving it");
-        let stop = CancellationToken::new();
-        let task = tokio::spawn({
-            let (node, pods, shared, stop) =
-                (node.clone(), pods.clone(), shared.clone(), stop.clone());
-            async move {
-                node.serve(provider, controller, pods, &shared, stop, tenure)
-                    .await
-            }
-        });
-        Some(Serving { stop, task })
-    }
 }
 
-/// A node served now: stopping it ends its Node heartbeat and pod controller.
-struct Serving {
-    stop: CancellationToken,
-    task: JoinHandle<TurnEnd>,
-}
-
-impl Serving {
-    /// Stops the turn; how it ended (it may have failed or lapsed before it was asked).
-    async fn stop(self) -> TurnEnd {
-        self.stop.cancel();
-        turn::end_of(ServingTask::Turn, self.task.await.map(Ok), true)
-    }
-}
-
-/// Until the turn's task ends (forever when no turn runs); what it answered.
-async fn turn_task(serving: &mut Option<Serving>) -> Result<TurnEnd, tokio::task::JoinError> {
-    match serving {
-        Some(turn) => (&mut turn.task).await,
-        None => std::future::pending().await,
-    }
+/// One node's Lease: its name, where the watch keeps it, and this replica's lock on it.
+pub struct NodeLease {
+    pub name: String,
+    pub reference: ObjectRef<Lease>,
+    pub lock: LeaseLock,
 }

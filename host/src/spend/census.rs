@@ -14,12 +14,12 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
 use super::{Listed, NamespaceSpend};
-use crate::plan::Market;
 use crate::policy::catalogue::any_query;
 use crate::policy::guardrails::Price;
 use crate::policy::wasm::{CatalogueQuery, InstanceQuery};
+use crate::process::served_nodes::ServedNodes;
 use crate::provider::ProviderError;
-use crate::served_nodes::ServedNodes;
+use crate::provider::plan::Market;
 
 /// Set by orca on an instance launched from a spot plan with a max price (USD per hour): what
 /// the instance may cost at most, read back by the census. Plugins cannot set it (the

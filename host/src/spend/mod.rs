@@ -34,8 +34,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use tokio::sync::watch;
 
-use crate::errors::lock;
 use crate::policy::guardrails::{Guardrails, Price};
+use crate::support::errors::lock;
 
 /// One instance of the cluster as a listing shows it, priced.
 #[derive(Debug, Clone, PartialEq, Eq)]

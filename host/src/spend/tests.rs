@@ -6,9 +6,9 @@ use jiff::Timestamp;
 use super::census::{Census, CensusInstance, CensusLoop};
 use super::*;
 use crate::config::GuardrailsConfig;
-use crate::plan::Market;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::provider::ProviderError;
+use crate::provider::plan::Market;
 
 const GRACE: Duration = Duration::from_secs(120);
 
@@ -343,9 +343,9 @@ async fn the_census_prices_each_instance_as_documented() {
 #[tokio::test]
 async fn the_served_census_lists_the_served_nodes_instances_once_a_node_is_served() {
     use super::census::ServedCensus;
+    use crate::process::served_nodes::{ServedNode, ServedNodes};
     use crate::provider::Provider;
     use crate::provider::simulated::SimulatedProvider;
-    use crate::served_nodes::{ServedNode, ServedNodes};
 
     let served = Arc::new(ServedNodes::default());
     let census = ServedCensus(served.clone());
@@ -359,7 +359,7 @@ async fn the_served_census_lists_the_served_nodes_instances_once_a_node_is_serve
     let launched = provider
         .create(&crate::workload::testing::bare_request(
             &pod,
-            &crate::plan::LaunchPlan::on_demand("m7i.large"),
+            &crate::provider::plan::LaunchPlan::on_demand("m7i.large"),
         ))
         .await
         .unwrap();

@@ -1,6 +1,12 @@
-//! Small building blocks shared by the modules: one [`Backoff`], one [`BoxError`].
+//! Small building blocks shared by the modules: one [`Backoff`], one [`BoxError`], the error
+//! chain and lock helpers ([`errors`]), the AWS clients' shared settings ([`aws_config`]), the
+//! process-wide TLS backend ([`tls`]) and heap trimming ([`heap`]).
 
+pub mod aws_config;
 pub mod backoff;
+pub mod errors;
+pub mod heap;
+pub mod tls;
 
 pub use backoff::Backoff;
 

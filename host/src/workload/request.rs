@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::source::EnvSource;
 use super::spec::{WorkloadError, workload_spec};
-use crate::plan::LaunchPlan;
+use crate::provider::plan::LaunchPlan;
 use crate::provider::zones::ZoneConstraint;
 use crate::provider::{LaunchRequest, PodKey, ProviderError};
 
@@ -121,7 +121,7 @@ pub(crate) mod testing {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::launch_request;
-    use crate::plan::LaunchPlan;
+    use crate::provider::plan::LaunchPlan;
     use crate::provider::zones::ZoneConstraint;
     use crate::provider::{LaunchFailed, LaunchRequest, Launched, PodKey, Provider, ProviderError};
     use crate::workload::{EnvSource, EnvSourceError, ObjectData, RestartPolicy, WorkloadSpec};

@@ -178,7 +178,7 @@ fn at(sorted: &[Duration], quantile: f64) -> Duration {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    orca::tls::install_crypto_provider();
+    orca::support::tls::install_crypto_provider();
     let mut args = std::env::args().skip(1);
     let mut rounds = 3u64;
     let mut sizes = Vec::new();

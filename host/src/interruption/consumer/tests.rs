@@ -11,9 +11,9 @@ use super::super::owners::OwnersError;
 use super::super::queue::{QueueError, Received};
 use super::super::samples;
 use super::*;
-use crate::errors::lock;
 use crate::interruption::NoticeKind;
 use crate::provider::aws::api::ApiError;
+use crate::support::errors::lock;
 
 const OURS: &str = "i-0aaaaaaaaaaaaaaa1";
 const OURS_TOO: &str = "i-0aaaaaaaaaaaaaaa2";

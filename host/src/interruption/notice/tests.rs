@@ -143,7 +143,7 @@ fn garbage_is_an_error_that_says_what_was_wrong() {
     ];
     for (body, expected) in cases {
         let error = parse(&body).unwrap_err();
-        let text = crate::errors::error_chain(&error);
+        let text = crate::support::errors::error_chain(&error);
         assert!(text.contains(expected), "{body}\n→ {text}");
     }
 }

@@ -241,7 +241,7 @@ async fn a_failed_lookup_says_how_many_instances_it_was_for() {
         .await
         .unwrap_err();
     assert_eq!(
-        crate::errors::error_chain(&error),
+        crate::support::errors::error_chain(&error),
         "DescribeInstances of 1 instance(s) named by interruption notices failed: \
          RequestLimitExceeded: Request limit exceeded."
     );

@@ -10,7 +10,7 @@ use super::cache::{CAPACITY, Clock, TtlCache};
 use super::refusal::Refusal;
 use super::reviews::ReviewApi;
 use super::user::User;
-use crate::errors::error_chain;
+use crate::support::errors::error_chain;
 
 /// The body of every 401, as the kubelet writes it.
 pub const UNAUTHORIZED: &str = "Unauthorized";

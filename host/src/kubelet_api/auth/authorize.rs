@@ -10,7 +10,7 @@ use super::cache::{CAPACITY, Clock, TtlCache};
 use super::refusal::Refusal;
 use super::reviews::ReviewApi;
 use super::user::User;
-use crate::errors::error_chain;
+use crate::support::errors::error_chain;
 
 /// Everything a SubjectAccessReview is asked about, so equal keys mean equal questions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 /// How many answers a cache keeps; beyond this, expired entries go first, then the oldest.
 /// Bounded so that a stream of distinct bogus tokens cannot grow memory without limit.

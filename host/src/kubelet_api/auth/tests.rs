@@ -12,7 +12,7 @@ use k8s_openapi::api::authorization::v1::{SubjectAccessReviewSpec, SubjectAccess
 use super::cache::tests::ManualClock;
 use super::*;
 use crate::config::{KubeletApiConfig, Seconds};
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 const NODE: &str = "orca-node";
 

@@ -75,7 +75,7 @@ async fn build(
     identity: ServingIdentity,
     shutdown: CancellationToken,
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    crate::tls::install_crypto_provider();
+    crate::support::tls::install_crypto_provider();
     let verifier = Arc::new(SwappableClientVerifier::new());
     client_ca::start(
         client_ca,

@@ -7,7 +7,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
-/// The crypto provider orca's TLS uses; the same backend `crate::tls` installs process-wide,
+/// The crypto provider orca's TLS uses; the same backend `crate::support::tls` installs process-wide,
 /// passed explicitly so nothing here depends on the global having been set first.
 pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())

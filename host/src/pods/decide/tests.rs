@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatu
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::*;
-use crate::plan::Market;
 use crate::pods::record::Retry;
+use crate::provider::plan::Market;
 use crate::provider::{InstanceState, Offering, PodKey, StateReason, WorkloadExit};
 
 const SYNC: Duration = Duration::from_secs(5);

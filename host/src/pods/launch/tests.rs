@@ -11,17 +11,17 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
-use crate::errors::lock;
-use crate::plan::LaunchPlan;
 use crate::pods::events::PodEvent;
 use crate::policy::guardrails::Guardrails;
 use crate::policy::{
     DECISION_ANNOTATION, Decision, DecisionRecord, PlanError, PlanFailure, PlanRetry,
 };
+use crate::provider::plan::LaunchPlan;
 use crate::provider::{
     InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering, ProviderError,
     Termination, WorkloadExit,
 };
+use crate::support::errors::lock;
 use crate::workload::testing::NoObjects;
 
 fn pod() -> Pod {
@@ -215,7 +215,7 @@ fn instance() -> Launched {
         instance_id: "i-0abc".to_owned(),
         offering: Offering {
             instance_type: "m5.large".to_owned(),
-            market: crate::plan::Market::OnDemand,
+            market: crate::provider::plan::Market::OnDemand,
         },
         adopted: false,
         passed_over: Vec::new(),

@@ -2,8 +2,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
 
 use super::*;
-use crate::plan::Market;
 use crate::pods::phase::{FailureReason, PodPhase, WaitingReason};
+use crate::provider::plan::Market;
 use crate::provider::{PodKey, StateReason, WorkloadExit};
 
 fn instance(state: InstanceState) -> InstanceStatus {

@@ -4,9 +4,9 @@ use prometheus_client::registry::Registry;
 
 use super::*;
 use crate::config::{Seconds, SimulatedConfig};
-use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
 use crate::provider::aws::strays::PodPresence;
+use crate::provider::plan::LaunchPlan;
 use crate::provider::simulated::SimulatedProvider;
 use crate::workload::testing::bare_request;
 

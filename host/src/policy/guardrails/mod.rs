@@ -18,6 +18,7 @@
 //!
 //! Pure: the prices come in as a function, so every rule is a table test.
 
+pub mod catalogue;
 mod glob;
 mod price;
 
@@ -30,7 +31,7 @@ pub use glob::{Glob, GlobError, GlobKind};
 pub use price::{Price, PriceError};
 
 use crate::config::GuardrailsConfig;
-use crate::plan::{LaunchPlan, Market};
+use crate::provider::plan::{LaunchPlan, Market};
 
 /// One guardrail, by its field under `policy.guardrails`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

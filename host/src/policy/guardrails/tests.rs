@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::plan::{AllocationStrategy, InstanceCandidate, MarketDecision};
+use crate::provider::plan::{AllocationStrategy, InstanceCandidate, MarketDecision};
 
 fn price(name: &str) -> Option<Price> {
     let usd = match name {

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 /// Records per second one plugin may write to orca's log, sustained.
 pub const RECORDS_PER_SECOND: f64 = 20.0;

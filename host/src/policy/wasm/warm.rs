@@ -14,7 +14,7 @@ use super::bindings::{v0_1, v0_2, v0_3};
 use super::limits::{REUSED_CALLS, SandboxLimits};
 use super::output::CallOutput;
 use super::state::CallState;
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 /// A plugin's instantiated exports, typed by the interface version that calls it.
 pub(super) enum Exports {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::plan::{AllocationStrategy, Market};
+use crate::provider::plan::{AllocationStrategy, Market};
 use crate::provider::{InstanceState, StateReason};
 
 /// Everything one `RunInstances` call carries.

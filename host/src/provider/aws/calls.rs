@@ -9,7 +9,7 @@ use aws_sdk_ec2::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
-use crate::errors::lock;
+use crate::support::errors::lock;
 
 /// Requests sent to EC2 so far, by operation name (`RunInstances`, `DescribeInstances`, …).
 #[derive(Debug, Default)]

@@ -18,9 +18,9 @@ use super::api::{
     InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
     TemplateSettings,
 };
-use crate::errors::lock;
-use crate::plan::Market;
 use crate::provider::InstanceState;
+use crate::provider::plan::Market;
+use crate::support::errors::lock;
 
 mod templates;
 use self::templates::Template;

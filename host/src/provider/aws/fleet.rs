@@ -42,7 +42,7 @@ use super::classify::{class_of, provider_error};
 use super::template::is_template_missing;
 use super::token::fleet_token;
 use super::{AwsProvider, Place};
-use crate::plan::{AllocationStrategy, LaunchPlan, Market};
+use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 use crate::provider::{
     ErrorClass, LaunchFailed, LaunchRequest, Launched, Offering, PassedOver, PodKey, ProviderError,
 };

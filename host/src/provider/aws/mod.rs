@@ -68,7 +68,7 @@ use super::{
     PassedOver, PodKey, Provider, ProviderError, Termination, WorkloadExit, offerings,
 };
 use crate::config::{AwsConfig, LaunchApi};
-use crate::plan::{LaunchPlan, Market};
+use crate::provider::plan::{LaunchPlan, Market};
 use crate::workload::AMI_ANNOTATION;
 
 /// `pods.launchVisibilityGrace`'s default.

@@ -27,7 +27,7 @@ use super::api::{
 };
 use super::calls::{CountRequests, Ec2Calls};
 use super::{sdk_fleet, sdk_template};
-use crate::plan::Market;
+use crate::provider::plan::Market;
 use crate::provider::{InstanceState, StateReason};
 use error::api_error;
 
@@ -58,7 +58,7 @@ impl SdkEc2 {
         attempt_timeout: std::time::Duration,
         call_timeout: std::time::Duration,
     ) -> SdkEc2 {
-        let shared = crate::aws_config::load(region).await;
+        let shared = crate::support::aws_config::load(region).await;
         let mut config = aws_sdk_ec2::config::Builder::from(&shared)
             .interceptor(CountRequests(calls))
             .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))

@@ -16,7 +16,7 @@ use super::api::{
     ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, TAG_LAUNCH_ATTEMPT,
 };
 use super::sdk::error::api_error;
-use crate::plan::{AllocationStrategy, Market};
+use crate::provider::plan::{AllocationStrategy, Market};
 
 pub(super) async fn create_fleet(
     client: &Client,

@@ -28,12 +28,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::api::{Ec2Api, Ec2Instance, Filter};
 use super::{LIVE_STATES, MAX_TERMINATE, terminate_batch};
-use crate::errors::error_chain;
 use crate::provider::PodKey;
 use crate::provider::ownership::{
     MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE,
     TAG_POD_UID,
 };
+use crate::support::errors::error_chain;
 
 /// Whether a pod still exists in the cluster.
 #[async_trait]

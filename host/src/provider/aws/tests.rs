@@ -11,8 +11,8 @@ use super::api::ApiError;
 use super::fake::FakeEc2;
 use super::*;
 use crate::config::{AwsConfig, Seconds};
-use crate::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::provider::ErrorClass;
+use crate::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::workload::testing::LaunchPod;
 
 /// The `kube-system` UID of the cluster the tests' provider launches for.

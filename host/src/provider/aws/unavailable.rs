@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::errors::lock;
 use crate::provider::{Offering, ProviderError};
+use crate::support::errors::lock;
 
 /// Codes about the request that met them rather than about capacity others would meet too.
 const POD_SPECIFIC: [&str; 1] = ["SpotMaxPriceTooLow"];
@@ -68,7 +68,7 @@ impl UnavailableOfferings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Market;
+    use crate::provider::plan::Market;
 
     #[test]
     fn a_marked_offering_is_skipped_until_the_ttl_runs_out() {

@@ -8,7 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
-use crate::plan::Market;
+use crate::provider::plan::Market;
 use crate::provider::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
 use crate::workload::WorkloadSpec;
 

@@ -139,7 +139,7 @@ pub fn apply(instances: &mut HashMap<String, SimInstance>, record: Record) {
         }
         Record::Forget { uid } => {
             instances.remove(&uid);
-            crate::heap::shrink_when_sparse(instances);
+            crate::support::heap::shrink_when_sparse(instances);
         }
     }
 }

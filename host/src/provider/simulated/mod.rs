@@ -24,7 +24,7 @@ use super::{
     PodKey, Provider, ProviderError, Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
-use crate::errors::lock;
+use crate::support::errors::lock;
 use crate::workload::WorkloadSpec;
 
 /// In-process instances, one per pod UID.
@@ -177,7 +177,7 @@ impl Provider for SimulatedProvider {
             workload: Some(request.workload.clone()),
         };
         state.launch_attempts.remove(&key.uid);
-        crate::heap::shrink_when_sparse(&mut state.launch_attempts);
+        crate::support::heap::shrink_when_sparse(&mut state.launch_attempts);
         state.record(Record::Launch(Box::new(instance)))?;
         Ok(Launched {
             instance_id,

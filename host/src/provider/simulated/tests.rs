@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::*;
 use crate::config::Seconds;
-use crate::plan::LaunchPlan;
 use crate::provider::InstanceState;
+use crate::provider::plan::LaunchPlan;
 use crate::provider::zones::ZoneConstraint;
 use crate::workload::source::fake::FakeSource;
 use crate::workload::testing::LaunchPod;

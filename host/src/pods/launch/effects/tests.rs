@@ -1,8 +1,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::plan::Market;
 use crate::policy::PlanFailure;
+use crate::provider::plan::Market;
 use crate::provider::{Offering, PassedOver, ProviderError};
 
 fn at(second: i64) -> Timestamp {

@@ -9,8 +9,8 @@ use std::time::Instant;
 use std::collections::BTreeMap;
 
 use super::super::api::FleetRequest;
-use crate::errors::lock;
 use crate::provider::LaunchProgress;
+use crate::support::errors::lock;
 
 /// On the pod: how many of its fleet tokens EC2 has answered with no instance (or a forgotten
 /// request's instance never showed within the grace), so that the next new request takes the
@@ -95,7 +95,7 @@ impl FleetAttempts {
     pub(in super::super) fn retain(&self, present: &std::collections::HashSet<String>) -> usize {
         let mut by_pod = lock(&self.by_pod);
         by_pod.retain(|uid, _| present.contains(uid));
-        crate::heap::shrink_when_sparse(&mut by_pod);
+        crate::support::heap::shrink_when_sparse(&mut by_pod);
         by_pod.len()
     }
 }

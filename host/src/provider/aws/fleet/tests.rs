@@ -11,8 +11,8 @@ use super::super::tests::{plan, pod, provider_with};
 use super::super::*;
 use super::FLEET_TOKENS_SPENT_ANNOTATION;
 use crate::config::AwsConfig;
-use crate::plan::{AllocationStrategy, Market};
 use crate::provider::ErrorClass;
+use crate::provider::plan::{AllocationStrategy, Market};
 use crate::workload::testing::LaunchPod;
 
 const SUBNETS: [&str; 2] = ["subnet-0a0a0a0a", "subnet-0b0b0b0b"];

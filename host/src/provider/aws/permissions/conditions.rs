@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::{AwsConfig, LaunchApi};
-use crate::plan::Market;
 use crate::provider::aws::fake::FakeEc2;
 use crate::provider::aws::tests::{CLUSTER_ID, plan, pod, provider_with};
 use crate::provider::aws::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT};
 use crate::provider::ownership::{TAG_CLUSTER_ID, ownership_tags};
+use crate::provider::plan::Market;
 use crate::provider::{PodKey, Provider};
 use crate::workload::testing::LaunchPod;
 

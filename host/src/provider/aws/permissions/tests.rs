@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::source_text::{production_code, production_files};
+use crate::structure::source_text::{production_code, production_files};
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -113,7 +113,10 @@ async fn a_template_under_the_nodes_name_with_other_content_fails_the_pod_and_la
 
     let pod = pod("a");
     let failed = provider
-        .launch_pod(&pod, &plan(&pod, crate::plan::Market::Spot, false))
+        .launch_pod(
+            &pod,
+            &plan(&pod, crate::provider::plan::Market::Spot, false),
+        )
         .await
         .unwrap_err();
     assert_eq!(failed.error.code, "LaunchTemplateMismatch");

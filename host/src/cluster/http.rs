@@ -38,7 +38,7 @@ pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
     if config.proxy_url.is_some() {
         return kube::Client::try_from(config);
     }
-    crate::tls::install_crypto_provider();
+    crate::support::tls::install_crypto_provider();
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     let mut https = HttpsConnectorBuilder::new()
@@ -98,7 +98,7 @@ mod tests {
     /// An HTTPS server speaking HTTP/1.1 and HTTP/2 (as the apiserver does); answers each
     /// request with the HTTP version it came in and counts the connections it accepted.
     async fn server(alpn: &[&[u8]]) -> (u16, Vec<u8>, Arc<AtomicUsize>) {
-        crate::tls::install_crypto_provider();
+        crate::support::tls::install_crypto_provider();
         let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
         let mut tls = rustls::ServerConfig::builder()
             .with_no_client_auth()

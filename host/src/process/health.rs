@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::errors::lock;
-use crate::served_nodes::ServedNodes;
+use crate::process::served_nodes::ServedNodes;
+use crate::support::errors::lock;
 
 /// A served node's steps.
 #[derive(Debug, Default, Clone, Copy)]

@@ -1,5 +1,5 @@
 use super::Graph;
-use crate::source_text::SourceFile;
+use crate::structure::source_text::SourceFile;
 
 /// A crate of these files: (path from `host/src`, module path as `a::b`, text).
 fn graph(files: &[(&str, &str, &str)]) -> Graph {

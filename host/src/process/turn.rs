@@ -45,6 +45,15 @@ pub enum Failure {
     Returned,
 }
 
+impl Failure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::Panicked => "panicked",
+            Failure::Returned => "returned",
+        }
+    }
+}
+
 /// Why a turn of serving ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TurnEnd {
@@ -66,15 +75,7 @@ impl fmt::Display for TurnEnd {
             TurnEnd::Stopped => f.write_str("stopped"),
             TurnEnd::Lapsed => f.write_str("hold_lapsed"),
             TurnEnd::Lost => f.write_str("lease_lost"),
-            TurnEnd::Failed { task, how } => write!(
-                f,
-                "{}_{}",
-                task.as_str(),
-                match how {
-                    Failure::Panicked => "panicked",
-                    Failure::Returned => "returned",
-                }
-            ),
+            TurnEnd::Failed { task, how } => write!(f, "{}_{}", task.as_str(), how.as_str()),
         }
     }
 }

@@ -9,22 +9,29 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeclaredNode, PodsConfig};
-use crate::health::Health;
 use crate::interruption::NodeSinks;
 use crate::metrics::{LeaseMetrics, ReconcileMetrics, ServingMetrics};
 use crate::node::{NodeController, RegistrationError};
 use crate::pods::events::PodWrites;
 use crate::pods::{self, NodePods, PodControllerDeps};
 use crate::policy::Planner;
+use crate::process::health::Health;
+use crate::process::served_nodes::{ServedNode, ServedNodes};
+use crate::process::turn::{self, ServingTask, TurnEnd};
 use crate::provider::Provider;
 use crate::provider::aws::strays::ApiPodPresence;
 use crate::replicas::Tenure;
-use crate::served_nodes::{ServedNode, ServedNodes};
-use crate::turn::{self, ServingTask, TurnEnd};
 
 /// Builds a node's provider (identity tags, subnets, zone).
 pub type ProviderFactory =
-    Box<dyn Fn() -> Result<Arc<dyn Provider>, crate::orca::StartError> + Send + Sync>;
+    Box<dyn Fn() -> Result<Arc<dyn Provider>, ProviderStartError> + Send + Sync>;
+
+/// Why a node's provider could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderStartError {
+    #[error("starting the simulated provider")]
+    Simulated(#[source] crate::provider::simulated::JournalError),
+}
 
 /// What differs between nodes: its configuration, its provider and its planner (the shared
 /// pipeline deciding for this node).

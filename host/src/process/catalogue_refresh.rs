@@ -13,21 +13,19 @@ use crate::policy::wasm::Architecture;
 use crate::provider::aws::api::{Ec2Api, InstanceTypeInfo};
 
 /// Refreshes now and then every `period` until `shutdown`.
-pub fn spawn(
+pub async fn run(
     api: Arc<dyn Ec2Api>,
     catalogue: Arc<InstanceCatalogue>,
     period: Duration,
     shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(period);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = ticks.tick() => refresh(api.as_ref(), &catalogue).await,
-            }
+) {
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = ticks.tick() => refresh(api.as_ref(), &catalogue).await,
         }
-    })
+    }
 }
 
 /// One refresh: types first (so spot prices and zones land on the new set), each step on its

@@ -51,7 +51,8 @@ pub async fn connect(
         };
         (from_file(&path).await?, ConnectionSource::Kubeconfig(path))
     };
-    let client = crate::kube_http::client(config).map_err(ConnectionError::ClientBuildFailed)?;
+    let client =
+        crate::cluster::http::client(config).map_err(ConnectionError::ClientBuildFailed)?;
     Ok((client, source))
 }
 

@@ -2,7 +2,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+use crate::process::cli::LogFormat;
 
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
