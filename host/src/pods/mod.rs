@@ -9,7 +9,7 @@ mod execute;
 mod instances;
 mod launch;
 mod node_pods;
-mod notices;
+mod notice_sink;
 mod phase;
 mod policy_wait;
 mod reconcile;
@@ -224,7 +224,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
     );
     // The node's notices are handled from here until this turn ends, however it ends.
     let registration = deps.notice_sinks.as_ref().map(|sinks| {
-        let sink = notices::PodNotices {
+        let sink = notice_sink::PodNoticeSink {
             client: deps.client.clone(),
             store: store.clone(),
             instances: ctx.instances.clone(),
@@ -321,7 +321,7 @@ impl NoticeRegistration {
     fn add(
         sinks: Arc<crate::interruption::NodeSinks>,
         node: &str,
-        sink: Arc<notices::PodNotices>,
+        sink: Arc<notice_sink::PodNoticeSink>,
     ) -> NoticeRegistration {
         sinks.add(node, sink);
         NoticeRegistration {
