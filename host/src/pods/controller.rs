@@ -23,7 +23,7 @@ use super::record::PodRecords;
 use super::sync::{self, StatusSync};
 use super::terminations::TerminationLedger;
 use super::writer::ApiPodWriter;
-use super::{notices, policy_wait, room_wait};
+use super::{notice_sink, policy_wait, room_wait};
 use crate::config::PodsConfig;
 use crate::interruption::NodeSinks;
 use crate::metrics::ReconcileMetrics;
@@ -110,7 +110,7 @@ pub async fn run(deps: PodControllerDeps, shutdown: CancellationToken) -> TurnEn
     let helpers = helpers(&deps, &records, &store, &changed_tx, &shutdown);
     // The node's notices are handled from here until this turn ends, however it ends.
     let registration = deps.notice_sinks.as_ref().map(|sinks| {
-        let sink = notices::PodNotices {
+        let sink = notice_sink::PodNoticeSink {
             client: deps.client.clone(),
             store: store.clone(),
             instances: ctx.instances.clone(),
@@ -371,7 +371,7 @@ impl NoticeRegistration {
     fn add(
         sinks: Arc<NodeSinks>,
         node: &str,
-        sink: Arc<notices::PodNotices>,
+        sink: Arc<notice_sink::PodNoticeSink>,
     ) -> NoticeRegistration {
         sinks.add(node, sink);
         NoticeRegistration {

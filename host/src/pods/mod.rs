@@ -10,7 +10,7 @@ mod execute;
 mod instances;
 mod launch;
 mod node_pods;
-mod notices;
+mod notice_sink;
 mod phase;
 mod policy_wait;
 mod reconcile;

@@ -34,29 +34,11 @@ pub fn outcome(
     exit: Option<&WorkloadExit>,
     warned: Option<Timestamp>,
 ) -> Outcome {
-    let describe = |what: &str| {
-        format!(
-            "instance {} ({}, {}) {what}",
-            instance.instance_id,
-            instance.instance_type,
-            instance.market.as_str()
-        )
-    };
-    let failed = |reason, what: &str| Outcome {
-        phase: PodPhase::Failed,
-        reason: Some(reason),
-        message: Some(describe(what)),
-    };
-    let state_reason = instance
-        .state_reason
-        .as_ref()
-        .map(|reason| format!(" ({reason})"))
-        .unwrap_or_default();
     match instance.state {
         InstanceState::Pending => Outcome {
             phase: PodPhase::Pending,
             reason: None,
-            message: Some(describe("is booting")),
+            message: Some(describe(instance, "is booting")),
         },
         InstanceState::Running => Outcome {
             phase: PodPhase::Running,
@@ -64,8 +46,12 @@ pub fn outcome(
             message: None,
         },
         InstanceState::Stopping | InstanceState::Stopped if exit.is_none() => failed(
+            instance,
             FailureReason::InstanceStopped,
-            &format!("was stopped{state_reason}; its workload cannot go on, so orca terminates it"),
+            &format!(
+                "was stopped{}; its workload cannot go on, so orca terminates it",
+                state_reason(instance)
+            ),
         ),
         // A stopped instance whose workload had reported its exit was stopped after the
         // workload ended (between the bootstrap's report and its power-off): the workload's
@@ -73,42 +59,81 @@ pub fn outcome(
         InstanceState::Stopping
         | InstanceState::Stopped
         | InstanceState::ShuttingDown
-        | InstanceState::Terminated => {
-            // An interruption explains the exit code too (the bootstrap sees SIGTERM): report
-            // the interruption, so a Job retries the work instead of trusting a partial run.
-            // A warned pod was interrupted unless its workload had finished before the warning.
-            let reclaimed = instance
-                .state_reason
-                .as_ref()
-                .is_some_and(|reason| reason.is_spot_interruption());
-            let warned_in_time =
-                warned.is_some_and(|at| exit.is_none_or(|exit| exit.finished_at >= at));
-            if reclaimed || warned_in_time {
-                let exited = exit
-                    .map(|exit| format!("; the workload exited with code {}", exit.exit_code))
-                    .unwrap_or_default();
-                return failed(
-                    FailureReason::SpotInterrupted,
-                    &format!("was interrupted by EC2{state_reason}{exited}"),
-                );
-            }
-            match exit {
-                Some(exit) if exit.exit_code == 0 => Outcome {
-                    phase: PodPhase::Succeeded,
-                    reason: None,
-                    message: None,
-                },
-                Some(exit) => failed(
-                    FailureReason::InstanceTerminated,
-                    &format!("finished: the workload exited with code {}", exit.exit_code),
-                ),
-                None => failed(
-                    FailureReason::InstanceTerminated,
-                    &format!("ended before its workload reported an exit code{state_reason}"),
-                ),
-            }
-        }
+        | InstanceState::Terminated => ended_outcome(instance, exit, warned),
     }
+}
+
+/// The outcome of an instance that is going or gone: interrupted by EC2, or the workload's
+/// own result.
+fn ended_outcome(
+    instance: &InstanceStatus,
+    exit: Option<&WorkloadExit>,
+    warned: Option<Timestamp>,
+) -> Outcome {
+    let state_reason = state_reason(instance);
+    // An interruption explains the exit code too (the bootstrap sees SIGTERM): report
+    // the interruption, so a Job retries the work instead of trusting a partial run.
+    // A warned pod was interrupted unless its workload had finished before the warning.
+    let reclaimed = instance
+        .state_reason
+        .as_ref()
+        .is_some_and(|reason| reason.is_spot_interruption());
+    let warned_in_time = warned.is_some_and(|at| exit.is_none_or(|exit| exit.finished_at >= at));
+    if reclaimed || warned_in_time {
+        let exited = exit
+            .map(|exit| format!("; the workload exited with code {}", exit.exit_code))
+            .unwrap_or_default();
+        return failed(
+            instance,
+            FailureReason::SpotInterrupted,
+            &format!("was interrupted by EC2{state_reason}{exited}"),
+        );
+    }
+    match exit {
+        Some(exit) if exit.exit_code == 0 => Outcome {
+            phase: PodPhase::Succeeded,
+            reason: None,
+            message: None,
+        },
+        Some(exit) => failed(
+            instance,
+            FailureReason::InstanceTerminated,
+            &format!("finished: the workload exited with code {}", exit.exit_code),
+        ),
+        None => failed(
+            instance,
+            FailureReason::InstanceTerminated,
+            &format!("ended before its workload reported an exit code{state_reason}"),
+        ),
+    }
+}
+
+/// The instance named in an outcome's message, then `what` happened to it.
+fn describe(instance: &InstanceStatus, what: &str) -> String {
+    format!(
+        "instance {} ({}, {}) {what}",
+        instance.instance_id,
+        instance.instance_type,
+        instance.market.as_str()
+    )
+}
+
+/// A Failed outcome for `reason`, its message saying `what` happened to the instance.
+fn failed(instance: &InstanceStatus, reason: FailureReason, what: &str) -> Outcome {
+    Outcome {
+        phase: PodPhase::Failed,
+        reason: Some(reason),
+        message: Some(describe(instance, what)),
+    }
+}
+
+/// EC2's reason for the instance's state, as ` (reason)`, or nothing.
+fn state_reason(instance: &InstanceStatus) -> String {
+    instance
+        .state_reason
+        .as_ref()
+        .map(|reason| format!(" ({reason})"))
+        .unwrap_or_default()
 }
 
 /// The full status for `pod` on `instance`, keeping transition times and the start time the
@@ -160,29 +185,7 @@ pub fn status_for_instance(
         .collect();
     // Init containers ran to completion before the workload started on the instance.
     let done = instance.started_at.is_some() || terminal;
-    let init_container_statuses = pod
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.init_containers.as_ref())
-        .map(|init| {
-            init.iter()
-                .map(|container| {
-                    let state = if done {
-                        terminated(0, "Completed", None, None, None, None)
-                    } else {
-                        waiting("PodInitializing", None)
-                    };
-                    let mut status = container_status(
-                        container,
-                        state,
-                        done,
-                        instance_container_id(&instance.instance_id, &container.name),
-                    );
-                    status.started = None;
-                    status
-                })
-                .collect()
-        });
+    let init_container_statuses = init_container_statuses(pod, &instance.instance_id, done);
     PodStatus {
         phase: Some(outcome.phase.as_str().to_owned()),
         reason: outcome.reason.map(|reason| reason.as_str().to_owned()),
@@ -198,6 +201,36 @@ pub fn status_for_instance(
         qos_class: current.qos_class,
         ..PodStatus::default()
     }
+}
+
+/// The init containers' statuses on `instance_id`: completed once `done`, else initializing.
+fn init_container_statuses(
+    pod: &Pod,
+    instance_id: &str,
+    done: bool,
+) -> Option<Vec<ContainerStatus>> {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.init_containers.as_ref())
+        .map(|init| {
+            init.iter()
+                .map(|container| {
+                    let state = if done {
+                        terminated(0, "Completed", None, None, None, None)
+                    } else {
+                        waiting("PodInitializing", None)
+                    };
+                    let mut status = container_status(
+                        container,
+                        state,
+                        done,
+                        instance_container_id(instance_id, &container.name),
+                    );
+                    status.started = None;
+                    status
+                })
+                .collect()
+        })
 }
 
 /// A Pending status while the pod's instance is not listed yet: launching, or retrying a

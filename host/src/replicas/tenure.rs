@@ -21,7 +21,7 @@
 //!   poll, so nothing it decides is sent after the deadline, bar a request between the clock's
 //!   reading and the socket write (a few microseconds of one poll).
 //! - Work a turn hands to tasks outside it checks [`Tenure::holds`] itself: the interruption
-//!   queue's consumer asks the node's sink, which answers for the tenure (`pods::notices`).
+//!   queue's consumer asks the node's sink, which answers for the tenure (`pods::notice_sink`).
 //!   The helpers a turn's steps hand their requests to (the Events sender, the EC2 batches of
 //!   50 ms) send what a guarded step decided before the deadline; what a late request can do
 //!   is argued where the decision is made (`pods::sync` for orphans).

@@ -104,20 +104,48 @@ fn row(release: bool, status: &str, events: &[&'static str], launch: &'static st
     }
 }
 
-#[test]
-fn each_launch_answer_has_its_effects() {
-    let fresh = PodRecord::default();
-    let in_doubt_since = |second| PodRecord {
+/// A record whose launch has been in doubt since `second`.
+fn in_doubt_since(second: i64) -> PodRecord {
+    PodRecord {
         launch: Launch::InDoubt { since: at(second) },
         ..PodRecord::default()
-    };
+    }
+}
+
+fn throttled() -> ProviderError {
+    ProviderError::transient("RequestLimitExceeded", "slow down")
+}
+
+fn unauthorized() -> ProviderError {
+    ProviderError::permanent("UnauthorizedOperation", "no")
+}
+
+/// One launch answer and what it leads to: (name, the answer, the record it met, its effects).
+type AnswerRow<'a> = (&'a str, Result<Launched, LaunchFailed>, &'a PodRecord, Seen);
+
+/// Checks each row's effects at second 100 of the `m5.large` on-demand plan, and that the
+/// decision carried records the launch.
+fn assert_launch_answers(cases: Vec<AnswerRow>) {
+    let plan = LaunchPlan::on_demand("m5.large");
+    for (name, outcome, record, expected) in cases {
+        let effects = launched(
+            &outcome,
+            decision(),
+            &plan,
+            &unconstrained(),
+            &facts(record, 100),
+        );
+        assert_eq!(seen(&effects), expected, "{name}");
+        let launch = effects.decision.and_then(|d| d.launch);
+        assert!(launch.is_some(), "{name}: the decision records the launch");
+    }
+}
+
+#[test]
+fn an_instance_launched_or_adopted_answers_the_launch() {
+    let fresh = PodRecord::default();
     let doubt_10s_ago = in_doubt_since(90);
-    let doubt_past_grace = in_doubt_since(0);
-    let transient = || ProviderError::transient("RequestLimitExceeded", "slow down");
-    let permanent = || ProviderError::permanent("UnauthorizedOperation", "no");
-    let ended = || ProviderError::already_ended("IdempotentInstanceTerminated", "gone");
-    let annotation = || ProviderError::invalid_annotation("bad ami");
-    let cases: Vec<(&str, Result<Launched, LaunchFailed>, &PodRecord, Seen)> = vec![
+    assert_launch_answers(vec![
         (
             "an instance",
             Ok(an_instance(false, 0)),
@@ -145,15 +173,32 @@ fn each_launch_answer_has_its_effects() {
             &doubt_10s_ago,
             row(false, "-", &["ProviderCreateSuccess"], "Answered"),
         ),
-        (
-            "the pod's instance already ended",
-            Err(failed(ended(), false, 0)),
-            &fresh,
-            row(true, "-", &[], "EndedUnseen"),
-        ),
+    ]);
+}
+
+#[test]
+fn an_instance_that_already_ended_ends_the_reservation_and_is_left_unseen() {
+    let fresh = PodRecord::default();
+    assert_launch_answers(vec![(
+        "the pod's instance already ended",
+        Err(failed(
+            ProviderError::already_ended("IdempotentInstanceTerminated", "gone"),
+            false,
+            0,
+        )),
+        &fresh,
+        row(true, "-", &[], "EndedUnseen"),
+    )]);
+}
+
+#[test]
+fn a_launch_that_may_yet_succeed_is_retried() {
+    let fresh = PodRecord::default();
+    let doubt_10s_ago = in_doubt_since(90);
+    assert_launch_answers(vec![
         (
             "throttled",
-            Err(failed(transient(), false, 0)),
+            Err(failed(throttled(), false, 0)),
             &fresh,
             row(
                 true,
@@ -164,7 +209,7 @@ fn each_launch_answer_has_its_effects() {
         ),
         (
             "no answer: the instance may exist",
-            Err(failed(transient(), true, 0)),
+            Err(failed(throttled(), true, 0)),
             &fresh,
             row(
                 false,
@@ -175,7 +220,7 @@ fn each_launch_answer_has_its_effects() {
         ),
         (
             "refused while an earlier request is in doubt",
-            Err(failed(permanent(), false, 0)),
+            Err(failed(unauthorized(), false, 0)),
             &doubt_10s_ago,
             row(
                 false,
@@ -184,9 +229,17 @@ fn each_launch_answer_has_its_effects() {
                 "unchanged",
             ),
         ),
+    ]);
+}
+
+#[test]
+fn a_launch_refused_with_no_launch_in_doubt_fails_the_pod() {
+    let fresh = PodRecord::default();
+    let doubt_past_grace = in_doubt_since(0);
+    assert_launch_answers(vec![
         (
             "refused once the doubt is past the grace",
-            Err(failed(permanent(), false, 0)),
+            Err(failed(unauthorized(), false, 0)),
             &doubt_past_grace,
             row(
                 true,
@@ -197,7 +250,7 @@ fn each_launch_answer_has_its_effects() {
         ),
         (
             "refused",
-            Err(failed(permanent(), false, 0)),
+            Err(failed(unauthorized(), false, 0)),
             &fresh,
             row(
                 true,
@@ -227,7 +280,11 @@ fn each_launch_answer_has_its_effects() {
         ),
         (
             "an annotation the provider reads is invalid",
-            Err(failed(annotation(), false, 0)),
+            Err(failed(
+                ProviderError::invalid_annotation("bad ami"),
+                false,
+                0,
+            )),
             &fresh,
             row(
                 true,
@@ -236,20 +293,7 @@ fn each_launch_answer_has_its_effects() {
                 "unchanged",
             ),
         ),
-    ];
-    let plan = LaunchPlan::on_demand("m5.large");
-    for (name, outcome, record, expected) in cases {
-        let effects = launched(
-            &outcome,
-            decision(),
-            &plan,
-            &unconstrained(),
-            &facts(record, 100),
-        );
-        assert_eq!(seen(&effects), expected, "{name}");
-        let launch = effects.decision.and_then(|d| d.launch);
-        assert!(launch.is_some(), "{name}: the decision records the launch");
-    }
+    ]);
 }
 
 #[test]
@@ -316,78 +360,35 @@ fn a_refusal_after_several_offerings_names_each_with_its_code() {
     );
 }
 
-#[test]
-fn each_plan_failure_has_its_effects() {
-    let timed_out = |earlier| PodRecord {
-        policy_timeouts: earlier,
-        ..PodRecord::default()
-    };
-    let error = |reason, retry| PlanError {
+fn plan_error(reason: PlanFailure, retry: PlanRetry) -> PlanError {
+    PlanError {
         reason,
         message: "m".to_owned(),
         retry,
         refused: None,
-    };
-    let cases = [
-        (
-            "a plugin is not loaded",
-            error(PlanFailure::PolicyError, PlanRetry::WhenLoaded),
-            0,
-            "Pending PolicyNotReady",
-            Some(true),
-            None,
-        ),
-        (
-            "the first time out",
-            error(PlanFailure::PolicyError, PlanRetry::Transient),
-            0,
-            "Pending PolicyRetrying",
-            Some(false),
-            Some(1),
-        ),
-        (
-            "the second time out",
-            error(PlanFailure::PolicyError, PlanRetry::Transient),
-            1,
-            "Pending PolicyRetrying",
-            Some(false),
-            Some(2),
-        ),
-        (
-            "the third time out fails the pod",
-            error(PlanFailure::PolicyError, PlanRetry::Transient),
-            2,
-            "Failed PolicyError",
-            None,
-            None,
-        ),
-        (
-            "a plugin's error",
-            error(PlanFailure::PolicyError, PlanRetry::No),
-            0,
-            "Failed PolicyError",
-            None,
-            None,
-        ),
-        (
-            "an invalid annotation",
-            error(PlanFailure::InvalidAnnotation, PlanRetry::No),
-            0,
-            "Failed InvalidAnnotation",
-            None,
-            None,
-        ),
-        (
-            "the guardrails left nothing",
-            error(PlanFailure::GuardrailViolation, PlanRetry::No),
-            0,
-            "Failed GuardrailViolation",
-            None,
-            None,
-        ),
-    ];
+    }
+}
+
+/// One plan failure and what it leads to: (name, the error, the policy time-outs before it, the
+/// status, whether the record waits for the policy, the record's time-outs).
+type PlanFailureRow = (
+    &'static str,
+    PlanError,
+    u32,
+    &'static str,
+    Option<bool>,
+    Option<u32>,
+);
+
+/// Checks each row's effects at second 100: its status and the record's policy waits, one
+/// Warning, nothing released; a retry backs off, a failure says its reason and waits for
+/// nothing.
+fn assert_plan_failures(cases: Vec<PlanFailureRow>) {
     for (name, error, earlier, status, waits_for_policy, timeouts) in cases {
-        let record = timed_out(earlier);
+        let record = PodRecord {
+            policy_timeouts: earlier,
+            ..PodRecord::default()
+        };
         let effects = plan_failed(&error, &facts(&record, 100));
         let seen = seen(&effects);
         assert_eq!(seen.status, status, "{name}");
@@ -410,6 +411,74 @@ fn each_plan_failure_has_its_effects() {
             );
         }
     }
+}
+
+#[test]
+fn a_policy_not_loaded_or_timing_out_twice_is_retried() {
+    assert_plan_failures(vec![
+        (
+            "a plugin is not loaded",
+            plan_error(PlanFailure::PolicyError, PlanRetry::WhenLoaded),
+            0,
+            "Pending PolicyNotReady",
+            Some(true),
+            None,
+        ),
+        (
+            "the first time out",
+            plan_error(PlanFailure::PolicyError, PlanRetry::Transient),
+            0,
+            "Pending PolicyRetrying",
+            Some(false),
+            Some(1),
+        ),
+        (
+            "the second time out",
+            plan_error(PlanFailure::PolicyError, PlanRetry::Transient),
+            1,
+            "Pending PolicyRetrying",
+            Some(false),
+            Some(2),
+        ),
+    ]);
+}
+
+#[test]
+fn a_third_time_out_or_a_plan_refused_for_good_fails_the_pod() {
+    assert_plan_failures(vec![
+        (
+            "the third time out fails the pod",
+            plan_error(PlanFailure::PolicyError, PlanRetry::Transient),
+            2,
+            "Failed PolicyError",
+            None,
+            None,
+        ),
+        (
+            "a plugin's error",
+            plan_error(PlanFailure::PolicyError, PlanRetry::No),
+            0,
+            "Failed PolicyError",
+            None,
+            None,
+        ),
+        (
+            "an invalid annotation",
+            plan_error(PlanFailure::InvalidAnnotation, PlanRetry::No),
+            0,
+            "Failed InvalidAnnotation",
+            None,
+            None,
+        ),
+        (
+            "the guardrails left nothing",
+            plan_error(PlanFailure::GuardrailViolation, PlanRetry::No),
+            0,
+            "Failed GuardrailViolation",
+            None,
+            None,
+        ),
+    ]);
 }
 
 #[test]

@@ -53,7 +53,9 @@ const MAINTENANCE_CONDITION: &str = "orca.research/ScheduledMaintenance";
 /// How long a notice waits for the pod cache's first sync before it is left for later.
 const STORE_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub struct PodNotices {
+/// The pod controller's [`NoticeSink`] for one node: acts on EC2's notices about the node's
+/// instances for the pods they run, while the turn that added it holds the node.
+pub struct PodNoticeSink {
     pub client: kube::Client,
     pub store: Store<Pod>,
     pub instances: Arc<InstanceCache>,
@@ -67,7 +69,7 @@ pub struct PodNotices {
     pub tenure: Tenure,
 }
 
-impl PodNotices {
+impl PodNoticeSink {
     fn instance(&self, instance_id: &str) -> Option<InstanceStatus> {
         self.instances.by_instance_id(instance_id)
     }
@@ -256,7 +258,7 @@ impl PodNotices {
 }
 
 #[async_trait]
-impl NoticeSink for PodNotices {
+impl NoticeSink for PodNoticeSink {
     /// The instance is in the node's listing, and the turn's hold lasts.
     async fn owns(&self, instance_id: &str) -> bool {
         self.tenure.holds() && self.instance(instance_id).is_some()
@@ -327,20 +329,11 @@ mod tests {
         .unwrap()
     }
 
-    /// Issue 39, case 2: a replica stopped past its hold ran again with its sink still
-    /// registered and its instance cache as old as the stop, and acted on (then deleted) the
-    /// spot warnings of the replica serving the node now. The sink answers for the turn's
-    /// tenure: once it has ended the sink owns nothing and acts on nothing.
-    #[tokio::test]
-    async fn a_sink_whose_hold_ended_owns_nothing_and_acts_on_nothing() {
+    /// An apiserver that counts the requests it gets and answers none usefully: a client of
+    /// it, and its count.
+    fn counting_apiserver() -> (kube::Client, Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        use crate::config::{Seconds, SimulatedConfig};
-        use crate::provider::Provider;
-        use crate::provider::simulated::SimulatedProvider;
-        use crate::replicas::{BootInstant, TenureGrant};
-
-        // An apiserver that counts the requests it gets and answers none usefully.
         let requests = Arc::new(AtomicUsize::new(0));
         let service = tower::service_fn({
             let requests = requests.clone();
@@ -353,11 +346,16 @@ mod tests {
                 )
             }
         });
-        let client = kube::Client::new(service, "default");
-        let pod: Pod = serde_json::from_value(json!({ "metadata": {
-            "namespace": "ns", "name": "p", "uid": "uid-p",
-        } }))
-        .unwrap();
+        (kube::Client::new(service, "default"), requests)
+    }
+
+    /// `pod`'s instance launched by a simulated provider, in a cache filled from its listing:
+    /// the cache, and the instance's id.
+    async fn a_listed_instance(pod: &Pod) -> (Arc<InstanceCache>, String) {
+        use crate::config::{Seconds, SimulatedConfig};
+        use crate::provider::Provider;
+        use crate::provider::simulated::SimulatedProvider;
+
         let provider = SimulatedProvider::new(SimulatedConfig {
             boot_delay: Seconds::from_millis(0),
             ..SimulatedConfig::default()
@@ -365,7 +363,7 @@ mod tests {
         .unwrap();
         let launched = provider
             .create(&crate::workload::testing::bare_request(
-                &pod,
+                pod,
                 &crate::provider::plan::LaunchPlan::on_demand("m5.large"),
             ))
             .await
@@ -375,6 +373,16 @@ mod tests {
             provider.statuses().await.unwrap(),
             &std::collections::HashMap::new(),
         );
+        (instances, launched.instance_id)
+    }
+
+    /// A sink for `pod`, synced in its store, whose apiserver says every pod exists.
+    fn a_sink(
+        client: kube::Client,
+        pod: Pod,
+        instances: Arc<InstanceCache>,
+        tenure: Tenure,
+    ) -> PodNoticeSink {
         let (store, mut writer) = kube::runtime::reflector::store();
         writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(pod));
         writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
@@ -385,11 +393,7 @@ mod tests {
                 Ok(true)
             }
         }
-        let grant = TenureGrant::new();
-        grant.extend_to(Some(
-            BootInstant::now().saturating_add(std::time::Duration::from_secs(600)),
-        ));
-        let sink = PodNotices {
+        PodNoticeSink {
             client: client.clone(),
             store,
             instances,
@@ -401,16 +405,39 @@ mod tests {
             )),
             sync_now: Arc::new(Notify::new()),
             presence: Arc::new(Present),
-            tenure: grant.tenure(),
-        };
-        assert!(sink.owns(&launched.instance_id).await, "held: owned");
+            tenure,
+        }
+    }
+
+    /// Issue 39, case 2: a replica stopped past its hold ran again with its sink still
+    /// registered and its instance cache as old as the stop, and acted on (then deleted) the
+    /// spot warnings of the replica serving the node now. The sink answers for the turn's
+    /// tenure: once it has ended the sink owns nothing and acts on nothing.
+    #[tokio::test]
+    async fn a_sink_whose_hold_ended_owns_nothing_and_acts_on_nothing() {
+        use std::sync::atomic::Ordering;
+
+        use crate::replicas::{BootInstant, TenureGrant};
+
+        let (client, requests) = counting_apiserver();
+        let pod: Pod = serde_json::from_value(json!({ "metadata": {
+            "namespace": "ns", "name": "p", "uid": "uid-p",
+        } }))
+        .unwrap();
+        let (instances, instance_id) = a_listed_instance(&pod).await;
+        let grant = TenureGrant::new();
+        grant.extend_to(Some(
+            BootInstant::now().saturating_add(std::time::Duration::from_secs(600)),
+        ));
+        let sink = a_sink(client, pod, instances, grant.tenure());
+        assert!(sink.owns(&instance_id).await, "held: owned");
 
         // The hold ends (the replica stalled past it, or lost the Lease).
         grant.extend_to(None);
-        assert!(!sink.owns(&launched.instance_id).await);
+        assert!(!sink.owns(&instance_id).await);
         let warning = Notice {
             kind: NoticeKind::SpotInterruption,
-            instance_id: launched.instance_id.clone(),
+            instance_id: instance_id.clone(),
             time: Timestamp::now(),
             deadline: None,
             state: None,
