@@ -14,7 +14,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::backoff::Backoff;
 use super::delivery::{Delivery, NoticeSink};
 use super::notice::{Notice, Origin};
 use super::owners::{Asked, InstanceOwners};
@@ -22,6 +21,8 @@ use super::queue::NoticeQueue;
 use super::seen::SeenBodies;
 use super::triage::{self, Fate, Reading, Wrong};
 use crate::metrics::{InterruptionMetrics, MessageOutcome, QueueOperation};
+use crate::support::Backoff;
+use crate::support::backoff::Delays;
 use crate::support::errors::error_chain;
 
 /// One long poll's wait: SQS's longest.
@@ -36,6 +37,10 @@ pub const HAND_ON_AFTER: Duration = Duration::from_secs(1);
 /// (the replica that owns the instance, or this one again) may get it; after that it is left
 /// for the visibility timeout, so a message nobody owns is not passed around until it expires.
 const HAND_ON_TIMES: u32 = 5;
+/// The pause after a failed receive: doubling from 1 s to 30 s, back to 1 s once a receive
+/// succeeds. An outage of SQS (or of credentials) costs one request per 30 s, not a busy loop,
+/// and notices flow again within 30 s of its end.
+const RECEIVE_BACKOFF: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 /// What the consumer reads, where it hands notices, and what it checks them against.
 pub struct ConsumerParts {
@@ -73,7 +78,7 @@ pub async fn consume(parts: ConsumerParts, shutdown: impl Future<Output = ()>) {
         owners: parts.owners.as_ref(),
         origin: &parts.origin,
         metrics: &parts.metrics,
-        backoff: Backoff::new(),
+        backoff: RECEIVE_BACKOFF.delays(),
         warned: SeenBodies::default(),
         handed_on: SeenBodies::default(),
     };
@@ -128,7 +133,8 @@ struct Consumer<'a> {
     owners: &'a dyn InstanceOwners,
     origin: &'a Origin,
     metrics: &'a InterruptionMetrics,
-    backoff: Backoff,
+    /// The receive loop's run of failures, under [`RECEIVE_BACKOFF`].
+    backoff: Delays,
     /// Bodies and origins already warned about.
     warned: SeenBodies,
     handed_on: SeenBodies,

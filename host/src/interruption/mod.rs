@@ -9,7 +9,6 @@
 //! (drain, fail or replace the pod) lives with the pods.
 
 mod account;
-mod backoff;
 mod consumer;
 mod delivery;
 pub mod notice;

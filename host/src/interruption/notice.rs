@@ -259,74 +259,95 @@ fn notices(event: Event) -> Result<Vec<Notice>, NoticeError> {
     match kind {
         NoticeKind::SpotInterruption => {
             let spot: SpotDetail = serde_json::from_value(event.detail).map_err(detail)?;
-            let instance_id = instance_id("detail.instance-id", spot.instance_id)?;
-            let hibernates = spot.instance_action.as_deref() == Some("hibernate");
-            let deadline = if hibernates {
-                time
-            } else {
-                time.checked_add(SPOT_WARNING)
-                    .map_err(|source| NoticeError::InvalidTime {
-                        field: "time",
-                        value: event.time.clone(),
-                        source,
-                    })?
-            };
-            let description = match &spot.instance_action {
-                Some(action) if hibernates => {
-                    format!("EC2 interrupts spot instance {instance_id} now ({action})")
-                }
-                Some(action) => {
-                    format!("EC2 will {action} spot instance {instance_id} at {deadline}")
-                }
-                None => format!("EC2 will interrupt spot instance {instance_id} at {deadline}"),
-            };
-            Ok(vec![Notice {
-                kind,
-                instance_id,
-                time,
-                deadline: Some(deadline),
-                state: None,
-                action: spot.instance_action,
-                description,
-            }])
+            Ok(vec![spot_interruption(time, &event.time, spot)?])
         }
         NoticeKind::RebalanceRecommendation => {
             let rebalance: RebalanceDetail =
                 serde_json::from_value(event.detail).map_err(detail)?;
-            let instance_id = instance_id("detail.instance-id", rebalance.instance_id)?;
-            let description = format!(
-                "EC2 recommends rebalancing: spot instance {instance_id} is at elevated risk \
-                 of interruption"
-            );
-            Ok(vec![Notice {
-                kind,
-                instance_id,
-                time,
-                deadline: None,
-                state: None,
-                action: None,
-                description,
-            }])
+            Ok(vec![rebalance_recommendation(time, rebalance)?])
         }
         NoticeKind::StateChange => {
             let change: StateChangeDetail = serde_json::from_value(event.detail).map_err(detail)?;
-            let instance_id = instance_id("detail.instance-id", change.instance_id)?;
-            let description = format!("instance {instance_id} is now {}", change.state);
-            Ok(vec![Notice {
-                kind,
-                instance_id,
-                time,
-                deadline: None,
-                state: Some(change.state),
-                action: None,
-                description,
-            }])
+            Ok(vec![state_change(time, change)?])
         }
         NoticeKind::ScheduledChange => {
             let health: HealthDetail = serde_json::from_value(event.detail).map_err(detail)?;
             scheduled_changes(time, &event.resources, health)
         }
     }
+}
+
+/// The notice of a spot interruption warning: its deadline two minutes after the event's
+/// `time` (`event_time` as sent), or the event's time for a hibernation, which starts at once.
+fn spot_interruption(
+    time: Timestamp,
+    event_time: &str,
+    spot: SpotDetail,
+) -> Result<Notice, NoticeError> {
+    let instance_id = instance_id("detail.instance-id", spot.instance_id)?;
+    let hibernates = spot.instance_action.as_deref() == Some("hibernate");
+    let deadline = if hibernates {
+        time
+    } else {
+        time.checked_add(SPOT_WARNING)
+            .map_err(|source| NoticeError::InvalidTime {
+                field: "time",
+                value: event_time.to_owned(),
+                source,
+            })?
+    };
+    let description = match &spot.instance_action {
+        Some(action) if hibernates => {
+            format!("EC2 interrupts spot instance {instance_id} now ({action})")
+        }
+        Some(action) => format!("EC2 will {action} spot instance {instance_id} at {deadline}"),
+        None => format!("EC2 will interrupt spot instance {instance_id} at {deadline}"),
+    };
+    Ok(Notice {
+        kind: NoticeKind::SpotInterruption,
+        instance_id,
+        time,
+        deadline: Some(deadline),
+        state: None,
+        action: spot.instance_action,
+        description,
+    })
+}
+
+/// The notice of a rebalance recommendation: a spot instance at elevated risk.
+fn rebalance_recommendation(
+    time: Timestamp,
+    rebalance: RebalanceDetail,
+) -> Result<Notice, NoticeError> {
+    let instance_id = instance_id("detail.instance-id", rebalance.instance_id)?;
+    let description = format!(
+        "EC2 recommends rebalancing: spot instance {instance_id} is at elevated risk \
+         of interruption"
+    );
+    Ok(Notice {
+        kind: NoticeKind::RebalanceRecommendation,
+        instance_id,
+        time,
+        deadline: None,
+        state: None,
+        action: None,
+        description,
+    })
+}
+
+/// The notice of an instance's state change, with the state it is now in.
+fn state_change(time: Timestamp, change: StateChangeDetail) -> Result<Notice, NoticeError> {
+    let instance_id = instance_id("detail.instance-id", change.instance_id)?;
+    let description = format!("instance {instance_id} is now {}", change.state);
+    Ok(Notice {
+        kind: NoticeKind::StateChange,
+        instance_id,
+        time,
+        deadline: None,
+        state: Some(change.state),
+        action: None,
+        description,
+    })
 }
 
 /// One notice per instance an AWS Health EC2 scheduled change names.

@@ -187,27 +187,35 @@ mod tests {
         ));
     }
 
+    /// A situation, its reading, what EC2 said of the unlisted instances (`None`: the lookup
+    /// failed), how the delivery went, and the message's fate.
+    type Case<'a> = (
+        &'a str,
+        Reading,
+        Option<&'a HashSet<String>>,
+        Delivery,
+        Fate,
+    );
+
+    /// Checks each case's fate, naming the situation of one that differs.
+    fn assert_fates(cases: Vec<Case<'_>>) {
+        for (situation, reading, said, delivery, expected) in cases {
+            assert_eq!(fate(&reading, said, delivery), expected, "{situation}");
+        }
+    }
+
+    /// What EC2 says when the unlisted instance is another replica's of this orca.
+    fn kept() -> HashSet<String> {
+        HashSet::from([UNLISTED.to_owned()])
+    }
+
     #[test]
     fn a_message_is_kept_only_for_a_notice_this_orca_may_still_act_on() {
         use Delivery::{Again, Done};
-        use MessageOutcome::{Delivered, Elsewhere, Foreign, OtherAccount, OtherRegion, Unparsed};
-        use NoticeKind::{SpotInterruption as Spot, StateChange};
-        let kept = HashSet::from([UNLISTED.to_owned()]);
-        let none = HashSet::new();
-        let unparsed = || Reading::Unparsed(notice::parse("nonsense").unwrap_err());
-        let misdirected = |wrong| Reading::Misdirected {
-            origin: origin(),
-            wrong,
-        };
-        // (situation, reading, what EC2 said (None: the lookup failed), delivery, fate)
-        type Case<'a> = (
-            &'a str,
-            Reading,
-            Option<&'a HashSet<String>>,
-            Delivery,
-            Fate,
-        );
-        let cases: [Case; 13] = [
+        use MessageOutcome::Delivered;
+        use NoticeKind::SpotInterruption as Spot;
+        let (kept, none) = (kept(), HashSet::new());
+        assert_fates(vec![
             (
                 "ours, acted on",
                 notices(&[OURS], &[]),
@@ -243,6 +251,16 @@ mod tests {
                 Again,
                 Fate::Retry,
             ),
+        ]);
+    }
+
+    #[test]
+    fn a_notice_for_no_node_here_is_kept_while_it_may_be_another_replicas() {
+        use Delivery::Done;
+        use MessageOutcome::{Elsewhere, Foreign};
+        use NoticeKind::SpotInterruption as Spot;
+        let (kept, none) = (kept(), HashSet::new());
+        assert_fates(vec![
             (
                 "another replica's, or not listed yet",
                 notices(&[], &[(Spot, UNLISTED)]),
@@ -264,6 +282,16 @@ mod tests {
                 Done,
                 Fate::Keep(Elsewhere),
             ),
+        ]);
+    }
+
+    #[test]
+    fn a_state_change_no_node_here_lists_is_never_kept() {
+        use Delivery::Done;
+        use MessageOutcome::Foreign;
+        use NoticeKind::StateChange;
+        let kept = kept();
+        assert_fates(vec![
             (
                 "a state change no node here lists: the next listing shows it",
                 notices(&[], &[(StateChange, UNLISTED)]),
@@ -278,6 +306,19 @@ mod tests {
                 Done,
                 Fate::Delete(Foreign),
             ),
+        ]);
+    }
+
+    #[test]
+    fn an_unreadable_or_misdirected_message_is_deleted() {
+        use Delivery::Done;
+        use MessageOutcome::{OtherAccount, OtherRegion, Unparsed};
+        let unparsed = || Reading::Unparsed(notice::parse("nonsense").unwrap_err());
+        let misdirected = |wrong| Reading::Misdirected {
+            origin: origin(),
+            wrong,
+        };
+        assert_fates(vec![
             ("unreadable", unparsed(), None, Done, Fate::Delete(Unparsed)),
             (
                 "another account's",
@@ -293,10 +334,7 @@ mod tests {
                 Done,
                 Fate::Delete(OtherRegion),
             ),
-        ];
-        for (situation, reading, said, delivery, expected) in cases {
-            assert_eq!(fate(&reading, said, delivery), expected, "{situation}");
-        }
+        ]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, EnvFromSource, EnvVarSource, Pod};
 
-use super::fields::{field_value, resource_value};
+use super::fields::{FieldError, field_value, resource_value};
 use super::source::{EnvSourceError, ObjectData, ObjectKind, Objects};
 use super::value::{EnvValue, expand};
 
@@ -49,13 +49,21 @@ pub enum EnvError {
         site: String,
         problem: String,
     },
+    /// A downward-API field the pod cannot have. The message carries the cause's text because
+    /// it goes to the pod status whole.
+    #[error("container {container:?}: {site}: {cause}")]
+    Field {
+        container: String,
+        site: String,
+        cause: FieldError,
+    },
 }
 
 impl EnvError {
     /// Whether a retry may succeed without the pod changing: the object or key may be created
     /// later (the kubelet waits for it too), or the apiserver may answer next time.
     pub fn may_resolve_later(&self) -> bool {
-        !matches!(self, EnvError::Unsupported { .. })
+        !matches!(self, EnvError::Unsupported { .. } | EnvError::Field { .. })
     }
 }
 
@@ -192,15 +200,20 @@ async fn value_from(
         site: site.to_owned(),
         problem,
     };
-    if let Some(field) = &from.field_ref {
-        return field_value(pod, &field.field_path)
+    let field = |cause: FieldError| EnvError::Field {
+        container: container.name.clone(),
+        site: site.to_owned(),
+        cause,
+    };
+    if let Some(selector) = &from.field_ref {
+        return field_value(pod, &selector.field_path)
             .map(Some)
-            .map_err(unsupported);
+            .map_err(field);
     }
     if let Some(resource) = &from.resource_field_ref {
         return resource_value(pod, container, resource)
             .map(Some)
-            .map_err(unsupported);
+            .map_err(field);
     }
     let (kind, name, key, optional) = match (&from.config_map_key_ref, &from.secret_key_ref) {
         (Some(r), _) => (ObjectKind::ConfigMap, &r.name, &r.key, r.optional),

@@ -11,11 +11,35 @@ const SUPPORTED_FIELDS: &str = "metadata.name, metadata.namespace, metadata.uid,
      metadata.labels['KEY'], metadata.annotations['KEY'], spec.nodeName, \
      spec.serviceAccountName, status.podIP, status.podIPs, status.hostIP or status.hostIPs";
 
+/// Why a `fieldRef` or `resourceFieldRef` has no value for an environment variable. Each
+/// message names the value that was wrong and what would be accepted; the env resolver puts
+/// the container and the variable in front (`EnvError::Field`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("fieldRef {path:?} is not supported; expected one of {SUPPORTED_FIELDS}")]
+    UnsupportedField { path: String },
+    #[error("resourceFieldRef names container {name:?}, which the pod does not have")]
+    ContainerNotFound { name: String },
+    #[error(
+        "resourceFieldRef {resource:?} is not supported; expected limits.cpu, limits.memory, \
+         limits.ephemeral-storage, requests.cpu, requests.memory or requests.ephemeral-storage"
+    )]
+    UnsupportedResource { resource: String },
+    #[error("resourceFieldRef divisor {divisor:?} is not a positive quantity")]
+    DivisorNotPositive { divisor: String },
+    #[error("{resource} {quantity:?} of container {container:?} is not a usable quantity")]
+    QuantityUnusable {
+        resource: String,
+        quantity: String,
+        container: String,
+    },
+}
+
 /// The value of `fieldRef.fieldPath`; a missing label or annotation is empty, as in the kubelet.
 ///
 /// # Errors
-/// A message naming the path and the accepted ones, for an unsupported path.
-pub(crate) fn field_value(pod: &Pod, path: &str) -> Result<EnvValue, String> {
+/// [`FieldError::UnsupportedField`], naming the path and the accepted ones.
+pub(crate) fn field_value(pod: &Pod, path: &str) -> Result<EnvValue, FieldError> {
     let metadata = &pod.metadata;
     let spec = pod.spec.as_ref();
     let text = |value: Option<&String>| Ok(EnvValue::literal(value.cloned().unwrap_or_default()));
@@ -41,9 +65,9 @@ pub(crate) fn field_value(pod: &Pod, path: &str) -> Result<EnvValue, String> {
                 Some(("metadata.annotations", key)) => {
                     text(metadata.annotations.as_ref().and_then(|m| m.get(key)))
                 }
-                _ => Err(format!(
-                    "fieldRef {path:?} is not supported; expected one of {SUPPORTED_FIELDS}"
-                )),
+                _ => Err(FieldError::UnsupportedField {
+                    path: path.to_owned(),
+                }),
             }
         }
     }
@@ -63,17 +87,17 @@ enum Resource {
 /// the instance; an unset request is 0.
 ///
 /// # Errors
-/// A message for an unknown resource, an unknown `containerName`, or a quantity that does not
-/// parse (the apiserver validates these, so the last two are guards).
+/// [`FieldError`] for an unknown resource, an unknown `containerName`, a divisor or a quantity
+/// that does not parse (the apiserver validates these, so the last three are guards).
 pub(crate) fn resource_value(
     pod: &Pod,
     container: &Container,
     selector: &ResourceFieldSelector,
-) -> Result<EnvValue, String> {
+) -> Result<EnvValue, FieldError> {
     let target = match selector.container_name.as_deref() {
         None | Some("") => container,
-        Some(name) => find_container(pod, name).ok_or_else(|| {
-            format!("resourceFieldRef names container {name:?}, which the pod does not have")
+        Some(name) => find_container(pod, name).ok_or_else(|| FieldError::ContainerNotFound {
+            name: name.to_owned(),
         })?,
     };
     let (limits, key, resource) = match selector.resource.split_once('.') {
@@ -94,8 +118,8 @@ pub(crate) fn resource_value(
         Resource::Memory | Resource::EphemeralStorage => units(divisor_text),
     }
     .filter(|&divisor| divisor > 0)
-    .ok_or_else(|| {
-        format!("resourceFieldRef divisor {divisor_text:?} is not a positive quantity")
+    .ok_or_else(|| FieldError::DivisorNotPositive {
+        divisor: divisor_text.to_owned(),
     })?;
 
     let resources = target.resources.as_ref();
@@ -124,20 +148,19 @@ pub(crate) fn resource_value(
         Resource::Cpu => millis(&quantity.0),
         Resource::Memory | Resource::EphemeralStorage => units(&quantity.0),
     }
-    .ok_or_else(|| {
-        format!(
-            "{} {:?} of container {:?} is not a usable quantity",
-            selector.resource, quantity.0, target.name
-        )
+    .ok_or_else(|| FieldError::QuantityUnusable {
+        resource: selector.resource.clone(),
+        quantity: quantity.0.clone(),
+        container: target.name.clone(),
     })?;
     Ok(EnvValue::literal(amount.div_ceil(divisor).to_string()))
 }
 
-fn unsupported_resource(resource: &str) -> String {
-    format!(
-        "resourceFieldRef {resource:?} is not supported; expected limits.cpu, limits.memory, \
-         limits.ephemeral-storage, requests.cpu, requests.memory or requests.ephemeral-storage"
-    )
+/// [`FieldError::UnsupportedResource`] for the selector's `resource`.
+fn unsupported_resource(resource: &str) -> FieldError {
+    FieldError::UnsupportedResource {
+        resource: resource.to_owned(),
+    }
 }
 
 /// A container of the pod, regular or init, by name.
@@ -218,8 +241,9 @@ mod tests {
         }
     }
 
+    /// The field's value, or its error's message as users see it.
     fn field(path: &str) -> Result<EnvValue, String> {
-        field_value(&pod(), path)
+        field_value(&pod(), path).map_err(|error| error.to_string())
     }
 
     fn resource(container: &str, resource: &str, divisor: Option<&str>) -> EnvValue {
@@ -239,7 +263,7 @@ mod tests {
             resource: resource.to_owned(),
             divisor: divisor.map(|d| K8sQuantity(d.to_owned())),
         };
-        resource_value(&pod, &container, &selector)
+        resource_value(&pod, &container, &selector).map_err(|error| error.to_string())
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod value;
 pub mod volumes;
 
 pub use env::EnvError;
+pub use fields::FieldError;
 pub use kube_source::KubeEnvSource;
 pub use request::{AMI_ANNOTATION, RequestError, launch_request};
 pub use source::{EnvSource, EnvSourceError, ObjectData, ObjectKind};

@@ -228,6 +228,8 @@ pub async fn workload_spec(pod: &Pod, env: &dyn EnvSource) -> Result<WorkloadSpe
     })
 }
 
+/// One container resolved: its name checked, image and pull policy, sidecar or not, command
+/// and args expanded from its environment, limits, user and mounts.
 fn container_spec(
     pod: &PodSpec,
     container: &Container,
@@ -241,6 +243,42 @@ fn container_spec(
             container: name.clone(),
         });
     }
+    let (image, pull_policy) = image_of(container)?;
+    let sidecar = is_sidecar(container, init)?;
+    // The kubelet expands $(VAR) in command and args from the container's final environment.
+    let expand_all = |words: &Option<Vec<String>>| -> Vec<EnvValue> {
+        words
+            .iter()
+            .flatten()
+            .map(|word| expand(word, |var| env.lookup(var)))
+            .collect()
+    };
+    let command = expand_all(&container.command);
+    let args = expand_all(&container.args);
+    let limits = limits_of(container)?;
+    let security = container.security_context.as_ref();
+    Ok(ContainerSpec {
+        name: name.clone(),
+        image,
+        pull_policy,
+        sidecar,
+        command,
+        args,
+        working_dir: container.working_dir.clone().filter(|w| !w.is_empty()),
+        env: env.vars,
+        cpu_limit_millis: limits.cpu_millis,
+        memory_limit_bytes: limits.memory_bytes,
+        gpus: limits.gpus,
+        user: user_of(pod, container),
+        privileged: security.and_then(|s| s.privileged) == Some(true),
+        mounts: container_mounts(container, volumes)?,
+    })
+}
+
+/// The container's image, which it must name, and its pull policy (the kubelet's default
+/// for the image when unset).
+fn image_of(container: &Container) -> Result<(String, PullPolicy), WorkloadError> {
+    let name = &container.name;
     let image = container
         .image
         .clone()
@@ -260,41 +298,46 @@ fn container_spec(
             });
         }
     };
-    let sidecar = match container.restart_policy.as_deref() {
-        None => false,
-        Some("Always") if init => true,
-        Some(other) => {
-            return Err(WorkloadError::BadContainerRestartPolicy {
-                container: name.clone(),
-                value: other.to_owned(),
-            });
-        }
-    };
-    // The kubelet expands $(VAR) in command and args from the container's final environment.
-    let expand_all = |words: &Option<Vec<String>>| -> Vec<EnvValue> {
-        words
-            .iter()
-            .flatten()
-            .map(|word| expand(word, |var| env.lookup(var)))
-            .collect()
-    };
-    let command = expand_all(&container.command);
-    let args = expand_all(&container.args);
+    Ok((image, pull_policy))
+}
 
+/// Whether the container is a sidecar: an init container with `restartPolicy: Always`, the
+/// only container restart policy there is.
+fn is_sidecar(container: &Container, init: bool) -> Result<bool, WorkloadError> {
+    match container.restart_policy.as_deref() {
+        None => Ok(false),
+        Some("Always") if init => Ok(true),
+        Some(other) => Err(WorkloadError::BadContainerRestartPolicy {
+            container: container.name.clone(),
+            value: other.to_owned(),
+        }),
+    }
+}
+
+/// What a container's resources limit it to.
+struct Limits {
+    cpu_millis: Option<u64>,
+    memory_bytes: Option<u64>,
+    /// Whether it asks for a GPU, by limit or request.
+    gpus: bool,
+}
+
+/// The container's CPU and memory limits, and whether it asks for `nvidia.com/gpu`.
+fn limits_of(container: &Container) -> Result<Limits, WorkloadError> {
     let resources = container.resources.as_ref();
     let limit = |resource: &str| resources.and_then(|r| r.limits.as_ref()?.get(resource));
     let request = |resource: &str| resources.and_then(|r| r.requests.as_ref()?.get(resource));
     let quantity = |field: &'static str, text: &str, parse: fn(&str) -> Option<u64>| {
         parse(text).ok_or_else(|| WorkloadError::BadQuantity {
-            container: name.clone(),
+            container: container.name.clone(),
             field,
             value: text.to_owned(),
         })
     };
-    let cpu_limit_millis = limit("cpu")
+    let cpu_millis = limit("cpu")
         .map(|q| quantity("limits.cpu", &q.0, millis))
         .transpose()?;
-    let memory_limit_bytes = limit("memory")
+    let memory_bytes = limit("memory")
         .map(|q| quantity("limits.memory", &q.0, units))
         .transpose()?;
     let gpus = limit(GPU_RESOURCE)
@@ -302,7 +345,16 @@ fn container_spec(
         .map(|q| quantity("limits.nvidia.com/gpu", &q.0, units))
         .transpose()?
         .is_some_and(|count| count > 0);
+    Ok(Limits {
+        cpu_millis,
+        memory_bytes,
+        gpus,
+    })
+}
 
+/// The user the container runs as, `uid` or `uid:gid`, the container's security context
+/// before the pod's.
+fn user_of(pod: &PodSpec, container: &Container) -> Option<String> {
     let pod_security = pod.security_context.as_ref();
     let security = container.security_context.as_ref();
     let run_as_user = security
@@ -311,26 +363,9 @@ fn container_spec(
     let run_as_group = security
         .and_then(|s| s.run_as_group)
         .or_else(|| pod_security.and_then(|s| s.run_as_group));
-    let user = run_as_user.map(|uid| match run_as_group {
+    run_as_user.map(|uid| match run_as_group {
         Some(gid) => format!("{uid}:{gid}"),
         None => uid.to_string(),
-    });
-
-    Ok(ContainerSpec {
-        name: name.clone(),
-        image,
-        pull_policy,
-        sidecar,
-        command,
-        args,
-        working_dir: container.working_dir.clone().filter(|w| !w.is_empty()),
-        env: env.vars,
-        cpu_limit_millis,
-        memory_limit_bytes,
-        gpus,
-        user,
-        privileged: security.and_then(|s| s.privileged) == Some(true),
-        mounts: container_mounts(container, volumes)?,
     })
 }
 

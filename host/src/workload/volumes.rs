@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod, Volume};
+use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, KeyToPath, Pod, Volume};
 use serde::{Deserialize, Serialize};
 
 use super::fields::units;
@@ -157,70 +157,85 @@ pub(crate) async fn plan_volumes(
             volumes.skipped.insert(name);
             continue;
         }
-        let spec = if let Some(empty_dir) = &volume.empty_dir {
-            match empty_dir.medium.as_deref().unwrap_or("") {
-                "" => VolumeSpec::Directory { name },
-                "Memory" => {
-                    let size_bytes = match &empty_dir.size_limit {
-                        None => None,
-                        Some(limit) => {
-                            Some(units(&limit.0).filter(|&b| b > 0).ok_or_else(|| {
-                                VolumeError::Invalid {
-                                    volume: name.clone(),
-                                    problem: format!(
-                                        "emptyDir sizeLimit {:?} is not a positive quantity",
-                                        limit.0
-                                    ),
-                                }
-                            })?)
-                        }
-                    };
-                    VolumeSpec::Memory { name, size_bytes }
-                }
-                medium => {
-                    return Err(VolumeError::Invalid {
-                        volume: name,
-                        problem: format!(
-                            "emptyDir medium {medium:?} is not supported on orca nodes; \
-                             use the default medium or Memory"
-                        ),
-                    });
-                }
-            }
-        } else if let Some(source) = &volume.config_map {
-            let files = object_files(
-                &name,
-                ObjectKind::ConfigMap,
-                &source.name,
-                source.items.as_deref(),
-                source.default_mode,
-                source.optional == Some(true),
-                objects,
-            )
-            .await?;
-            VolumeSpec::Files { name, files }
-        } else if let Some(source) = &volume.secret {
-            let secret_name = source.secret_name.clone().unwrap_or_default();
-            let files = object_files(
-                &name,
-                ObjectKind::Secret,
-                &secret_name,
-                source.items.as_deref(),
-                source.default_mode,
-                source.optional == Some(true),
-                objects,
-            )
-            .await?;
-            VolumeSpec::Files { name, files }
-        } else {
-            return Err(VolumeError::Unsupported {
-                kind: volume_kind(volume),
-                volume: name,
-            });
-        };
-        volumes.specs.push(spec);
+        volumes
+            .specs
+            .push(volume_spec(volume, name, objects).await?);
     }
     Ok(volumes)
+}
+
+/// How one volume, named `name`, exists on the instance, by its kind.
+async fn volume_spec(
+    volume: &Volume,
+    name: String,
+    objects: &mut Objects<'_>,
+) -> Result<VolumeSpec, VolumeError> {
+    if let Some(empty_dir) = &volume.empty_dir {
+        empty_dir_spec(name, empty_dir)
+    } else if let Some(source) = &volume.config_map {
+        let files = object_files(
+            &name,
+            ObjectKind::ConfigMap,
+            &source.name,
+            source.items.as_deref(),
+            source.default_mode,
+            source.optional == Some(true),
+            objects,
+        )
+        .await?;
+        Ok(VolumeSpec::Files { name, files })
+    } else if let Some(source) = &volume.secret {
+        let secret_name = source.secret_name.clone().unwrap_or_default();
+        let files = object_files(
+            &name,
+            ObjectKind::Secret,
+            &secret_name,
+            source.items.as_deref(),
+            source.default_mode,
+            source.optional == Some(true),
+            objects,
+        )
+        .await?;
+        Ok(VolumeSpec::Files { name, files })
+    } else {
+        Err(VolumeError::Unsupported {
+            kind: volume_kind(volume),
+            volume: name,
+        })
+    }
+}
+
+/// An `emptyDir`: a directory on the instance's disk, or a tmpfs of its `sizeLimit` for
+/// `medium: Memory`.
+fn empty_dir_spec(
+    name: String,
+    empty_dir: &EmptyDirVolumeSource,
+) -> Result<VolumeSpec, VolumeError> {
+    match empty_dir.medium.as_deref().unwrap_or("") {
+        "" => Ok(VolumeSpec::Directory { name }),
+        "Memory" => {
+            let size_bytes = match &empty_dir.size_limit {
+                None => None,
+                Some(limit) => Some(units(&limit.0).filter(|&b| b > 0).ok_or_else(|| {
+                    VolumeError::Invalid {
+                        volume: name.clone(),
+                        problem: format!(
+                            "emptyDir sizeLimit {:?} is not a positive quantity",
+                            limit.0
+                        ),
+                    }
+                })?),
+            };
+            Ok(VolumeSpec::Memory { name, size_bytes })
+        }
+        medium => Err(VolumeError::Invalid {
+            volume: name,
+            problem: format!(
+                "emptyDir medium {medium:?} is not supported on orca nodes; \
+                 use the default medium or Memory"
+            ),
+        }),
+    }
 }
 
 /// The files of a configMap or secret volume, as the kubelet lays them out: every key as a

@@ -45,101 +45,75 @@ const OURS: [(&str, &str); 3] = [
     ("orca.research/cluster-id", CLUSTER),
 ];
 
+/// The time the verdicts are given at.
+fn now() -> Timestamp {
+    at("2024-03-05T14:30:00Z")
+}
+
+/// Long before [`now`], past the grace.
+const LONG_AGO: &str = "2024-03-05T12:00:00Z";
+/// Within the grace before [`now`].
+const JUST_NOW: &str = "2024-03-05T14:29:30Z";
+const OTHER_CLUSTER: [(&str, &str); 3] = [
+    ("ManagedBy", "ORCA"),
+    ("orca.research/node", "n2"),
+    ("orca.research/cluster-id", "another-cluster"),
+];
+const OTHER_NODE: [(&str, &str); 3] = [
+    ("ManagedBy", "ORCA"),
+    ("orca.research/node", "n3"),
+    ("orca.research/cluster-id", CLUSTER),
+];
+const BEFORE_CLUSTER_IDS: [(&str, &str); 2] = [("ManagedBy", "ORCA"), ("orca.research/node", "n1")];
+const NOT_ORCAS: [(&str, &str); 1] = [("Name", "batch-worker")];
+
+/// A situation, what EC2 lists for the id, when the notice was sent, and the verdict.
+type Case<'a> = (&'a str, Option<Ec2Instance>, &'a str, Verdict);
+
+/// Checks each case's verdict at [`now`], naming the situation of one that differs.
+fn assert_verdicts(cases: Vec<Case<'_>>) {
+    for (situation, listed, noticed, expected) in cases {
+        assert_eq!(
+            verdict(listed.as_ref(), at(noticed), now(), &this()),
+            expected,
+            "{situation}"
+        );
+    }
+}
+
 #[test]
-fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_show_it_yet() {
-    use InstanceState::{Running, ShuttingDown, Terminated};
-    use Verdict::{NotOurs, Ours, Unsettled};
-    let now = at("2024-03-05T14:30:00Z");
-    let long_ago = "2024-03-05T12:00:00Z";
-    let just_now = "2024-03-05T14:29:30Z";
-    let other_cluster = [
-        ("ManagedBy", "ORCA"),
-        ("orca.research/node", "n2"),
-        ("orca.research/cluster-id", "another-cluster"),
-    ];
-    let other_node = [
-        ("ManagedBy", "ORCA"),
-        ("orca.research/node", "n3"),
-        ("orca.research/cluster-id", CLUSTER),
-    ];
-    let before_cluster_ids = [("ManagedBy", "ORCA"), ("orca.research/node", "n1")];
-    let not_orcas = [("Name", "batch-worker")];
-    // (what EC2 lists for the id, when the notice was sent, the verdict)
-    let cases: [(&str, Option<Ec2Instance>, &str, Verdict); 17] = [
+fn an_instance_is_this_orcas_by_its_tags() {
+    use InstanceState::Running;
+    use Verdict::{NotOurs, Ours};
+    assert_verdicts(vec![
         (
             "ours, running",
-            Some(instance(&OURS, Running, long_ago)),
-            long_ago,
+            Some(instance(&OURS, Running, LONG_AGO)),
+            LONG_AGO,
             Ours,
         ),
         (
             "from before cluster ids, not claimed: another cluster's at the same names, maybe",
-            Some(instance(&before_cluster_ids, Running, long_ago)),
-            long_ago,
-            NotOurs,
-        ),
-        (
-            "ours, terminated just after the notice: the listing may not have caught up",
-            Some(instance(&OURS, ShuttingDown, long_ago)),
-            just_now,
-            Ours,
-        ),
-        (
-            "ours, terminated long after the notice: nothing left to act on",
-            Some(instance(&OURS, Terminated, long_ago)),
-            long_ago,
+            Some(instance(&BEFORE_CLUSTER_IDS, Running, LONG_AGO)),
+            LONG_AGO,
             NotOurs,
         ),
         (
             "another cluster's at the same names",
-            Some(instance(&other_cluster, Running, long_ago)),
-            long_ago,
+            Some(instance(&OTHER_CLUSTER, Running, LONG_AGO)),
+            LONG_AGO,
             NotOurs,
         ),
         (
             "a node this process does not declare",
-            Some(instance(&other_node, Running, long_ago)),
-            long_ago,
+            Some(instance(&OTHER_NODE, Running, LONG_AGO)),
+            LONG_AGO,
             NotOurs,
         ),
         (
             "not orca's, launched long ago",
-            Some(instance(&not_orcas, Running, long_ago)),
-            just_now,
-            NotOurs,
-        ),
-        (
-            "just launched, only a Name shown yet: orca's tags may come",
-            Some(instance(&not_orcas, Running, just_now)),
-            just_now,
-            Unsettled,
-        ),
-        (
-            "just launched, ours but the cluster id not shown yet (EC2 shows tags one by one)",
-            Some(instance(&OURS[..2], Running, just_now)),
-            just_now,
-            Unsettled,
-        ),
-        (
-            "just launched, only the cluster id shown yet",
-            Some(instance(&OURS[2..], Running, just_now)),
-            just_now,
-            Unsettled,
-        ),
-        (
-            "just launched with another cluster's id: not ours, however new",
-            Some(instance(
-                &[("orca.research/cluster-id", "another-cluster")],
-                Running,
-                just_now,
-            )),
-            just_now,
-            NotOurs,
-        ),
-        (
-            "just launched for a node this process does not declare",
-            Some(instance(&other_node[..2], Running, just_now)),
-            just_now,
+            Some(instance(&NOT_ORCAS, Running, LONG_AGO)),
+            JUST_NOW,
             NotOurs,
         ),
         (
@@ -147,43 +121,110 @@ fn an_instance_is_this_orcas_by_its_tags_and_unsettled_only_while_ec2_may_not_sh
             Some(instance(
                 &[("ManagedBy", "karpenter"), ("orca.research/node", "n1")],
                 Running,
-                long_ago,
+                LONG_AGO,
             )),
-            long_ago,
+            LONG_AGO,
+            NotOurs,
+        ),
+        (
+            "no tags, launched long ago",
+            Some(instance(&[], Running, LONG_AGO)),
+            JUST_NOW,
+            NotOurs,
+        ),
+    ]);
+}
+
+#[test]
+fn a_terminated_instance_is_ours_only_while_the_listing_may_not_have_caught_up() {
+    use InstanceState::{ShuttingDown, Terminated};
+    use Verdict::{NotOurs, Ours};
+    assert_verdicts(vec![
+        (
+            "ours, terminated just after the notice: the listing may not have caught up",
+            Some(instance(&OURS, ShuttingDown, LONG_AGO)),
+            JUST_NOW,
+            Ours,
+        ),
+        (
+            "ours, terminated long after the notice: nothing left to act on",
+            Some(instance(&OURS, Terminated, LONG_AGO)),
+            LONG_AGO,
+            NotOurs,
+        ),
+    ]);
+}
+
+#[test]
+fn a_just_launched_instance_is_unsettled_while_ec2_may_not_show_its_tags_yet() {
+    use InstanceState::Running;
+    use Verdict::{NotOurs, Unsettled};
+    assert_verdicts(vec![
+        (
+            "just launched, only a Name shown yet: orca's tags may come",
+            Some(instance(&NOT_ORCAS, Running, JUST_NOW)),
+            JUST_NOW,
+            Unsettled,
+        ),
+        (
+            "just launched, ours but the cluster id not shown yet (EC2 shows tags one by one)",
+            Some(instance(&OURS[..2], Running, JUST_NOW)),
+            JUST_NOW,
+            Unsettled,
+        ),
+        (
+            "just launched, only the cluster id shown yet",
+            Some(instance(&OURS[2..], Running, JUST_NOW)),
+            JUST_NOW,
+            Unsettled,
+        ),
+        (
+            "just launched with another cluster's id: not ours, however new",
+            Some(instance(
+                &[("orca.research/cluster-id", "another-cluster")],
+                Running,
+                JUST_NOW,
+            )),
+            JUST_NOW,
+            NotOurs,
+        ),
+        (
+            "just launched for a node this process does not declare",
+            Some(instance(&OTHER_NODE[..2], Running, JUST_NOW)),
+            JUST_NOW,
             NotOurs,
         ),
         (
             "no tags, just launched: EC2 may not show them yet",
-            Some(instance(&[], Running, just_now)),
-            long_ago,
+            Some(instance(&[], Running, JUST_NOW)),
+            LONG_AGO,
             Unsettled,
         ),
-        (
-            "no tags, launched long ago",
-            Some(instance(&[], Running, long_ago)),
-            just_now,
-            NotOurs,
-        ),
+    ]);
+}
+
+#[test]
+fn an_unlisted_instance_is_unsettled_only_while_ec2_may_not_show_it_yet() {
+    use Verdict::{NotOurs, Unsettled};
+    assert_verdicts(vec![
         (
             "not listed, noticed just now: EC2 may not show a new instance yet",
             None,
-            just_now,
+            JUST_NOW,
             Unsettled,
         ),
         (
             "not listed, noticed long ago: EC2 does not know it",
             None,
-            long_ago,
+            LONG_AGO,
             NotOurs,
         ),
-    ];
-    for (situation, listed, noticed, expected) in cases {
-        assert_eq!(
-            verdict(listed.as_ref(), at(noticed), now, &this()),
-            expected,
-            "{situation}"
-        );
-    }
+    ]);
+}
+
+#[test]
+fn a_message_is_kept_for_an_instance_that_is_ours_or_unsettled() {
+    use Verdict::{NotOurs, Ours, Unsettled};
     assert!(Ours.keeps() && Unsettled.keeps() && !NotOurs.keeps());
 }
 

@@ -33,6 +33,7 @@
 //! otherwise, a ConfigMap edited) still meets `IdempotentParameterMismatch`, and waits the
 //! grace as above.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use super::api::{
@@ -61,7 +62,40 @@ mod tests;
 
 pub use self::attempts::FLEET_TOKENS_SPENT_ANNOTATION;
 pub(super) use self::attempts::FleetAttempts;
-use self::attempts::{progress, recorded_spent_tokens, resume};
+use self::attempts::{Attempt, progress, recorded_spent_tokens, resume};
+
+/// One launch's walk through the pod's fleet tokens and markets.
+struct FleetWalk {
+    /// Where the pod's token sequence stands.
+    attempt: Attempt,
+    /// How many more rounds of the markets may replay tokens EC2 answered with nothing.
+    rounds_left: u32,
+    /// The plan's market, then on-demand when spot may fall back.
+    markets: Vec<Market>,
+    /// The market of the next request, by its place in `markets`.
+    at: usize,
+    /// The pools the answers so far named as failed.
+    passed_over: Vec<PassedOver>,
+    /// The error the pod is to show should no request launch an instance.
+    last_error: Option<ProviderError>,
+}
+
+impl FleetWalk {
+    /// The market of the next request: the next in order, or the first again while rounds
+    /// are left; `None` when the walk is over.
+    fn next_market(&mut self) -> Option<Market> {
+        loop {
+            if let Some(&market) = self.markets.get(self.at) {
+                return Some(market);
+            }
+            if self.rounds_left == 0 {
+                return None;
+            }
+            self.rounds_left -= 1;
+            self.at = 0;
+        }
+    }
+}
 
 impl AwsProvider {
     /// Launches the pod's instance through fleets: its plan's market, then on-demand when
@@ -79,13 +113,47 @@ impl AwsProvider {
             .ensure(self.api.as_ref())
             .await
             .map_err(ProviderError::from)?;
+        let mut walk = self.start_walk(launch_request);
+        while let Some(market) = walk.next_market() {
+            let request = match walk.attempt.unanswered.take() {
+                Some(sent) => sent,
+                None => self.fleet_request(
+                    key,
+                    plan,
+                    market,
+                    places,
+                    (walk.attempt.next, &template),
+                    (image_id, user_data),
+                ),
+            };
+            let flow = match self.api.create_fleet(&request).await {
+                Ok(answer) => self.answered(key, &mut walk, &request, &answer).await,
+                Err(error) => self.refused(key, &mut walk, request, error).await,
+            };
+            if let ControlFlow::Break(outcome) = flow {
+                return outcome;
+            }
+        }
+        let error = walk.last_error.take().unwrap_or_else(|| {
+            ProviderError::capacity(
+                "UnfulfillableCapacity",
+                "EC2 Fleet launched no instance and named no pool",
+            )
+        });
+        Err(self.stop(key, &mut walk, error, false))
+    }
+
+    /// Where this launch starts: the pod's tokens where this process or the pod's record
+    /// leaves them, its markets in order, an unanswered request's market first.
+    fn start_walk(&self, launch_request: &LaunchRequest) -> FleetWalk {
+        let (key, plan) = (&launch_request.pod, &launch_request.plan);
         // A process that does not remember a pod older than itself may be replaying its
         // earlier tokens: a launch call went through the markets in order, so the walk goes
         // round them again while EC2 answers with nothing, a few times. (Creation times have
         // whole seconds: a pod of the same second counts as older.)
         let created = launch_request.created;
         let older = created.is_none_or(|created| created.as_second() <= self.started.as_second());
-        let (mut attempt, mut rounds_left) = resume(
+        let (attempt, rounds_left) = resume(
             self.fleets.take(&key.uid),
             recorded_spent_tokens(&launch_request.annotations),
             older,
@@ -95,148 +163,144 @@ impl AwsProvider {
             markets.push(Market::OnDemand);
         }
         // An unanswered request is repeated first, in its own market.
-        let mut at = attempt
+        let at = attempt
             .unanswered
             .as_ref()
             .and_then(|sent| markets.iter().position(|m| *m == sent.market))
             .unwrap_or(0);
-        let mut passed_over = Vec::new();
-        let mut last_error = None;
-        loop {
-            let Some(&market) = markets.get(at) else {
-                if rounds_left == 0 {
-                    break;
-                }
-                rounds_left -= 1;
-                at = 0;
-                continue;
-            };
-            let request = match attempt.unanswered.take() {
-                Some(sent) => sent,
-                None => self.fleet_request(
-                    key,
-                    plan,
-                    market,
-                    places,
-                    (attempt.next, &template),
-                    (image_id, user_data),
-                ),
-            };
-            let answer = match self.api.create_fleet(&request).await {
-                Ok(answer) => answer,
-                Err(error) if error.code == "IdempotentParameterMismatch" => {
-                    let since = *attempt.mismatched_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= self.visibility_grace {
-                        // No instance showed up by tag within the grace (`create` looked
-                        // just now): the request that used the token launched nothing.
-                        tracing::info!(pod = %key, token = %request.client_token, "a fleet token used by a forgotten request launched nothing visible within the grace; taking the next");
-                        attempt.next = request.place + 1;
-                        attempt.mismatched_since = None;
-                        continue;
-                    }
-                    let progress = progress(&attempt);
-                    self.fleets.keep(&key.uid, attempt);
-                    return Err(LaunchFailed {
-                        progress,
-                        error: ProviderError::transient(
-                            "IdempotentParameterMismatch",
-                            format!(
-                                "the pod's fleet token {} was used by an earlier request with \
-                                 other parameters (before a restart, or a plan that changed); \
-                                 waiting for its instance to show up by tag",
-                                request.client_token
-                            ),
-                        ),
-                        passed_over,
-                        in_doubt: true,
-                    });
-                }
-                Err(error) if is_template_missing(&error.code) => {
-                    // Refused as a whole: nothing done, the token not used. The next launch
-                    // asks again with it, naming the template as it is made or found then.
-                    self.template.forget().await;
-                    let progress = progress(&attempt);
-                    self.fleets.keep(&key.uid, attempt);
-                    return Err(LaunchFailed {
-                        error: self.template_missing(),
-                        passed_over,
-                        in_doubt: false,
-                        progress,
-                    });
-                }
-                Err(error) => {
-                    // No answer or a server error: EC2 may have acted. Any other refusal
-                    // (throttling, a bad parameter) did nothing, and repeating is harmless.
-                    let in_doubt = error.kind == ApiErrorKind::Transport
-                        || error.status.is_some_and(|status| status >= 500);
-                    let class = class_of(&error);
-                    let progress = progress(&attempt);
-                    if in_doubt || class != ErrorClass::Permanent {
-                        attempt.unanswered = Some(request);
-                        self.fleets.keep(&key.uid, attempt);
-                    }
-                    return Err(LaunchFailed {
-                        error: provider_error(error),
-                        passed_over,
-                        in_doubt,
-                        progress,
-                    });
-                }
-            };
-            // Answered: the token is used up, whatever the answer.
-            attempt.next = request.place + 1;
-            attempt.mismatched_since = None;
-            at += 1;
-            passed_over.extend(self.passed_over(&request, &answer));
-            if let Some(launched) = self.launched(&request, &answer).await {
-                return Ok(Launched {
-                    passed_over,
-                    ..launched
-                });
-            }
-            if answer
-                .errors
-                .iter()
-                .any(|error| is_template_missing(&error.code))
-            {
-                self.template.forget().await;
-                let progress = progress(&attempt);
-                self.fleets.keep(&key.uid, attempt);
-                return Err(LaunchFailed {
-                    error: self.template_missing(),
-                    passed_over,
-                    in_doubt: false,
-                    progress,
-                });
-            }
-            // The pod's error is a capacity error if any pool had one: capacity comes back,
-            // so the pod is retried, even where another pool refused for good.
-            last_error = answer
-                .errors
-                .iter()
-                .rev()
-                .find(|error| fleet_error_class(error) == ErrorClass::Capacity)
-                .or(answer.errors.last())
-                .map(|error| ProviderError {
-                    class: fleet_error_class(error),
-                    code: error.code.clone(),
-                    message: error.message.clone(),
-                })
-                .or(last_error);
+        FleetWalk {
+            attempt,
+            rounds_left,
+            markets,
+            at,
+            passed_over: Vec::new(),
+            last_error: None,
         }
+    }
+
+    /// After EC2 refused a request as a whole: take the pod's next token (a forgotten
+    /// request's token that launched nothing within the grace), or end the launch, keeping
+    /// the request to repeat when EC2 may have acted or a retry may succeed.
+    async fn refused(
+        &self,
+        key: &PodKey,
+        walk: &mut FleetWalk,
+        request: FleetRequest,
+        error: ApiError,
+    ) -> ControlFlow<Result<Launched, LaunchFailed>> {
+        if error.code == "IdempotentParameterMismatch" {
+            let since = *walk
+                .attempt
+                .mismatched_since
+                .get_or_insert_with(Instant::now);
+            if since.elapsed() >= self.visibility_grace {
+                // No instance showed up by tag within the grace (`create` looked
+                // just now): the request that used the token launched nothing.
+                tracing::info!(pod = %key, token = %request.client_token, "a fleet token used by a forgotten request launched nothing visible within the grace; taking the next");
+                walk.attempt.next = request.place + 1;
+                walk.attempt.mismatched_since = None;
+                return ControlFlow::Continue(());
+            }
+            let error = ProviderError::transient(
+                "IdempotentParameterMismatch",
+                format!(
+                    "the pod's fleet token {} was used by an earlier request with \
+                     other parameters (before a restart, or a plan that changed); \
+                     waiting for its instance to show up by tag",
+                    request.client_token
+                ),
+            );
+            return ControlFlow::Break(Err(self.stop(key, walk, error, true)));
+        }
+        if is_template_missing(&error.code) {
+            // Refused as a whole: nothing done, the token not used. The next launch
+            // asks again with it, naming the template as it is made or found then.
+            self.template.forget().await;
+            let error = self.template_missing();
+            return ControlFlow::Break(Err(self.stop(key, walk, error, false)));
+        }
+        // No answer or a server error: EC2 may have acted. Any other refusal
+        // (throttling, a bad parameter) did nothing, and repeating is harmless.
+        let in_doubt = error.kind == ApiErrorKind::Transport
+            || error.status.is_some_and(|status| status >= 500);
+        let class = class_of(&error);
+        let progress = progress(&walk.attempt);
+        if in_doubt || class != ErrorClass::Permanent {
+            walk.attempt.unanswered = Some(request);
+            self.fleets
+                .keep(&key.uid, std::mem::take(&mut walk.attempt));
+        }
+        ControlFlow::Break(Err(LaunchFailed {
+            error: provider_error(error),
+            passed_over: std::mem::take(&mut walk.passed_over),
+            in_doubt,
+            progress,
+        }))
+    }
+
+    /// After EC2 answered a request (its token is used up, whatever the answer): the pod's
+    /// instance if it launched one; else the walk goes on to the next market, remembering the
+    /// pools passed over and the error the pod is to show, unless the template was missing.
+    async fn answered(
+        &self,
+        key: &PodKey,
+        walk: &mut FleetWalk,
+        request: &FleetRequest,
+        answer: &FleetAnswer,
+    ) -> ControlFlow<Result<Launched, LaunchFailed>> {
+        walk.attempt.next = request.place + 1;
+        walk.attempt.mismatched_since = None;
+        walk.at += 1;
+        walk.passed_over.extend(self.passed_over(request, answer));
+        if let Some(launched) = self.launched(request, answer).await {
+            return ControlFlow::Break(Ok(Launched {
+                passed_over: std::mem::take(&mut walk.passed_over),
+                ..launched
+            }));
+        }
+        if answer
+            .errors
+            .iter()
+            .any(|error| is_template_missing(&error.code))
+        {
+            self.template.forget().await;
+            let error = self.template_missing();
+            return ControlFlow::Break(Err(self.stop(key, walk, error, false)));
+        }
+        // The pod's error is a capacity error if any pool had one: capacity comes back,
+        // so the pod is retried, even where another pool refused for good.
+        walk.last_error = answer
+            .errors
+            .iter()
+            .rev()
+            .find(|error| fleet_error_class(error) == ErrorClass::Capacity)
+            .or(answer.errors.last())
+            .map(|error| ProviderError {
+                class: fleet_error_class(error),
+                code: error.code.clone(),
+                message: error.message.clone(),
+            })
+            .or(walk.last_error.take());
+        ControlFlow::Continue(())
+    }
+
+    /// Ends the launch with `error`, keeping where the pod's tokens stand for its next one.
+    fn stop(
+        &self,
+        key: &PodKey,
+        walk: &mut FleetWalk,
+        error: ProviderError,
+        in_doubt: bool,
+    ) -> LaunchFailed {
+        let attempt = std::mem::take(&mut walk.attempt);
         let progress = progress(&attempt);
         self.fleets.keep(&key.uid, attempt);
-        Err(LaunchFailed {
+        LaunchFailed {
+            error,
+            passed_over: std::mem::take(&mut walk.passed_over),
+            in_doubt,
             progress,
-            error: last_error.unwrap_or_else(|| {
-                ProviderError::capacity(
-                    "UnfulfillableCapacity",
-                    "EC2 Fleet launched no instance and named no pool",
-                )
-            }),
-            passed_over,
-            in_doubt: false,
-        })
+        }
     }
 
     fn template_missing(&self) -> ProviderError {

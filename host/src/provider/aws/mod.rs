@@ -444,49 +444,46 @@ fn answer_of_one(error: api::ApiError) -> TerminationAnswer {
     }
 }
 
-#[async_trait]
-impl Provider for AwsProvider {
-    async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
-        let (key, plan) = (&request.pod, &request.plan);
-        let image_id = self.image_for(request)?;
-        let all = offerings(plan);
-        let Some((last, earlier)) = all.split_last() else {
-            return Err(ProviderError::permanent(
-                "NoInstanceType",
-                "the launch plan has no instance type",
-            )
-            .into());
-        };
-        // An instance launched for this pod before (a retry, a restart) is the pod's instance.
-        if let Some(existing) = self
+impl AwsProvider {
+    /// The instance launched for this pod before (a retry, a restart), if EC2 lists one by
+    /// the pod's tags: it is the pod's instance.
+    async fn adopt_existing(&self, key: &PodKey) -> Result<Option<Launched>, ProviderError> {
+        let Some(existing) = self
             .lookups
             .call(key.uid.clone())
             .await
             .map_err(provider_error)?
-        {
-            return Ok(Launched {
-                offering: Offering {
-                    instance_type: existing.instance_type.clone(),
-                    market: existing.market(),
-                },
-                zone: existing.zone.clone(),
-                instance_id: existing.instance_id,
-                adopted: true,
-                passed_over: Vec::new(),
-                chosen_by: None,
-            });
-        }
-        let user_data = workload::user_data(&request.workload)
-            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
-        let places = self.places(&request.zones).await?;
-        if self.config.launch_api == LaunchApi::Fleet {
-            return self
-                .launch_by_fleet(request, &places, &image_id, &user_data)
-                .await;
-        }
-        let place = Self::place_for(key, &places);
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Launched {
+            offering: Offering {
+                instance_type: existing.instance_type.clone(),
+                market: existing.market(),
+            },
+            zone: existing.zone.clone(),
+            instance_id: existing.instance_id,
+            adopted: true,
+            passed_over: Vec::new(),
+            chosen_by: None,
+        }))
+    }
+
+    /// Launches the pod's instance by `RunInstances`, one offering at a time in the plan's
+    /// order, in the pod's one place: the `earlier` ones while they answer with a capacity
+    /// error (or the unavailable-offering cache says they would), then the `last`.
+    async fn launch_by_run_instances(
+        &self,
+        request: &LaunchRequest,
+        (earlier, last): (&[Offering], &Offering),
+        places: &[Place],
+        image_id: &str,
+        user_data: &str,
+    ) -> Result<Launched, LaunchFailed> {
+        let (key, plan) = (&request.pod, &request.plan);
+        let place = Self::place_for(key, places);
         let request_for = |offering: &Offering| {
-            self.run_request(key, plan, offering, &place, &image_id, &user_data)
+            self.run_request(key, plan, offering, &place, image_id, user_data)
         };
         let launched = |offering: &Offering, instance: Ec2Instance, passed_over| Launched {
             instance_id: instance.instance_id,
@@ -540,6 +537,34 @@ impl Provider for AwsProvider {
                 })
             }
         }
+    }
+}
+
+#[async_trait]
+impl Provider for AwsProvider {
+    async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
+        let image_id = self.image_for(request)?;
+        let all = offerings(&request.plan);
+        let Some((last, earlier)) = all.split_last() else {
+            return Err(ProviderError::permanent(
+                "NoInstanceType",
+                "the launch plan has no instance type",
+            )
+            .into());
+        };
+        if let Some(existing) = self.adopt_existing(&request.pod).await? {
+            return Ok(existing);
+        }
+        let user_data = workload::user_data(&request.workload)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+        let places = self.places(&request.zones).await?;
+        if self.config.launch_api == LaunchApi::Fleet {
+            return self
+                .launch_by_fleet(request, &places, &image_id, &user_data)
+                .await;
+        }
+        self.launch_by_run_instances(request, (earlier, last), &places, &image_id, &user_data)
+            .await
     }
 
     async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError> {

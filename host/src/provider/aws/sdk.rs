@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_ec2::Client;
+use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
 use aws_sdk_ec2::types::{
     self as ec2, BlockDeviceMapping, EbsBlockDevice, HttpTokensState,
     IamInstanceProfileSpecification, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
@@ -77,8 +78,65 @@ impl SdkEc2 {
     }
 }
 
+/// The request's security groups, instance profile (by ARN or by name) and root volume, for
+/// those it names.
+fn with_instance_options(
+    mut call: RunInstancesFluentBuilder,
+    request: &RunRequest,
+) -> RunInstancesFluentBuilder {
+    if !request.security_group_ids.is_empty() {
+        call = call.set_security_group_ids(Some(request.security_group_ids.clone()));
+    }
+    if let Some(profile) = &request.instance_profile {
+        let spec = IamInstanceProfileSpecification::builder();
+        call = call.iam_instance_profile(if profile.starts_with("arn:") {
+            spec.arn(profile).build()
+        } else {
+            spec.name(profile).build()
+        });
+    }
+    if let Some(volume) = &request.root_volume {
+        call = call.block_device_mappings(
+            BlockDeviceMapping::builder()
+                .device_name(&volume.device_name)
+                .ebs(
+                    EbsBlockDevice::builder()
+                        .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
+                        .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
+                        .encrypted(volume.encrypted)
+                        .delete_on_termination(volume.delete_on_termination)
+                        .build(),
+                )
+                .build(),
+        );
+    }
+    call
+}
+
+/// A one-time spot request, terminated on interruption, at the request's price cap; `None`
+/// on demand.
+fn spot_market_options(request: &RunRequest) -> Option<InstanceMarketOptionsRequest> {
+    if request.market != Market::Spot {
+        return None;
+    }
+    let mut spot = SpotMarketOptions::builder()
+        .spot_instance_type(SpotInstanceType::OneTime)
+        .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate);
+    if let Some(price) = request.max_price {
+        spot = spot.max_price(format!("{price}"));
+    }
+    Some(
+        InstanceMarketOptionsRequest::builder()
+            .market_type(MarketType::Spot)
+            .spot_options(spot.build())
+            .build(),
+    )
+}
+
 #[async_trait]
 impl Ec2Api for SdkEc2 {
+    /// Launches one instance for the request: it and its volumes tagged, IMDSv2 required,
+    /// terminated when it powers off.
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
         let tags: Vec<ec2::Tag> = request
             .tags
@@ -119,45 +177,9 @@ impl Ec2Api for SdkEc2 {
             )
             .tag_specifications(tag_spec(ResourceType::Instance))
             .tag_specifications(tag_spec(ResourceType::Volume));
-        if !request.security_group_ids.is_empty() {
-            call = call.set_security_group_ids(Some(request.security_group_ids.clone()));
-        }
-        if let Some(profile) = &request.instance_profile {
-            let spec = IamInstanceProfileSpecification::builder();
-            call = call.iam_instance_profile(if profile.starts_with("arn:") {
-                spec.arn(profile).build()
-            } else {
-                spec.name(profile).build()
-            });
-        }
-        if let Some(volume) = &request.root_volume {
-            call = call.block_device_mappings(
-                BlockDeviceMapping::builder()
-                    .device_name(&volume.device_name)
-                    .ebs(
-                        EbsBlockDevice::builder()
-                            .volume_size(i32::try_from(volume.size_gib).unwrap_or(i32::MAX))
-                            .volume_type(ec2::VolumeType::from(volume.volume_type.as_str()))
-                            .encrypted(volume.encrypted)
-                            .delete_on_termination(volume.delete_on_termination)
-                            .build(),
-                    )
-                    .build(),
-            );
-        }
-        if request.market == Market::Spot {
-            let mut spot = SpotMarketOptions::builder()
-                .spot_instance_type(SpotInstanceType::OneTime)
-                .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate);
-            if let Some(price) = request.max_price {
-                spot = spot.max_price(format!("{price}"));
-            }
-            call = call.instance_market_options(
-                InstanceMarketOptionsRequest::builder()
-                    .market_type(MarketType::Spot)
-                    .spot_options(spot.build())
-                    .build(),
-            );
+        call = with_instance_options(call, request);
+        if let Some(options) = spot_market_options(request) {
+            call = call.instance_market_options(options);
         }
         let output = call.send().await.map_err(api_error)?;
         output

@@ -2,6 +2,8 @@
 //! between aws-sdk-ec2 and orca's types (the launch template calls are in `sdk_template.rs`).
 
 use aws_sdk_ec2::Client;
+use aws_sdk_ec2::operation::create_fleet::CreateFleetOutput;
+use aws_sdk_ec2::operation::create_fleet::builders::CreateFleetFluentBuilder;
 use aws_sdk_ec2::types::{
     self as ec2, DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
@@ -18,21 +20,36 @@ use super::api::{
 use super::sdk::error::api_error;
 use crate::provider::plan::{AllocationStrategy, Market};
 
+/// Sends the request as one instant fleet for one instance, and reads EC2's answer.
 pub(super) async fn create_fleet(
     client: &Client,
     request: &FleetRequest,
 ) -> Result<FleetAnswer, ApiError> {
-    let tags: Vec<ec2::Tag> = request
-        .tags
-        .iter()
-        .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
-        .collect();
-    let tag_spec = |resource| {
-        TagSpecification::builder()
-            .resource_type(resource)
-            .set_tags(Some(tags.clone()))
-            .build()
+    let capacity_type = match request.market {
+        Market::Spot => DefaultTargetCapacityType::Spot,
+        Market::OnDemand => DefaultTargetCapacityType::OnDemand,
     };
+    let call = client
+        .create_fleet()
+        .r#type(FleetType::Instant)
+        .client_token(&request.client_token)
+        .target_capacity_specification(
+            TargetCapacitySpecificationRequest::builder()
+                .total_target_capacity(1)
+                .default_target_capacity_type(capacity_type)
+                .build(),
+        )
+        .launch_template_configs(template_config(request))
+        .set_tag_specifications(Some(tag_specifications(request)));
+    let output = with_market_options(call, request)
+        .send()
+        .await
+        .map_err(api_error)?;
+    Ok(fleet_answer(&output, request))
+}
+
+/// The template at its exact version, with the user data, and one override per pool.
+fn template_config(request: &FleetRequest) -> FleetLaunchTemplateConfigRequest {
     let max_price = match request.market {
         Market::Spot => request.max_price.map(|price| format!("{price}")),
         Market::OnDemand => None,
@@ -60,41 +77,52 @@ pub(super) async fn create_fleet(
             base64::engine::general_purpose::STANDARD.encode(&request.user_data),
         )
         .build();
-    let capacity_type = match request.market {
-        Market::Spot => DefaultTargetCapacityType::Spot,
-        Market::OnDemand => DefaultTargetCapacityType::OnDemand,
+    FleetLaunchTemplateConfigRequest::builder()
+        .launch_template_specification(template)
+        .set_overrides(Some(overrides))
+        .build()
+}
+
+/// The request's tags on the fleet (with the token's place in the pod's sequence), the
+/// instance and its volumes.
+fn tag_specifications(request: &FleetRequest) -> Vec<TagSpecification> {
+    let tags: Vec<ec2::Tag> = request
+        .tags
+        .iter()
+        .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
+        .collect();
+    let tag_spec = |resource| {
+        TagSpecification::builder()
+            .resource_type(resource)
+            .set_tags(Some(tags.clone()))
+            .build()
     };
-    let mut call = client
-        .create_fleet()
-        .r#type(FleetType::Instant)
-        .client_token(&request.client_token)
-        .target_capacity_specification(
-            TargetCapacitySpecificationRequest::builder()
-                .total_target_capacity(1)
-                .default_target_capacity_type(capacity_type)
-                .build(),
-        )
-        .launch_template_configs(
-            FleetLaunchTemplateConfigRequest::builder()
-                .launch_template_specification(template)
-                .set_overrides(Some(overrides))
-                .build(),
-        )
-        .tag_specifications({
-            let attempt = ec2::Tag::builder()
-                .key(TAG_LAUNCH_ATTEMPT)
-                .value(request.place.to_string())
-                .build();
-            let mut fleet_tags = tags.clone();
-            fleet_tags.push(attempt);
-            TagSpecification::builder()
-                .resource_type(ResourceType::Fleet)
-                .set_tags(Some(fleet_tags))
-                .build()
-        })
-        .tag_specifications(tag_spec(ResourceType::Instance))
-        .tag_specifications(tag_spec(ResourceType::Volume));
-    call = match request.market {
+    let fleet = {
+        let attempt = ec2::Tag::builder()
+            .key(TAG_LAUNCH_ATTEMPT)
+            .value(request.place.to_string())
+            .build();
+        let mut fleet_tags = tags.clone();
+        fleet_tags.push(attempt);
+        TagSpecification::builder()
+            .resource_type(ResourceType::Fleet)
+            .set_tags(Some(fleet_tags))
+            .build()
+    };
+    vec![
+        fleet,
+        tag_spec(ResourceType::Instance),
+        tag_spec(ResourceType::Volume),
+    ]
+}
+
+/// The market's options on the call: its allocation strategy, and for spot, termination on
+/// interruption.
+fn with_market_options(
+    call: CreateFleetFluentBuilder,
+    request: &FleetRequest,
+) -> CreateFleetFluentBuilder {
+    match request.market {
         Market::Spot => call.spot_options(
             SpotOptionsRequest::builder()
                 .allocation_strategy(spot_strategy(request.allocation_strategy))
@@ -106,9 +134,13 @@ pub(super) async fn create_fleet(
                 .allocation_strategy(on_demand_strategy(request.allocation_strategy))
                 .build(),
         ),
-    };
-    let output = call.send().await.map_err(api_error)?;
-    Ok(FleetAnswer {
+    }
+}
+
+/// EC2's answer in orca's terms: each instance launched, with its pool filling in what the
+/// instance does not say, and each pool's error.
+fn fleet_answer(output: &CreateFleetOutput, request: &FleetRequest) -> FleetAnswer {
+    FleetAnswer {
         fleet_id: output.fleet_id().unwrap_or_default().to_owned(),
         instances: output
             .instances()
@@ -149,7 +181,7 @@ pub(super) async fn create_fleet(
                 )
             })
             .collect(),
-    })
+    }
 }
 
 fn spot_strategy(strategy: AllocationStrategy) -> SpotAllocationStrategy {

@@ -145,7 +145,17 @@ fn settings_of(data: &ResponseLaunchTemplateData) -> TemplateSettings {
     let mut set = |key: &str, value: String| {
         settings.insert(key.to_owned(), value);
     };
-    // What orca sets.
+    settings_orca_sets(&mut rest, &mut set);
+    scalars_orca_never_sets(&mut rest, &mut set);
+    structures_orca_never_sets(&mut rest, &mut set);
+    if rest != ResponseLaunchTemplateData::builder().build() {
+        set("LaunchTemplateData", format!("{rest:?}"));
+    }
+    settings
+}
+
+/// Takes out of `rest` the settings orca's own templates have.
+fn settings_orca_sets(rest: &mut ResponseLaunchTemplateData, set: &mut impl FnMut(&str, String)) {
     if let Some(groups) = rest.security_group_ids.take().filter(|g| !g.is_empty()) {
         set("SecurityGroupIds", sorted_list(&groups));
     }
@@ -161,10 +171,10 @@ fn settings_of(data: &ResponseLaunchTemplateData) -> TemplateSettings {
         set("KeyName", key);
     }
     for mapping in rest.block_device_mappings.take().unwrap_or_default() {
-        block_device(mapping, &mut set);
+        block_device(mapping, set);
     }
     if let Some(metadata) = rest.metadata_options.take() {
-        metadata_options(metadata, &mut set);
+        metadata_options(metadata, set);
     }
     if let Some(behaviour) = rest.instance_initiated_shutdown_behavior.take() {
         set(
@@ -172,7 +182,14 @@ fn settings_of(data: &ResponseLaunchTemplateData) -> TemplateSettings {
             behaviour.as_str().to_owned(),
         );
     }
-    // What orca never sets: any of it is a difference. Scalars by value.
+}
+
+/// Takes out of `rest` the scalar settings orca never sets, by value (the user data by its
+/// length): any of them is a difference.
+fn scalars_orca_never_sets(
+    rest: &mut ResponseLaunchTemplateData,
+    set: &mut impl FnMut(&str, String),
+) {
     if let Some(user_data) = rest.user_data.take().filter(|u| !u.is_empty()) {
         set("UserData", format!("{} characters", user_data.len()));
     }
@@ -202,7 +219,14 @@ fn settings_of(data: &ResponseLaunchTemplateData) -> TemplateSettings {
             set(key, value);
         }
     }
-    // Structures, as the SDK prints them.
+}
+
+/// Takes out of `rest` the structures and non-empty lists orca never sets, as the SDK prints
+/// them: any of them is a difference.
+fn structures_orca_never_sets(
+    rest: &mut ResponseLaunchTemplateData,
+    set: &mut impl FnMut(&str, String),
+) {
     macro_rules! structures {
         ($($field:ident => $key:literal),* $(,)?) => {
             $(if let Some(value) = rest.$field.take() {
@@ -241,10 +265,6 @@ fn settings_of(data: &ResponseLaunchTemplateData) -> TemplateSettings {
         license_specifications => "LicenseSpecifications",
         secondary_interfaces => "SecondaryInterfaces",
     );
-    if rest != ResponseLaunchTemplateData::builder().build() {
-        set("LaunchTemplateData", format!("{rest:?}"));
-    }
-    settings
 }
 
 fn block_device(mut mapping: LaunchTemplateBlockDeviceMapping, set: &mut impl FnMut(&str, String)) {

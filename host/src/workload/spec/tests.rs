@@ -28,9 +28,10 @@ fn literal(values: &[EnvValue]) -> Vec<&str> {
     values.iter().map(|v| v.as_literal().unwrap()).collect()
 }
 
-#[tokio::test]
-async fn a_training_pod_resolves_into_its_containers() {
-    let spec = build(json!({
+/// A training pod: an init container, a sidecar, a GPU trainer with env from a ConfigMap, a
+/// Secret and the downward API, an emptyDir, the service-account token volume and pull secrets.
+async fn training_pod() -> WorkloadSpec {
+    build(json!({
         "restartPolicy": "Never",
         "securityContext": {"runAsUser": 1000, "runAsGroup": 100},
         "imagePullSecrets": [{"name": "registry"}],
@@ -63,8 +64,12 @@ async fn a_training_pod_resolves_into_its_containers() {
         ],
     }))
     .await
-    .unwrap();
+    .unwrap()
+}
 
+#[tokio::test]
+async fn a_training_pod_resolves_into_its_containers() {
+    let spec = training_pod().await;
     assert_eq!(spec.pod, "ml/train-1");
     assert_eq!(spec.restart_policy, RestartPolicy::Never);
     assert!(spec.gpu);
@@ -74,7 +79,11 @@ async fn a_training_pod_resolves_into_its_containers() {
             name: "data".into()
         }]
     );
+}
 
+#[tokio::test]
+async fn init_containers_expand_their_commands_and_run_as_the_pods_user() {
+    let spec = training_pod().await;
     let [fetch, logship] = &spec.init_containers[..] else {
         panic!("two init containers: {:?}", spec.init_containers);
     };
@@ -95,7 +104,11 @@ async fn a_training_pod_resolves_into_its_containers() {
         "the pod's securityContext"
     );
     assert!(!fetch.gpus);
+}
 
+#[tokio::test]
+async fn the_trainer_gets_its_args_env_limits_user_and_mounts() {
+    let spec = training_pod().await;
     let trainer = &spec.containers[0];
     assert_eq!(trainer.pull_policy, PullPolicy::Always);
     assert_eq!(trainer.args[0].as_literal(), Some("--lr=0.1"));
@@ -128,7 +141,11 @@ async fn a_training_pod_resolves_into_its_containers() {
             read_only: true,
         }]
     );
+}
 
+#[tokio::test]
+async fn unused_pull_secrets_and_skipped_env_keys_are_warnings() {
+    let spec = training_pod().await;
     assert_eq!(spec.warnings.len(), 2, "{:?}", spec.warnings);
     assert!(spec.warnings[0].starts_with("imagePullSecrets are not used"));
     assert_eq!(

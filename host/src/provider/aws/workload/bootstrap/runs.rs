@@ -188,16 +188,22 @@ async fn a_realistic_pod_becomes_valid_bash_within_the_size_limit() {
     );
 }
 
-#[tokio::test]
-async fn the_pod_runs_in_order_and_reports_the_first_failure() {
+/// The training pod (`restartPolicy: Never`) run with its trainer failing with 3, the eval
+/// succeeding and the sidecar running until it is stopped.
+async fn failed_training_run() -> Run {
     let script = script_for(training_pod("Never")).await;
-    let run = run(&script, |dir| {
+    run(&script, |dir| {
         write(dir, "fetch.out", "fetched\n");
         write(dir, "logship.block", "");
         write(dir, "trainer.out", "epoch 1\n  loss=0.5 \n");
         write(dir, "trainer.exits", "3\n");
         write(dir, "eval.exits", "0\n");
-    });
+    })
+}
+
+#[tokio::test]
+async fn the_pod_runs_in_order_and_reports_the_first_failure() {
+    let run = failed_training_run().await;
 
     assert_eq!(run.status, 3, "console:\n{}", run.console);
     assert_eq!(exit_code(&run.console), Some(3));
@@ -228,7 +234,11 @@ async fn the_pod_runs_in_order_and_reports_the_first_failure() {
     assert!(at("wait orca-fetch") < at("create --name orca-logship"));
     assert!(at("create --name orca-logship") < at("create --name orca-trainer"));
     assert!(at("wait orca-trainer") < at("stop -t 10 orca-logship"));
+}
 
+#[tokio::test]
+async fn a_container_gets_exactly_the_arguments_the_pod_asked_for() {
+    let run = failed_training_run().await;
     // Exactly the arguments the pod asked for, the secret byte for byte, instance facts filled.
     let args = run.docker_args("trainer");
     let has = |pair: &[&str]| args.windows(2).any(|w| w == pair);
@@ -261,7 +271,12 @@ async fn the_pod_runs_in_order_and_reports_the_first_failure() {
         ]
     );
     assert!(!run.path("pwned").exists(), "a value was run by the shell");
+}
 
+#[tokio::test]
+async fn volumes_are_prepared_with_their_modes_and_mounted_into_the_containers() {
+    let run = failed_training_run().await;
+    let args = run.docker_args("trainer");
     // Volumes: files with their modes, the emptyDir subPath created, the tmpfs mounted.
     let root = run.path("root/volumes");
     let config = root.join("cfg/app.yaml");
@@ -279,7 +294,11 @@ async fn the_pod_runs_in_order_and_reports_the_first_failure() {
     );
     let source = format!("source={}/data/run-1", root.display());
     assert!(args.iter().any(|a| a.contains(&source)), "{args:?}");
+}
 
+#[tokio::test]
+async fn the_end_is_tagged_on_the_instance_before_it_powers_off() {
+    let run = failed_training_run().await;
     // The end is tagged on the instance (found over IMDSv2), then the instance powers off.
     let aws: Vec<String> = run.read("aws.args").lines().map(str::to_owned).collect();
     assert_eq!(
