@@ -231,69 +231,71 @@ impl PluginRegistry {
             }
         };
         let mut files = lock(&self.files);
-        let gone: Vec<PathBuf> = files
-            .keys()
-            .filter(|path| !present.contains(path))
-            .cloned()
-            .collect();
-        for path in gone {
-            if let Some(FileState {
-                serving: Some(old), ..
-            }) = files.remove(&path)
-            {
-                events.push(ReloadEvent::Removed {
-                    path,
-                    name: old.plugin.name.clone(),
-                });
-            }
-        }
+        drop_gone(&mut files, &present, &mut events);
         for path in present {
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                // Removed between listing and reading: the next rescan sees it gone.
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(error) => {
-                    let kept = files.get(&path).and_then(|f| f.serving.clone());
-                    events.push(rejected(
-                        &path,
-                        format!("reading it: {error}"),
-                        kept.as_deref(),
-                    ));
-                    continue;
-                }
-            };
-            let sha256 = super::wasm::sha256_hex(&bytes);
-            let state = files.entry(path.clone()).or_insert_with(|| FileState {
-                seen_sha256: String::new(),
-                serving: None,
-            });
-            if state.seen_sha256 == sha256 {
-                continue;
-            }
-            match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
-                Ok(plugin) => {
-                    state.seen_sha256 = sha256;
-                    events.push(ReloadEvent::Loaded {
-                        path: path.clone(),
-                        name: plugin.name.clone(),
-                        version: plugin.version.clone(),
-                        sha256: plugin.sha256.clone(),
-                    });
-                    state.serving = Some(Arc::new(RegisteredPlugin {
-                        plugin,
-                        source: PluginSource::File(path),
-                        signer: None,
-                    }));
-                }
-                Err(error) => {
-                    if !error.is_transient() {
-                        state.seen_sha256 = sha256;
-                    }
-                    events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
-                }
-            }
+            self.rescan_file(&mut files, path, &mut events);
         }
         events.extend(self.publish(&files));
+        self.prune_compiled(&files);
+        events
+    }
+
+    /// Loads the file at `path` when its bytes changed since they were last seen, in place of
+    /// the version it served (which keeps serving when the new bytes do not load).
+    fn rescan_file(
+        &self,
+        files: &mut BTreeMap<PathBuf, FileState>,
+        path: PathBuf,
+        events: &mut Vec<ReloadEvent>,
+    ) {
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            // Removed between listing and reading: the next rescan sees it gone.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
+            Err(error) => {
+                let kept = files.get(&path).and_then(|f| f.serving.clone());
+                events.push(rejected(
+                    &path,
+                    format!("reading it: {error}"),
+                    kept.as_deref(),
+                ));
+                return;
+            }
+        };
+        let sha256 = super::wasm::sha256_hex(&bytes);
+        let state = files.entry(path.clone()).or_insert_with(|| FileState {
+            seen_sha256: String::new(),
+            serving: None,
+        });
+        if state.seen_sha256 == sha256 {
+            return;
+        }
+        match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
+            Ok(plugin) => {
+                state.seen_sha256 = sha256;
+                events.push(ReloadEvent::Loaded {
+                    path: path.clone(),
+                    name: plugin.name.clone(),
+                    version: plugin.version.clone(),
+                    sha256: plugin.sha256.clone(),
+                });
+                state.serving = Some(Arc::new(RegisteredPlugin {
+                    plugin,
+                    source: PluginSource::File(path),
+                    signer: None,
+                }));
+            }
+            Err(error) => {
+                if !error.is_transient() {
+                    state.seen_sha256 = sha256;
+                }
+                events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
+            }
+        }
+    }
+
+    /// Drops the compiled code of every plugin no longer embedded, in a file or pulled.
+    fn prune_compiled(&self, files: &BTreeMap<PathBuf, FileState>) {
         let embedded = lock(&self.embedded);
         let pulled = lock(&self.pulled);
         let keep: HashSet<&str> = embedded
@@ -305,7 +307,6 @@ impl PluginRegistry {
         self.engine.prune_compile_cache(&keep);
         drop(pulled);
         drop(embedded);
-        events
     }
 
     /// Loads the verified bytes pulled for `reference` (signed by `signer`, when its signature
@@ -426,6 +427,30 @@ impl PluginRegistry {
 
 /// Loads tried before an embedded plugin that keeps running out of time is given up on.
 const EMBEDDED_LOAD_ATTEMPTS: usize = 3;
+
+/// Forgets the files no longer `present`, an event for each that served a plugin.
+fn drop_gone(
+    files: &mut BTreeMap<PathBuf, FileState>,
+    present: &[PathBuf],
+    events: &mut Vec<ReloadEvent>,
+) {
+    let gone: Vec<PathBuf> = files
+        .keys()
+        .filter(|path| !present.contains(path))
+        .cloned()
+        .collect();
+    for path in gone {
+        if let Some(FileState {
+            serving: Some(old), ..
+        }) = files.remove(&path)
+        {
+            events.push(ReloadEvent::Removed {
+                path,
+                name: old.plugin.name.clone(),
+            });
+        }
+    }
+}
 
 /// Loads `bytes`, again while the load runs out of time (a machine too busy to answer within
 /// the load timeout), at most [`EMBEDDED_LOAD_ATTEMPTS`] times.
