@@ -407,7 +407,7 @@ impl Orca {
                 store.as_deref(),
                 crate::policy::oci::PullLimits::of(registry),
             )
-            .map_err(StartError::PluginRegistryFailed)?;
+            .map_err(|e| StartError::PluginRegistryFailed(e.to_string()))?;
             // Checked when the config was loaded; read again here, where it is used.
             let trust = crate::policy::oci::TrustPolicy::from_config(registry)
                 .map_err(|error| StartError::PluginRegistryFailed(error.to_string()))?;
@@ -417,7 +417,7 @@ impl Orca {
                     puller.client().clone(),
                     registry.ca_file.as_deref(),
                 )
-                .map_err(StartError::PluginRegistryFailed)?;
+                .map_err(|e| StartError::PluginRegistryFailed(e.to_string()))?;
                 puller = puller.with_verifier(verifier);
             }
             let references = self

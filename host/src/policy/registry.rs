@@ -49,6 +49,23 @@ impl RegisteredPlugin {
     }
 }
 
+/// Why one plugin file could not be loaded ([`PluginRegistry::load_file`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadFileError {
+    #[error("reading {}: {source}", .path.display())]
+    ReadFailed {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    LoadFailed {
+        path: PathBuf,
+        #[source]
+        source: LoadError,
+    },
+}
+
 /// One consistent view of the loaded plugins.
 #[derive(Default)]
 pub struct PluginSet {
@@ -370,12 +387,19 @@ impl PluginRegistry {
     /// Loads one file outside any directory scan (`orca plugin eval`/`bench`) and publishes it.
     ///
     /// # Errors
-    /// The read or [`LoadError`] message.
-    pub fn load_file(&self, path: &Path) -> Result<Arc<RegisteredPlugin>, String> {
-        let bytes =
-            std::fs::read(path).map_err(|error| format!("reading {}: {error}", path.display()))?;
-        let plugin = LoadedPlugin::load(&self.engine, &bytes, &self.catalogue)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+    /// [`LoadFileError`]: the file cannot be read, or its bytes do not load.
+    pub fn load_file(&self, path: &Path) -> Result<Arc<RegisteredPlugin>, LoadFileError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadFileError::ReadFailed {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let plugin =
+            LoadedPlugin::load(&self.engine, &bytes, &self.catalogue).map_err(|source| {
+                LoadFileError::LoadFailed {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         let plugin = Arc::new(RegisteredPlugin {
             plugin,
             source: PluginSource::File(path.to_path_buf()),
