@@ -42,7 +42,8 @@ pub fn run(text: &str, options: &Options) -> Result<(), String> {
         ),
     };
     let docker_config = docker_config.or_else(super::push::default_docker_config);
-    let puller = Puller::new(ca_file.as_deref(), docker_config, None, limits)?;
+    let puller =
+        Puller::new(ca_file.as_deref(), docker_config, None, limits).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime
         .block_on(puller.resolve(&plugin))
@@ -53,7 +54,8 @@ pub fn run(text: &str, options: &Options) -> Result<(), String> {
     let auth = puller
         .auth(&plugin.reference)
         .map_err(|error| error.to_string())?;
-    let verifier = SignatureVerifier::new(trust, puller.client().clone(), ca_file.as_deref())?;
+    let verifier = SignatureVerifier::new(trust, puller.client().clone(), ca_file.as_deref())
+        .map_err(|e| e.to_string())?;
     match runtime.block_on(verifier.verify(&plugin, digest.as_str(), &auth)) {
         Ok(Some(signer)) => println!("signed by:  {signer}"),
         Ok(None) => {

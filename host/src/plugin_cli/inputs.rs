@@ -51,7 +51,7 @@ fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalog
     let (catalogue, registry) = registry(&policy, region, usize::from(args.plugin.is_some()))?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = &args.plugin {
-        let plugin = registry.load_file(file)?;
+        let plugin = registry.load_file(file).map_err(|e| e.to_string())?;
         // The plugin first, the default after it: what a declined pod falls through to in a
         // typical deployment. Every failure of the plugin fails the pod, so it shows.
         let step = ChainStep {

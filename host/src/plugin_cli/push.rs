@@ -32,7 +32,7 @@ pub fn run(
                     .unwrap_or_default()
                     .into_bytes(),
             );
-            Some(SigningKey::read(path, &password)?)
+            Some(SigningKey::read(path, &password).map_err(|e| e.to_string())?)
         }
         None => None,
     };
@@ -43,7 +43,8 @@ pub fn run(
         docker_config.or_else(default_docker_config),
         None,
         PullLimits::default(),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime
@@ -59,7 +60,8 @@ pub fn run(
         plugin.name, plugin.version, plugin.sha256
     );
     if let Some(key) = key {
-        let mut client = cosign_client(ca_file, &TrustPolicy::default())?;
+        let mut client =
+            cosign_client(ca_file, &TrustPolicy::default()).map_err(|e| e.to_string())?;
         runtime
             .block_on(key.sign(&mut client, &target.reference, &auth, &digest))
             .map_err(|error| format!("{pinned} is pushed but not signed: {error}"))?;

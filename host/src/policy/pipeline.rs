@@ -16,13 +16,15 @@ use super::catalogue::any_query;
 use super::convert;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
-use super::guardrails::{Deciders, Effect, GuardrailError, Guardrails, Price};
+use super::guardrails::{Deciders, Effect, GuardrailError, GuardrailRecord, Guardrails, Price};
 use super::planner::{PlanError, PlanFailure, PlanRetry, Planner};
 use super::plugin_text::bounded;
 use super::pod_view::pod_view_on;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
 use super::validate::{self, OutputError};
-use super::wasm::{CallError, CatalogueQuery, Hook, InstanceQuery, PolicyError, TagContext};
+use super::wasm::{
+    CallError, Candidate, CatalogueQuery, Hook, InstanceQuery, PolicyError, Tag, TagContext,
+};
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
@@ -244,7 +246,66 @@ impl Pipeline {
         (decision, asked.steps)
     }
 
+    /// [`Pipeline::decide`] in its steps: the pod as plugins see it, the three chains in order,
+    /// the plan they make through the guardrails, and the record of it all; every step asked
+    /// goes to `asked`.
     fn decide_asking(&self, pod: &Pod, asked: &mut Asked) -> Result<Decision, PlanError> {
+        let (key, pod) = self.plugin_pod(pod)?;
+        // The set for this whole decision, whatever reloads happen meanwhile.
+        let set = self.registry.current();
+        let mut run = ChainRun {
+            pipeline: self,
+            set: &set,
+            fallbacks: Vec::new(),
+            asked,
+        };
+        let (candidates, select_by, screened) = self.select_candidates(&mut run, &pod)?;
+        let (market, market_by) = self.choose_market(&mut run, &pod, &candidates)?;
+        let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
+        let (tags, tags_by) =
+            self.build_tags(&mut run, &pod, &candidates[0], &market, &ownership)?;
+        let plan = launch_plan(&candidates, &market, merge_tags(&tags, &ownership));
+        let deciders = Deciders {
+            select_instance: who(&select_by),
+            choose_market: who(&market_by),
+        };
+        let guarded = self.guard_plan(plan, &key.namespace, &deciders, screened);
+        let GuardedPlan {
+            plan,
+            worst_case_price,
+            records,
+            refusal,
+        } = guarded;
+        let record = DecisionRecord {
+            instance_type: plan.candidates[0].instance_type.clone(),
+            candidates: plan
+                .candidates
+                .iter()
+                .map(|c| c.instance_type.clone())
+                .collect(),
+            market: plan.market.market,
+            max_price: plan.market.max_price,
+            fallback_to_on_demand: plan.market.fallback_to_on_demand,
+            allocation_strategy: plan.market.allocation_strategy,
+            mark_on_rebalance: plan.market.mark_on_rebalance,
+            tags: plan.tags.clone(),
+            select_instance: select_by,
+            choose_market: market_by,
+            build_tags: tags_by,
+            fallbacks: run.fallbacks,
+            guardrails: records,
+            worst_case_price_per_hour: worst_case_price.map(Price::usd),
+            launch: None,
+        };
+        match refusal {
+            Some(error) => Err(refused(error, record)),
+            None => Ok(Decision { plan, record }),
+        }
+    }
+
+    /// The pod as plugins see it (on the Node's zone, selecting the Node's architecture when
+    /// it selects none), with its key.
+    fn plugin_pod(&self, pod: &Pod) -> Result<(PodKey, super::wasm::Pod), PlanError> {
         let key = PodKey::of(pod).ok_or_else(|| PlanError {
             reason: PlanFailure::PolicyError,
             message: "pod has no name or uid".to_owned(),
@@ -263,32 +324,33 @@ impl Pipeline {
             view.node_selector
                 .push((ARCH_LABEL.to_owned(), architecture.clone()));
         }
-        let pod = convert::pod(&view);
-        // The set for this whole decision, whatever reloads happen meanwhile.
-        let set = self.registry.current();
+        Ok((key, convert::pod(&view)))
+    }
+
+    /// The select-instance chain's candidates, screened by the allow and deny lists, with its
+    /// record and a guardrail record of each candidate the lists dropped.
+    fn select_candidates(
+        &self,
+        run: &mut ChainRun<'_>,
+        pod: &super::wasm::Pod,
+    ) -> Result<(Vec<Candidate>, HookRecord, Vec<GuardrailRecord>), PlanError> {
         let engine = self.registry.engine().clone();
         let catalogue = self.registry.catalogue().clone();
-        let mut fallbacks = Vec::new();
-
-        let (candidates, select_by) = self.run_chain(
-            &set,
+        let (candidates, select_by) = run.run_chain(
             Hook::SelectInstance,
             &self.chains.select_instance,
-            &mut fallbacks,
-            asked,
-            |plugin, settings| plugin.select_instance(&engine, &catalogue, &pod, settings),
+            |plugin, settings| plugin.select_instance(&engine, &catalogue, pod, settings),
             |plugin, candidates| validate::candidates(plugin, candidates, catalogue.as_ref()),
             |candidates| candidates[0].reason.clone(),
         )?;
         // The allow and deny lists first, so the later hooks see only candidates that may
         // launch (all of them when none may: the plan is then refused as a whole below, with
         // every hook's answer on record).
-        let select_who = who(&select_by);
         let names: Vec<&str> = candidates
             .iter()
             .map(|c| c.instance_type.as_str())
             .collect();
-        let (kept, mut guarded) = self.guardrails.screen_types(&names, &select_who);
+        let (kept, screened) = self.guardrails.screen_types(&names, &who(&select_by));
         let candidates = if kept.len() < candidates.len() {
             kept.into_iter()
                 .map(|index| candidates[index].clone())
@@ -296,194 +358,153 @@ impl Pipeline {
         } else {
             candidates
         };
+        Ok((candidates, select_by, screened))
+    }
 
-        let (market, market_by) = self.run_chain(
-            &set,
+    /// The choose-market chain's answer for `candidates`, with its record.
+    fn choose_market(
+        &self,
+        run: &mut ChainRun<'_>,
+        pod: &super::wasm::Pod,
+        candidates: &[Candidate],
+    ) -> Result<(super::wasm::MarketDecision, HookRecord), PlanError> {
+        let engine = self.registry.engine().clone();
+        let catalogue = self.registry.catalogue().clone();
+        run.run_chain(
             Hook::ChooseMarket,
             &self.chains.choose_market,
-            &mut fallbacks,
-            asked,
-            |plugin, settings| {
-                plugin.choose_market(&engine, &catalogue, &pod, settings, &candidates)
-            },
+            |plugin, settings| plugin.choose_market(&engine, &catalogue, pod, settings, candidates),
             validate::market,
             |decision| decision.reason.clone(),
-        )?;
+        )
+    }
 
+    /// The build-tags chain's tags for the first candidate in `market`, checked to leave room
+    /// for orca's `ownership` tags, with its record.
+    fn build_tags(
+        &self,
+        run: &mut ChainRun<'_>,
+        pod: &super::wasm::Pod,
+        first: &Candidate,
+        market: &super::wasm::MarketDecision,
+        ownership: &[(&'static str, String)],
+    ) -> Result<(Vec<Tag>, HookRecord), PlanError> {
+        let engine = self.registry.engine().clone();
+        let catalogue = self.registry.catalogue().clone();
         let context = TagContext {
             node_name: self.node_name.clone(),
             cluster_name: self.cluster_name.clone(),
-            instance_type: candidates[0].instance_type.clone(),
+            instance_type: first.instance_type.clone(),
             market: market.market,
         };
-        let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
-        let (tags, tags_by) = self.run_chain(
-            &set,
+        run.run_chain(
             Hook::BuildTags,
             &self.chains.build_tags,
-            &mut fallbacks,
-            asked,
-            |plugin, settings| plugin.build_tags(&engine, &catalogue, &pod, settings, &context),
-            |plugin, tags| {
-                validate::tags(plugin, tags)?;
-                validate::reserved_tags(plugin, tags, &ownership)?;
-                // The count after the merge below, without building the map twice: the plugin's
-                // tags (unique, checked above) not replaced by an ownership tag, plus those, plus
-                // the cluster's id the provider sets at launch (`provider::ownership`).
-                let kept = tags
-                    .iter()
-                    .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
-                    .count();
-                let count = kept + ownership.len() + LAUNCH_ADDED_TAGS;
-                if count > MAX_TAGS {
-                    return Err(OutputError::TooManyTags {
-                        plugin: plugin.to_owned(),
-                        count,
-                    });
-                }
-                Ok(())
-            },
+            |plugin, settings| plugin.build_tags(&engine, &catalogue, pod, settings, &context),
+            |plugin, tags| check_tags(plugin, tags, ownership),
             |tags| format!("{} tags; orca's ownership tags set over them", tags.len()),
-        )?;
-        let tags = merge_tags(&tags, &ownership);
+        )
+    }
 
-        let plan = LaunchPlan {
-            candidates: candidates
-                .iter()
-                .map(|c| InstanceCandidate {
-                    instance_type: c.instance_type.clone(),
-                    reason: c.reason.clone(),
-                })
-                .collect(),
-            market: MarketDecision {
-                market: convert::market(market.market),
-                max_price: market.max_price,
-                fallback_to_on_demand: market.fallback_to_on_demand,
-                reason: market.reason.clone(),
-                allocation_strategy: market.allocation_strategy.map(convert::allocation_strategy),
-                mark_on_rebalance: market.mark_on_rebalance,
-            },
-            tags,
-        };
-        let deciders = Deciders {
-            select_instance: select_who,
-            choose_market: who(&market_by),
-        };
-        let prices = on_demand_prices(catalogue.as_ref(), &plan);
+    /// `plan` through `policy.guardrails`: narrowed (a spot max price tagged for the
+    /// namespaces' caps), or refused; `screened` are the records of the lists' screening of
+    /// the candidates, which a refusal turns into refusals too.
+    fn guard_plan(
+        &self,
+        plan: LaunchPlan,
+        namespace: &str,
+        deciders: &Deciders,
+        mut screened: Vec<GuardrailRecord>,
+    ) -> GuardedPlan {
+        let prices = on_demand_prices(self.registry.catalogue().as_ref(), &plan);
         let on_demand_price = |name: &str| prices.get(name).copied().flatten();
-        let outcome = self
+        match self
             .guardrails
-            .guard(&plan, &key.namespace, &deciders, &on_demand_price);
-        let (plan, worst_case_price) = match &outcome {
+            .guard(&plan, namespace, deciders, &on_demand_price)
+        {
             Ok(narrowed) => {
-                guarded.extend(narrowed.records.iter().cloned());
-                let mut plan = narrowed.plan.clone();
-                // What a spot instance may cost at most, for the namespaces' caps to read
-                // back from any listing (the max price lives in the plan alone otherwise),
-                // where EC2's tag limit leaves room beside the cluster's id the provider adds;
-                // without it the instance counts at its on-demand price.
-                if plan.market.market == crate::provider::plan::Market::Spot
-                    && let Some(max_price) = Price::of(plan.market.max_price)
-                    && plan.tags.len() + LAUNCH_ADDED_TAGS < MAX_TAGS
-                {
-                    plan.tags
-                        .insert(TAG_SPOT_MAX_PRICE.to_owned(), max_price.usd().to_string());
+                screened.extend(narrowed.records);
+                GuardedPlan {
+                    plan: with_max_price_tag(narrowed.plan),
+                    worst_case_price: narrowed.worst_price,
+                    records: screened,
+                    refusal: None,
                 }
-                (plan, narrowed.worst_price)
             }
             Err(GuardrailError::Refused { records }) => {
                 // Candidates the lists dropped before the market was asked were refused too.
-                for record in &mut guarded {
+                for record in &mut screened {
                     if record.effect == Effect::Dropped {
                         record.effect = Effect::Refused;
                     }
                 }
-                guarded.extend(records.iter().cloned());
-                (plan, None)
+                screened.extend(records.iter().cloned());
+                GuardedPlan {
+                    plan,
+                    worst_case_price: None,
+                    records: screened,
+                    refusal: Some(GuardrailError::Refused { records }),
+                }
             }
             // `guard` refuses plans only.
-            Err(_) => (plan, None),
-        };
-        let record = DecisionRecord {
-            instance_type: plan.candidates[0].instance_type.clone(),
-            candidates: plan
-                .candidates
-                .iter()
-                .map(|c| c.instance_type.clone())
-                .collect(),
-            market: plan.market.market,
-            max_price: plan.market.max_price,
-            fallback_to_on_demand: plan.market.fallback_to_on_demand,
-            allocation_strategy: plan.market.allocation_strategy,
-            mark_on_rebalance: plan.market.mark_on_rebalance,
-            tags: plan.tags.clone(),
-            select_instance: select_by,
-            choose_market: market_by,
-            build_tags: tags_by,
-            fallbacks,
-            guardrails: guarded,
-            worst_case_price_per_hour: worst_case_price.map(Price::usd),
-            launch: None,
-        };
-        if let Err(error) = outcome {
-            let message = match error {
-                GuardrailError::Refused { .. } => GuardrailError::Refused {
-                    records: record.guardrails.clone(),
-                }
-                .to_string(),
-                other => other.to_string(),
-            };
-            return Err(PlanError {
-                reason: PlanFailure::GuardrailViolation,
-                message,
-                retry: PlanRetry::No,
-                refused: Some(Box::new(record)),
-            });
+            Err(other) => GuardedPlan {
+                plan,
+                worst_case_price: None,
+                records: screened,
+                refusal: Some(other),
+            },
         }
-        Ok(Decision { plan, record })
     }
+}
 
+/// What running the hooks' chains for one decision needs beside each hook's calls: the
+/// pipeline (whose observer hears of every call), the plugin set the whole decision runs on,
+/// and where the fallbacks taken and the steps asked are recorded.
+struct ChainRun<'a> {
+    pipeline: &'a Pipeline,
+    set: &'a PluginSet,
+    fallbacks: Vec<FallbackRecord>,
+    asked: &'a mut Asked,
+}
+
+impl ChainRun<'_> {
     /// Asks each plugin of `chain` in turn until one answers acceptably. A decline, or a
     /// failure whose kind `onError` lets through, is recorded and the next plugin asked;
     /// otherwise, or after the last plugin, it becomes the pod's error.
-    #[allow(clippy::too_many_arguments)]
     fn run_chain<T>(
-        &self,
-        set: &PluginSet,
+        &mut self,
         hook: Hook,
         chain: &[ChainStep],
-        fallbacks: &mut Vec<FallbackRecord>,
-        asked: &mut Asked,
         call: impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
         check: impl Fn(&str, &T) -> Result<(), OutputError>,
         reason: impl Fn(&T) -> String,
     ) -> Result<(T, HookRecord), PlanError> {
         let mut earlier: Vec<String> = Vec::new();
         for (index, step) in chain.iter().enumerate() {
-            let plugin = set.get(&step.plugin);
+            let plugin = self.set.get(&step.plugin);
             let failure = match plugin {
                 None => StepFailure::NotLoaded,
                 Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
-                Some(plugin) => match self.ask(plugin, hook, &step.settings, &call, &check) {
-                    Ok(answer) => {
-                        asked.push(|| asked_step(hook, step, Some(plugin), None));
-                        let record = HookRecord {
-                            plugin: plugin.plugin.name.clone(),
-                            version: plugin.plugin.version.clone(),
-                            sha256: plugin.plugin.sha256.clone(),
-                            reason: reason(&answer),
-                            signed_by: plugin.signer.as_ref().map(ToString::to_string),
-                        };
-                        return Ok((answer, record));
+                Some(plugin) => {
+                    match self
+                        .pipeline
+                        .ask(plugin, hook, &step.settings, &call, &check)
+                    {
+                        Ok(answer) => {
+                            self.asked
+                                .push(|| asked_step(hook, step, Some(plugin), None));
+                            let record = answered(plugin, reason(&answer));
+                            return Ok((answer, record));
+                        }
+                        Err(failure) => failure,
                     }
-                    Err(failure) => failure,
-                },
+                }
             };
             let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
             let kind = failure.kind();
             let last = index + 1 == chain.len();
             let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback && !last;
-            asked.push(|| {
+            self.asked.push(|| {
                 let mut record = asked_step(
                     hook,
                     step,
@@ -495,46 +516,11 @@ impl Pipeline {
                 }
                 record
             });
-            if passed_on {
-                if kind == FailureKind::Declined {
-                    tracing::debug!(hook = hook_name(hook), plugin = %step.plugin, %message, "plugin declined; asking the next");
-                } else {
-                    tracing::info!(hook = hook_name(hook), plugin = %step.plugin, kind = kind.as_str(), %message, "plugin failed; falling back to the next");
-                }
-                fallbacks.push(FallbackRecord {
-                    hook: hook_name(hook).to_owned(),
-                    plugin: step.plugin.clone(),
-                    kind: kind.as_str().to_owned(),
-                    error: message.clone(),
-                });
-                earlier.push(message);
-                continue;
+            if !passed_on {
+                return Err(chain_failed(kind, message, &earlier));
             }
-            let reason = match kind {
-                FailureKind::InvalidAnnotation => PlanFailure::InvalidAnnotation,
-                _ => PlanFailure::PolicyError,
-            };
-            let retry = match kind {
-                FailureKind::NotLoaded => PlanRetry::WhenLoaded,
-                FailureKind::TimedOut => PlanRetry::Transient,
-                _ => PlanRetry::No,
-            };
-            let message = if earlier.is_empty() {
-                message
-            } else {
-                format!("{message} (after: {})", earlier.join("; "))
-            };
-            let message = if kind == FailureKind::Declined {
-                format!("no plugin took the pod: {message}")
-            } else {
-                message
-            };
-            return Err(PlanError {
-                reason,
-                message,
-                retry,
-                refused: None,
-            });
+            self.fall_back(hook, step, kind, &message);
+            earlier.push(message);
         }
         Err(PlanError {
             reason: PlanFailure::PolicyError,
@@ -544,6 +530,158 @@ impl Pipeline {
         })
     }
 
+    /// Records that `step` failed with `kind` (`message`) and the next plugin is asked.
+    fn fall_back(&mut self, hook: Hook, step: &ChainStep, kind: FailureKind, message: &str) {
+        if kind == FailureKind::Declined {
+            tracing::debug!(hook = hook_name(hook), plugin = %step.plugin, %message, "plugin declined; asking the next");
+        } else {
+            tracing::info!(hook = hook_name(hook), plugin = %step.plugin, kind = kind.as_str(), %message, "plugin failed; falling back to the next");
+        }
+        self.fallbacks.push(FallbackRecord {
+            hook: hook_name(hook).to_owned(),
+            plugin: step.plugin.clone(),
+            kind: kind.as_str().to_owned(),
+            error: message.to_owned(),
+        });
+    }
+}
+
+/// What the guardrails made of a decision's plan.
+struct GuardedPlan {
+    plan: LaunchPlan,
+    worst_case_price: Option<Price>,
+    /// Every guardrail record: the lists' screening of the candidates, then the whole plan's.
+    records: Vec<GuardrailRecord>,
+    /// Why nothing of the plan may launch, when nothing may.
+    refusal: Option<GuardrailError>,
+}
+
+/// The record of the plugin that answered a hook, `reason` being its answer's.
+fn answered(plugin: &RegisteredPlugin, reason: String) -> HookRecord {
+    HookRecord {
+        plugin: plugin.plugin.name.clone(),
+        version: plugin.plugin.version.clone(),
+        sha256: plugin.plugin.sha256.clone(),
+        reason,
+        signed_by: plugin.signer.as_ref().map(ToString::to_string),
+    }
+}
+
+/// The pod's error when a step failed with `kind` (`message`) and no plugin is left to ask;
+/// `earlier`: the failures passed on before it.
+fn chain_failed(kind: FailureKind, message: String, earlier: &[String]) -> PlanError {
+    let reason = match kind {
+        FailureKind::InvalidAnnotation => PlanFailure::InvalidAnnotation,
+        _ => PlanFailure::PolicyError,
+    };
+    let retry = match kind {
+        FailureKind::NotLoaded => PlanRetry::WhenLoaded,
+        FailureKind::TimedOut => PlanRetry::Transient,
+        _ => PlanRetry::No,
+    };
+    let message = if earlier.is_empty() {
+        message
+    } else {
+        format!("{message} (after: {})", earlier.join("; "))
+    };
+    let message = if kind == FailureKind::Declined {
+        format!("no plugin took the pod: {message}")
+    } else {
+        message
+    };
+    PlanError {
+        reason,
+        message,
+        retry,
+        refused: None,
+    }
+}
+
+/// Checks a build-tags answer: well-formed, none of orca's `ownership` tags, and room for them
+/// and the cluster's id under EC2's limit once merged.
+fn check_tags(
+    plugin: &str,
+    tags: &[Tag],
+    ownership: &[(&'static str, String)],
+) -> Result<(), OutputError> {
+    validate::tags(plugin, tags)?;
+    validate::reserved_tags(plugin, tags, ownership)?;
+    // The count after the merge, without building the map twice: the plugin's tags (unique,
+    // checked above) not replaced by an ownership tag, plus those, plus the cluster's id the
+    // provider sets at launch (`provider::ownership`).
+    let kept = tags
+        .iter()
+        .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
+        .count();
+    let count = kept + ownership.len() + LAUNCH_ADDED_TAGS;
+    if count > MAX_TAGS {
+        return Err(OutputError::TooManyTags {
+            plugin: plugin.to_owned(),
+            count,
+        });
+    }
+    Ok(())
+}
+
+/// The plan the three chains' answers make.
+fn launch_plan(
+    candidates: &[Candidate],
+    market: &super::wasm::MarketDecision,
+    tags: BTreeMap<String, String>,
+) -> LaunchPlan {
+    LaunchPlan {
+        candidates: candidates
+            .iter()
+            .map(|c| InstanceCandidate {
+                instance_type: c.instance_type.clone(),
+                reason: c.reason.clone(),
+            })
+            .collect(),
+        market: MarketDecision {
+            market: convert::market(market.market),
+            max_price: market.max_price,
+            fallback_to_on_demand: market.fallback_to_on_demand,
+            reason: market.reason.clone(),
+            allocation_strategy: market.allocation_strategy.map(convert::allocation_strategy),
+            mark_on_rebalance: market.mark_on_rebalance,
+        },
+        tags,
+    }
+}
+
+/// `plan` with its spot max price as a tag: what a spot instance may cost at most, for the
+/// namespaces' caps to read back from any listing (the max price lives in the plan alone
+/// otherwise), where EC2's tag limit leaves room beside the cluster's id the provider adds;
+/// without it the instance counts at its on-demand price.
+fn with_max_price_tag(mut plan: LaunchPlan) -> LaunchPlan {
+    if plan.market.market == crate::provider::plan::Market::Spot
+        && let Some(max_price) = Price::of(plan.market.max_price)
+        && plan.tags.len() + LAUNCH_ADDED_TAGS < MAX_TAGS
+    {
+        plan.tags
+            .insert(TAG_SPOT_MAX_PRICE.to_owned(), max_price.usd().to_string());
+    }
+    plan
+}
+
+/// The pod's error when the guardrails refused its plan, the refused decision with it.
+fn refused(error: GuardrailError, record: DecisionRecord) -> PlanError {
+    let message = match error {
+        GuardrailError::Refused { .. } => GuardrailError::Refused {
+            records: record.guardrails.clone(),
+        }
+        .to_string(),
+        other => other.to_string(),
+    };
+    PlanError {
+        reason: PlanFailure::GuardrailViolation,
+        message,
+        retry: PlanRetry::No,
+        refused: Some(Box::new(record)),
+    }
+}
+
+impl Pipeline {
     /// Why the chains cannot decide for any pod as the plugins stand: the first step whose
     /// plugin is not loaded (or lacks its hook) and that no loaded plugin before it covers,
     /// or `None` when every hook has a plugin to ask.
@@ -736,10 +874,7 @@ fn asked_step(
 }
 
 /// Plugin tags with orca's ownership tags set over them.
-fn merge_tags(
-    tags: &[super::wasm::Tag],
-    ownership: &[(&'static str, String)],
-) -> BTreeMap<String, String> {
+fn merge_tags(tags: &[Tag], ownership: &[(&'static str, String)]) -> BTreeMap<String, String> {
     let mut merged: BTreeMap<String, String> = tags
         .iter()
         .map(|t| (t.key.clone(), t.value.clone()))

@@ -49,6 +49,23 @@ impl RegisteredPlugin {
     }
 }
 
+/// Why one plugin file could not be loaded ([`PluginRegistry::load_file`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadFileError {
+    #[error("reading {}: {source}", .path.display())]
+    ReadFailed {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    LoadFailed {
+        path: PathBuf,
+        #[source]
+        source: LoadError,
+    },
+}
+
 /// One consistent view of the loaded plugins.
 #[derive(Default)]
 pub struct PluginSet {
@@ -231,69 +248,71 @@ impl PluginRegistry {
             }
         };
         let mut files = lock(&self.files);
-        let gone: Vec<PathBuf> = files
-            .keys()
-            .filter(|path| !present.contains(path))
-            .cloned()
-            .collect();
-        for path in gone {
-            if let Some(FileState {
-                serving: Some(old), ..
-            }) = files.remove(&path)
-            {
-                events.push(ReloadEvent::Removed {
-                    path,
-                    name: old.plugin.name.clone(),
-                });
-            }
-        }
+        drop_gone(&mut files, &present, &mut events);
         for path in present {
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                // Removed between listing and reading: the next rescan sees it gone.
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(error) => {
-                    let kept = files.get(&path).and_then(|f| f.serving.clone());
-                    events.push(rejected(
-                        &path,
-                        format!("reading it: {error}"),
-                        kept.as_deref(),
-                    ));
-                    continue;
-                }
-            };
-            let sha256 = super::wasm::sha256_hex(&bytes);
-            let state = files.entry(path.clone()).or_insert_with(|| FileState {
-                seen_sha256: String::new(),
-                serving: None,
-            });
-            if state.seen_sha256 == sha256 {
-                continue;
-            }
-            match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
-                Ok(plugin) => {
-                    state.seen_sha256 = sha256;
-                    events.push(ReloadEvent::Loaded {
-                        path: path.clone(),
-                        name: plugin.name.clone(),
-                        version: plugin.version.clone(),
-                        sha256: plugin.sha256.clone(),
-                    });
-                    state.serving = Some(Arc::new(RegisteredPlugin {
-                        plugin,
-                        source: PluginSource::File(path),
-                        signer: None,
-                    }));
-                }
-                Err(error) => {
-                    if !error.is_transient() {
-                        state.seen_sha256 = sha256;
-                    }
-                    events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
-                }
-            }
+            self.rescan_file(&mut files, path, &mut events);
         }
         events.extend(self.publish(&files));
+        self.prune_compiled(&files);
+        events
+    }
+
+    /// Loads the file at `path` when its bytes changed since they were last seen, in place of
+    /// the version it served (which keeps serving when the new bytes do not load).
+    fn rescan_file(
+        &self,
+        files: &mut BTreeMap<PathBuf, FileState>,
+        path: PathBuf,
+        events: &mut Vec<ReloadEvent>,
+    ) {
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            // Removed between listing and reading: the next rescan sees it gone.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
+            Err(error) => {
+                let kept = files.get(&path).and_then(|f| f.serving.clone());
+                events.push(rejected(
+                    &path,
+                    format!("reading it: {error}"),
+                    kept.as_deref(),
+                ));
+                return;
+            }
+        };
+        let sha256 = super::wasm::sha256_hex(&bytes);
+        let state = files.entry(path.clone()).or_insert_with(|| FileState {
+            seen_sha256: String::new(),
+            serving: None,
+        });
+        if state.seen_sha256 == sha256 {
+            return;
+        }
+        match LoadedPlugin::load(&self.engine, &bytes, &self.catalogue) {
+            Ok(plugin) => {
+                state.seen_sha256 = sha256;
+                events.push(ReloadEvent::Loaded {
+                    path: path.clone(),
+                    name: plugin.name.clone(),
+                    version: plugin.version.clone(),
+                    sha256: plugin.sha256.clone(),
+                });
+                state.serving = Some(Arc::new(RegisteredPlugin {
+                    plugin,
+                    source: PluginSource::File(path),
+                    signer: None,
+                }));
+            }
+            Err(error) => {
+                if !error.is_transient() {
+                    state.seen_sha256 = sha256;
+                }
+                events.push(rejected(&path, error.to_string(), state.serving.as_deref()));
+            }
+        }
+    }
+
+    /// Drops the compiled code of every plugin no longer embedded, in a file or pulled.
+    fn prune_compiled(&self, files: &BTreeMap<PathBuf, FileState>) {
         let embedded = lock(&self.embedded);
         let pulled = lock(&self.pulled);
         let keep: HashSet<&str> = embedded
@@ -305,7 +324,6 @@ impl PluginRegistry {
         self.engine.prune_compile_cache(&keep);
         drop(pulled);
         drop(embedded);
-        events
     }
 
     /// Loads the verified bytes pulled for `reference` (signed by `signer`, when its signature
@@ -369,12 +387,19 @@ impl PluginRegistry {
     /// Loads one file outside any directory scan (`orca plugin eval`/`bench`) and publishes it.
     ///
     /// # Errors
-    /// The read or [`LoadError`] message.
-    pub fn load_file(&self, path: &Path) -> Result<Arc<RegisteredPlugin>, String> {
-        let bytes =
-            std::fs::read(path).map_err(|error| format!("reading {}: {error}", path.display()))?;
-        let plugin = LoadedPlugin::load(&self.engine, &bytes, &self.catalogue)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+    /// [`LoadFileError`]: the file cannot be read, or its bytes do not load.
+    pub fn load_file(&self, path: &Path) -> Result<Arc<RegisteredPlugin>, LoadFileError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadFileError::ReadFailed {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let plugin =
+            LoadedPlugin::load(&self.engine, &bytes, &self.catalogue).map_err(|source| {
+                LoadFileError::LoadFailed {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         let plugin = Arc::new(RegisteredPlugin {
             plugin,
             source: PluginSource::File(path.to_path_buf()),
@@ -426,6 +451,30 @@ impl PluginRegistry {
 
 /// Loads tried before an embedded plugin that keeps running out of time is given up on.
 const EMBEDDED_LOAD_ATTEMPTS: usize = 3;
+
+/// Forgets the files no longer `present`, an event for each that served a plugin.
+fn drop_gone(
+    files: &mut BTreeMap<PathBuf, FileState>,
+    present: &[PathBuf],
+    events: &mut Vec<ReloadEvent>,
+) {
+    let gone: Vec<PathBuf> = files
+        .keys()
+        .filter(|path| !present.contains(path))
+        .cloned()
+        .collect();
+    for path in gone {
+        if let Some(FileState {
+            serving: Some(old), ..
+        }) = files.remove(&path)
+        {
+            events.push(ReloadEvent::Removed {
+                path,
+                name: old.plugin.name.clone(),
+            });
+        }
+    }
+}
 
 /// Loads `bytes`, again while the load runs out of time (a machine too busy to answer within
 /// the load timeout), at most [`EMBEDDED_LOAD_ATTEMPTS`] times.

@@ -31,7 +31,7 @@ pub use glob::{Glob, GlobError, GlobKind};
 pub use price::{Price, PriceError};
 
 use crate::config::GuardrailsConfig;
-use crate::provider::plan::{LaunchPlan, Market};
+use crate::provider::plan::{LaunchPlan, Market, MarketDecision};
 
 /// One guardrail, by its field under `policy.guardrails`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -141,6 +141,16 @@ impl GuardrailRecord {
 pub struct Deciders {
     pub select_instance: String,
     pub choose_market: String,
+}
+
+impl Deciders {
+    /// Both plugins, as a record of an on-demand price (which both chose) names them.
+    fn both(&self) -> String {
+        format!(
+            "{} (market by {})",
+            self.select_instance, self.choose_market
+        )
+    }
 }
 
 /// A plan the guardrails let through, maybe narrowed.
@@ -372,23 +382,67 @@ impl Guardrails {
     ) -> Result<Guarded, GuardrailError> {
         let mut plan = plan.clone();
         let mut records = Vec::new();
-        let record =
-            |guardrail, effect, plugin: &str, value: String, limit: String| GuardrailRecord {
-                guardrail,
-                effect,
-                plugin: plugin.to_owned(),
-                value,
-                limit,
-            };
-        let refused = |mut records: Vec<GuardrailRecord>| {
-            for record in &mut records {
-                if record.effect == Effect::Dropped {
-                    record.effect = Effect::Refused;
+        let narrowed = self.narrow(
+            &mut plan,
+            namespace,
+            deciders,
+            on_demand_price,
+            &mut records,
+        );
+        if narrowed.is_err() {
+            return Err(refused(records));
+        }
+        let worst_price = Self::worst_price(&plan, on_demand_price);
+        Ok(Guarded {
+            plan,
+            records,
+            worst_price,
+        })
+    }
+
+    /// The steps of [`Guardrails::guard`] in order (the lists, the markets, the pod's price
+    /// cap), each narrowing `plan` and adding what it did to `records`.
+    fn narrow(
+        &self,
+        plan: &mut LaunchPlan,
+        namespace: &str,
+        deciders: &Deciders,
+        on_demand_price: &dyn Fn(&str) -> Option<Price>,
+        records: &mut Vec<GuardrailRecord>,
+    ) -> Result<(), NothingLeft> {
+        self.drop_unlisted(plan, deciders, records)?;
+        self.guard_markets(&mut plan.market, deciders, records)?;
+        let Some((cap, guardrail, limit)) = self.pod_cap(namespace) else {
+            return Ok(());
+        };
+        let cap = PodCap {
+            cap,
+            guardrail,
+            limit,
+            on_demand_price,
+        };
+        match plan.market.market {
+            Market::OnDemand => {
+                cap.drop_over(plan, &deciders.both(), "on-demand", records);
+                if plan.candidates.is_empty() {
+                    return Err(NothingLeft);
                 }
             }
-            GuardrailError::Refused { records }
-        };
+            Market::Spot => {
+                cap.guard_fallback(plan, deciders, records);
+                cap.lower_max_price(plan, deciders, records);
+            }
+        }
+        Ok(())
+    }
 
+    /// Drops the candidates the allow and deny lists refuse.
+    fn drop_unlisted(
+        &self,
+        plan: &mut LaunchPlan,
+        deciders: &Deciders,
+        records: &mut Vec<GuardrailRecord>,
+    ) -> Result<(), NothingLeft> {
         plan.candidates.retain(
             |candidate| match self.type_breach(&candidate.instance_type) {
                 None => true,
@@ -405,10 +459,19 @@ impl Guardrails {
             },
         );
         if plan.candidates.is_empty() {
-            return Err(refused(records));
+            return Err(NothingLeft);
         }
+        Ok(())
+    }
 
-        let market = &mut plan.market;
+    /// Moves a plan off a market `markets` leaves out (a spot plan to its on-demand fallback),
+    /// and drops a spot plan's on-demand fallback when on-demand is left out.
+    fn guard_markets(
+        &self,
+        market: &mut MarketDecision,
+        deciders: &Deciders,
+        records: &mut Vec<GuardrailRecord>,
+    ) -> Result<(), NothingLeft> {
         if !self.allows_market(market.market) {
             let fallback = market.market == Market::Spot
                 && market.fallback_to_on_demand
@@ -426,7 +489,7 @@ impl Guardrails {
                 self.markets_text(),
             ));
             if !fallback {
-                return Err(refused(records));
+                return Err(NothingLeft);
             }
             market.market = Market::OnDemand;
             market.max_price = None;
@@ -450,101 +513,7 @@ impl Guardrails {
             ));
             market.fallback_to_on_demand = false;
         }
-
-        if let Some((cap, guardrail, limit)) = self.pod_cap(namespace) {
-            let fits = |name: &str| on_demand_price(name).is_some_and(|price| price <= cap);
-            let on_demand_value = |name: &str, how: &str| match on_demand_price(name) {
-                Some(price) => format!("{name} {how} at {price}"),
-                None => format!("{name} {how}, whose price the catalogue does not know"),
-            };
-            let who = format!(
-                "{} (market by {})",
-                deciders.select_instance, deciders.choose_market
-            );
-            match plan.market.market {
-                Market::OnDemand => {
-                    plan.candidates.retain(|candidate| {
-                        let keep = fits(&candidate.instance_type);
-                        if !keep {
-                            records.push(record(
-                                guardrail,
-                                Effect::Dropped,
-                                &who,
-                                on_demand_value(&candidate.instance_type, "on-demand"),
-                                limit.clone(),
-                            ));
-                        }
-                        keep
-                    });
-                    if plan.candidates.is_empty() {
-                        return Err(refused(records));
-                    }
-                }
-                Market::Spot => {
-                    if plan.market.fallback_to_on_demand {
-                        let any_fits = plan.candidates.iter().any(|c| fits(&c.instance_type));
-                        if any_fits {
-                            plan.candidates.retain(|candidate| {
-                                let keep = fits(&candidate.instance_type);
-                                if !keep {
-                                    records.push(record(
-                                        guardrail,
-                                        Effect::Dropped,
-                                        &who,
-                                        on_demand_value(
-                                            &candidate.instance_type,
-                                            "as on-demand fallback",
-                                        ),
-                                        limit.clone(),
-                                    ));
-                                }
-                                keep
-                            });
-                        } else {
-                            records.push(record(
-                                guardrail,
-                                Effect::FallbackDropped,
-                                &deciders.choose_market,
-                                "no candidate fits the cap on demand".to_owned(),
-                                limit.clone(),
-                            ));
-                            plan.market.fallback_to_on_demand = false;
-                        }
-                    }
-                    let max_price = Price::of(plan.market.max_price);
-                    let over = match max_price {
-                        Some(price) => (price > cap).then(|| format!("{price}")),
-                        // EC2's default max price is the on-demand price.
-                        None => plan
-                            .candidates
-                            .iter()
-                            .find(|c| !fits(&c.instance_type))
-                            .map(|c| {
-                                format!(
-                                    "none: up to the on-demand price, {}",
-                                    on_demand_value(&c.instance_type, "on-demand")
-                                )
-                            }),
-                    };
-                    if let Some(value) = over {
-                        records.push(record(
-                            guardrail,
-                            Effect::MaxPriceLowered,
-                            &deciders.choose_market,
-                            value,
-                            limit.clone(),
-                        ));
-                        plan.market.max_price = Some(cap.usd());
-                    }
-                }
-            }
-        }
-        let worst_price = Self::worst_price(&plan, on_demand_price);
-        Ok(Guarded {
-            plan,
-            records,
-            worst_price,
-        })
+        Ok(())
     }
 
     /// The most an hour of the pod's instance may cost, over every offering `plan` may
@@ -676,6 +645,144 @@ impl Guardrails {
         .flatten()
         .collect::<Vec<_>>()
         .join(", ")
+    }
+}
+
+/// Nothing of a plan is left to launch: the guardrails refuse it.
+struct NothingLeft;
+
+/// One guardrail record.
+fn record(
+    guardrail: Guardrail,
+    effect: Effect,
+    plugin: &str,
+    value: String,
+    limit: String,
+) -> GuardrailRecord {
+    GuardrailRecord {
+        guardrail,
+        effect,
+        plugin: plugin.to_owned(),
+        value,
+        limit,
+    }
+}
+
+/// The refusal of a plan of which nothing is left: what was dropped on the way was refused.
+fn refused(mut records: Vec<GuardrailRecord>) -> GuardrailError {
+    for record in &mut records {
+        if record.effect == Effect::Dropped {
+            record.effect = Effect::Refused;
+        }
+    }
+    GuardrailError::Refused { records }
+}
+
+/// The cap on one pod's price ([`Guardrails::pod_cap`]), with the catalogue's on-demand
+/// prices it is checked against.
+struct PodCap<'a> {
+    cap: Price,
+    guardrail: Guardrail,
+    /// The cap as records name it.
+    limit: String,
+    on_demand_price: &'a dyn Fn(&str) -> Option<Price>,
+}
+
+impl PodCap<'_> {
+    /// Whether `name`'s on-demand price is known and within the cap.
+    fn fits(&self, name: &str) -> bool {
+        (self.on_demand_price)(name).is_some_and(|price| price <= self.cap)
+    }
+
+    /// `name`, launched `how`, as a record's value: with its on-demand price.
+    fn value(&self, name: &str, how: &str) -> String {
+        match (self.on_demand_price)(name) {
+            Some(price) => format!("{name} {how} at {price}"),
+            None => format!("{name} {how}, whose price the catalogue does not know"),
+        }
+    }
+
+    /// Drops the candidates that do not fit the cap on demand, chosen by `who` and launched
+    /// `how`.
+    fn drop_over(
+        &self,
+        plan: &mut LaunchPlan,
+        who: &str,
+        how: &str,
+        records: &mut Vec<GuardrailRecord>,
+    ) {
+        plan.candidates.retain(|candidate| {
+            let keep = self.fits(&candidate.instance_type);
+            if !keep {
+                records.push(record(
+                    self.guardrail,
+                    Effect::Dropped,
+                    who,
+                    self.value(&candidate.instance_type, how),
+                    self.limit.clone(),
+                ));
+            }
+            keep
+        });
+    }
+
+    /// A spot plan's on-demand fallback within the cap: the candidates that do not fit it on
+    /// demand dropped, or the fallback dropped when none does.
+    fn guard_fallback(
+        &self,
+        plan: &mut LaunchPlan,
+        deciders: &Deciders,
+        records: &mut Vec<GuardrailRecord>,
+    ) {
+        if !plan.market.fallback_to_on_demand {
+            return;
+        }
+        if plan.candidates.iter().any(|c| self.fits(&c.instance_type)) {
+            self.drop_over(plan, &deciders.both(), "as on-demand fallback", records);
+        } else {
+            records.push(record(
+                self.guardrail,
+                Effect::FallbackDropped,
+                &deciders.choose_market,
+                "no candidate fits the cap on demand".to_owned(),
+                self.limit.clone(),
+            ));
+            plan.market.fallback_to_on_demand = false;
+        }
+    }
+
+    /// A spot plan's max price lowered to the cap when over it, or when it has none and EC2
+    /// would charge up to an on-demand price over it.
+    fn lower_max_price(
+        &self,
+        plan: &mut LaunchPlan,
+        deciders: &Deciders,
+        records: &mut Vec<GuardrailRecord>,
+    ) {
+        let over = match Price::of(plan.market.max_price) {
+            Some(price) => (price > self.cap).then(|| format!("{price}")),
+            // EC2's default max price is the on-demand price.
+            None => plan
+                .candidates
+                .iter()
+                .find(|c| !self.fits(&c.instance_type))
+                .map(|c| {
+                    format!(
+                        "none: up to the on-demand price, {}",
+                        self.value(&c.instance_type, "on-demand")
+                    )
+                }),
+        };
+        if let Some(value) = over {
+            records.push(record(
+                self.guardrail,
+                Effect::MaxPriceLowered,
+                &deciders.choose_market,
+                value,
+                self.limit.clone(),
+            ));
+            plan.market.max_price = Some(self.cap.usd());
+        }
     }
 }
 

@@ -87,8 +87,8 @@ use Guardrail::{
 use Market::{OnDemand, Spot};
 
 #[test]
-fn plans_are_narrowed_to_what_the_guardrails_allow() {
-    let cases: Vec<(&str, &str, LaunchPlan, Left, Done)> = vec![
+fn the_allow_and_deny_lists_drop_the_types_they_refuse_and_the_rest_launch_in_order() {
+    assert_narrowed(vec![
         (
             "no guardrails: the plan passes as it is",
             "{}",
@@ -148,6 +148,12 @@ fn plans_are_narrowed_to_what_the_guardrails_allow() {
             left(&["m7i.large"], OnDemand, None, false),
             vec![(DenyInstanceTypes, Dropped, "m7i.metal-24xl")],
         ),
+    ]);
+}
+
+#[test]
+fn a_market_left_out_moves_the_plan_to_its_fallback_or_drops_the_fallback() {
+    assert_narrowed(vec![
         (
             "spot not allowed: a plan that may fall back launches on demand",
             "markets: [on-demand]",
@@ -162,6 +168,12 @@ fn plans_are_narrowed_to_what_the_guardrails_allow() {
             left(&["m7i.large"], Spot, None, false),
             vec![(Markets, FallbackDropped, "on-demand")],
         ),
+    ]);
+}
+
+#[test]
+fn on_demand_candidates_over_a_price_cap_or_of_unknown_price_are_dropped() {
+    assert_narrowed(vec![
         (
             "on demand over the per-pod cap: the dear candidates are dropped",
             "maxPodPricePerHour: 2",
@@ -184,6 +196,23 @@ fn plans_are_narrowed_to_what_the_guardrails_allow() {
                 "z9.new on-demand, whose price the catalogue does not know",
             )],
         ),
+        (
+            "a namespace cap below the per-pod cap binds one pod too",
+            "maxPodPricePerHour: 10\nmaxPricePerHourByNamespace: {team-a: 1}",
+            plan(&["g6e.xlarge", "m7i.large"], OnDemand, None, false),
+            left(&["m7i.large"], OnDemand, None, false),
+            vec![(
+                MaxNamespacePricePerHour,
+                Dropped,
+                "g6e.xlarge on-demand at $1.861/h",
+            )],
+        ),
+    ]);
+}
+
+#[test]
+fn a_spot_plan_over_a_price_cap_has_its_max_price_lowered_or_its_fallback_narrowed() {
+    assert_narrowed(vec![
         (
             "spot without a max price may cost the on-demand price: lowered to the cap",
             "maxPodPricePerHour: 2",
@@ -238,18 +267,11 @@ fn plans_are_narrowed_to_what_the_guardrails_allow() {
                 ),
             ],
         ),
-        (
-            "a namespace cap below the per-pod cap binds one pod too",
-            "maxPodPricePerHour: 10\nmaxPricePerHourByNamespace: {team-a: 1}",
-            plan(&["g6e.xlarge", "m7i.large"], OnDemand, None, false),
-            left(&["m7i.large"], OnDemand, None, false),
-            vec![(
-                MaxNamespacePricePerHour,
-                Dropped,
-                "g6e.xlarge on-demand at $1.861/h",
-            )],
-        ),
-    ];
+    ]);
+}
+
+/// Guards each case's plan for namespace `team-a` and checks what is left and what was done.
+fn assert_narrowed(cases: Vec<(&str, &str, LaunchPlan, Left, Done)>) {
     for (name, yaml, input, expected, expected_records) in cases {
         let guardrails = config(yaml);
         let guarded = guardrails

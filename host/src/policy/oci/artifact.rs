@@ -3,6 +3,7 @@
 //! and other Wasm tooling read and write too.
 
 use oci_client::client::{Config, ImageLayer};
+use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -12,16 +13,27 @@ use super::digest::ContentDigest;
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 
+/// Why a plugin could not be pushed.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error("{0}")]
+    ConfigFailed(#[source] serde_json::Error),
+    #[error("{0}")]
+    Refused(#[source] OciDistributionError),
+    #[error("reading back the pushed manifest's digest: {0}")]
+    DigestUnread(#[source] OciDistributionError),
+}
+
 /// Pushes `component` to `reference` and returns the manifest's digest.
 ///
 /// # Errors
-/// The registry's refusal.
+/// [`PushError`]: the registry's refusal.
 pub async fn push(
     client: &Client,
     reference: &Reference,
     auth: &RegistryAuth,
     component: Vec<u8>,
-) -> Result<String, String> {
+) -> Result<String, PushError> {
     let layer_digest = ContentDigest::of(&component).to_string();
     let config = serde_json::json!({
         "architecture": "wasm",
@@ -29,7 +41,7 @@ pub async fn push(
         "layerDigests": [layer_digest],
     });
     let config = Config::new(
-        serde_json::to_vec(&config).map_err(|error| error.to_string())?,
+        serde_json::to_vec(&config).map_err(PushError::ConfigFailed)?,
         CONFIG_MEDIA_TYPE.to_owned(),
         None,
     );
@@ -42,9 +54,9 @@ pub async fn push(
     client
         .push(reference, &layers, config, auth, Some(manifest))
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(PushError::Refused)?;
     client
         .fetch_manifest_digest(reference, auth)
         .await
-        .map_err(|error| format!("reading back the pushed manifest's digest: {error}"))
+        .map_err(PushError::DigestUnread)
 }

@@ -2,7 +2,7 @@
 //! `kubernetes.io/dockerconfigjson` Secret holds under `.dockerconfigjson`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use oci_client::secrets::RegistryAuth;
@@ -22,21 +22,50 @@ struct AuthEntry {
     password: Option<String>,
 }
 
+/// Why the registry credentials cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    #[error("reading the registry credentials {}: {source}", .path.display())]
+    ReadFailed {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the registry credentials {} are not a Docker config.json (.dockerconfigjson): {source}",
+        .path.display()
+    )]
+    ParseFailed {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the credentials for {registry}: `auth` is not base64: {source}")]
+    NotBase64 {
+        registry: String,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("the credentials for {registry}: `auth` is not UTF-8")]
+    NotUtf8 { registry: String },
+    #[error("the credentials for {registry}: `auth` is not user:password")]
+    NotUserPassword { registry: String },
+    /// The credentials do not fit in an `Authorization` header.
+    #[error("the registry credentials are not printable text")]
+    NotPrintable,
+}
+
 impl DockerConfig {
     /// # Errors
-    /// The read or parse failure, naming the file.
-    pub fn read(path: &Path) -> Result<DockerConfig, String> {
-        let text = std::fs::read(path).map_err(|error| {
-            format!(
-                "reading the registry credentials {}: {error}",
-                path.display()
-            )
+    /// [`CredentialsError::ReadFailed`] or [`CredentialsError::ParseFailed`], naming the file.
+    pub fn read(path: &Path) -> Result<DockerConfig, CredentialsError> {
+        let text = std::fs::read(path).map_err(|source| CredentialsError::ReadFailed {
+            path: path.to_path_buf(),
+            source,
         })?;
-        serde_json::from_slice(&text).map_err(|error| {
-            format!(
-                "the registry credentials {} are not a Docker config.json (.dockerconfigjson): {error}",
-                path.display()
-            )
+        serde_json::from_slice(&text).map_err(|source| CredentialsError::ParseFailed {
+            path: path.to_path_buf(),
+            source,
         })
     }
 
@@ -45,7 +74,7 @@ impl DockerConfig {
     ///
     /// # Errors
     /// An entry for the registry that cannot be decoded.
-    pub fn auth_for(&self, registry: &str) -> Result<RegistryAuth, String> {
+    pub fn auth_for(&self, registry: &str) -> Result<RegistryAuth, CredentialsError> {
         let entry = self.auths.iter().find_map(|(key, entry)| {
             let host = key
                 .trim_start_matches("https://")
@@ -66,14 +95,19 @@ impl DockerConfig {
         };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(auth.trim())
-            .map_err(|error| {
-                format!("the credentials for {registry}: `auth` is not base64: {error}")
+            .map_err(|source| CredentialsError::NotBase64 {
+                registry: registry.to_owned(),
+                source,
             })?;
-        let decoded = String::from_utf8(decoded)
-            .map_err(|_| format!("the credentials for {registry}: `auth` is not UTF-8"))?;
-        let (user, password) = decoded.split_once(':').ok_or_else(|| {
-            format!("the credentials for {registry}: `auth` is not user:password")
+        let decoded = String::from_utf8(decoded).map_err(|_| CredentialsError::NotUtf8 {
+            registry: registry.to_owned(),
         })?;
+        let (user, password) =
+            decoded
+                .split_once(':')
+                .ok_or_else(|| CredentialsError::NotUserPassword {
+                    registry: registry.to_owned(),
+                })?;
         Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
     }
 }
@@ -114,6 +148,12 @@ mod tests {
             RegistryAuth::Basic("u".into(), "p".into())
         );
         let broken = config(r#"{"auths":{"ghcr.io":{"auth":"not base64!"}}}"#);
-        assert!(broken.auth_for("ghcr.io").unwrap_err().contains("base64"));
+        assert!(
+            broken
+                .auth_for("ghcr.io")
+                .unwrap_err()
+                .to_string()
+                .contains("base64")
+        );
     }
 }

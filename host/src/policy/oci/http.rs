@@ -14,6 +14,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
+use super::client_error::ClientError;
 use super::pull_error::{Fetched, PullError};
 
 /// Bytes of a refusal's body quoted in the message.
@@ -26,8 +27,12 @@ pub(super) struct RegistryHttp {
 
 impl RegistryHttp {
     /// # Errors
-    /// `ca_pem` holds no usable certificate, or the TLS backend cannot start.
-    pub fn new(ca_pem: Option<&[u8]>, stall_timeout: Duration) -> Result<RegistryHttp, String> {
+    /// [`ClientError::CaRefused`]: `ca_pem` holds no usable certificate;
+    /// [`ClientError::StartFailed`]: the TLS backend cannot start.
+    pub fn new(
+        ca_pem: Option<&[u8]>,
+        stall_timeout: Duration,
+    ) -> Result<RegistryHttp, ClientError> {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(stall_timeout)
             .read_timeout(stall_timeout)
@@ -37,12 +42,12 @@ impl RegistryHttp {
             .user_agent(concat!("orca/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = ca_pem {
             let certificates = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|error| format!("reading the registry CA: {error}"))?;
+                .map_err(|source| ClientError::CaRefused { source })?;
             builder = builder.tls_certs_merge(certificates);
         }
         let client = builder
             .build()
-            .map_err(|error| format!("starting the registry client: {error}"))?;
+            .map_err(|source| ClientError::StartFailed { source })?;
         Ok(RegistryHttp {
             client,
             stall_timeout,

@@ -4,6 +4,7 @@
 //! again on an interval, and a failure leaving the version already serving in place.
 
 mod artifact;
+mod client_error;
 mod credentials;
 mod digest;
 mod http;
@@ -17,13 +18,14 @@ mod signature;
 mod store;
 mod verifier;
 
-pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, push};
-pub use credentials::DockerConfig;
+pub use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE, PushError, push};
+pub use client_error::ClientError;
+pub use credentials::{CredentialsError, DockerConfig};
 pub use digest::{ContentDigest, DigestError};
 pub use pull_error::PullError;
 pub use puller::{PullLimits, Pulled, Puller};
 pub use reference::{PluginReference, ReferenceError};
 pub use refresh::{RefreshSettings, spawn_refresh};
-pub use sign::{PASSWORD_VARIABLE, SigningKey};
+pub use sign::{PASSWORD_VARIABLE, SignError, SigningKey};
 pub use signature::{SignatureError, SignatureManifest, Signer, TrustPolicy, judge};
 pub use verifier::{SignatureVerifier, cosign_client};

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::credentials::CredentialsError;
 use super::digest::{ContentDigest, DigestError};
 use super::signature::SignatureError;
 
@@ -49,8 +50,8 @@ impl std::fmt::Display for DigestSource {
 /// Why a plugin could not be resolved or pulled; the version serving keeps serving.
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
-    #[error("{0}")]
-    Credentials(String),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
     #[error("the registry refused or failed ({what}): {message}")]
     Registry { what: Fetched, message: String },
     #[error(

@@ -15,7 +15,8 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use reqwest::header::HeaderValue;
 
-use super::credentials::DockerConfig;
+use super::client_error::ClientError;
+use super::credentials::{CredentialsError, DockerConfig};
 use super::digest::ContentDigest;
 use super::http::RegistryHttp;
 use super::manifest::PluginManifest;
@@ -83,25 +84,29 @@ impl Puller {
     /// A puller that keeps what it pulls in `store_dir` (when given and usable).
     ///
     /// # Errors
-    /// The CA file cannot be read or holds no certificate.
+    /// [`ClientError`]: the CA file cannot be read or holds no certificate.
     pub fn new(
         ca_file: Option<&Path>,
         docker_config: Option<PathBuf>,
         store_dir: Option<&Path>,
         limits: PullLimits,
-    ) -> Result<Puller, String> {
+    ) -> Result<Puller, ClientError> {
         let mut config = ClientConfig {
             connect_timeout: Some(limits.stall_timeout),
             read_timeout: Some(limits.stall_timeout),
             ..ClientConfig::default()
         };
-        let ca =
-            match ca_file {
-                Some(path) => Some(std::fs::read(path).map_err(|error| {
-                    format!("reading the registry CA {}: {error}", path.display())
-                })?),
-                None => None,
-            };
+        let ca = match ca_file {
+            Some(path) => {
+                Some(
+                    std::fs::read(path).map_err(|source| ClientError::CaUnreadable {
+                        path: path.to_path_buf(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
         if let Some(data) = &ca {
             config.extra_root_certificates.push(Certificate {
                 encoding: CertificateEncoding::Pem,
@@ -182,9 +187,9 @@ impl Puller {
             ),
             (None, _) => return Ok(None),
         };
-        HeaderValue::from_str(&value).map(Some).map_err(|_| {
-            PullError::Credentials("the registry credentials are not printable text".to_owned())
-        })
+        HeaderValue::from_str(&value)
+            .map(Some)
+            .map_err(|_| PullError::Credentials(CredentialsError::NotPrintable))
     }
 
     fn url(reference: &Reference, kind: &str, name: &str) -> String {

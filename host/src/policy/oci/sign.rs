@@ -3,7 +3,7 @@
 //! `cosign verify` and orca's own verification both accept it. The formats are the sigstore
 //! crate's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use oci_client::Reference;
 use oci_client::secrets::RegistryAuth;
@@ -11,12 +11,70 @@ use sigstore::cosign::constraint::PrivateKeySigner;
 use sigstore::cosign::{Constraint, CosignCapabilities, SignatureLayer};
 use sigstore::crypto::SigningScheme;
 use sigstore::crypto::signing_key::SigStoreKeyPair;
+use sigstore::errors::SigstoreError;
 use sigstore::registry::{Auth, OciReference};
 
 use super::signature::{Signer, fingerprint};
 
 /// The environment variable cosign reads a key's password from; orca reads the same one.
 pub const PASSWORD_VARIABLE: &str = "COSIGN_PASSWORD";
+
+/// Why a key could not be read or a signature made and pushed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    #[error("reading the signing key {}: {source}", .path.display())]
+    ReadFailed {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a cosign private key {PASSWORD_VARIABLE} opens: {source}", .path.display())]
+    NotAKey {
+        path: PathBuf,
+        #[source]
+        source: SigstoreError,
+    },
+    #[error("{}: {source}", .path.display())]
+    NoPublicKey {
+        path: PathBuf,
+        #[source]
+        source: SigstoreError,
+    },
+    #[error(
+        "{}: a {pair}; orca signs with ECDSA P-256 or P-384 and Ed25519 keys (cosign generate-key-pair makes P-256)",
+        .path.display()
+    )]
+    UnsupportedKey {
+        path: PathBuf,
+        /// The key pair's kind, as sigstore names it.
+        pair: String,
+    },
+    #[error("finding where the signature of {digest} goes: {source}")]
+    LocateFailed {
+        digest: String,
+        #[source]
+        source: SigstoreError,
+    },
+    #[error("building the signature payload: {source}")]
+    PayloadFailed {
+        #[source]
+        source: SigstoreError,
+    },
+    #[error("signing {digest}: {source}")]
+    SignFailed {
+        digest: String,
+        #[source]
+        source: SigstoreError,
+    },
+    #[error("signing {digest}: the payload was already signed")]
+    AlreadySigned { digest: String },
+    #[error("pushing the signature to {tag}: {source}")]
+    PushFailed {
+        tag: String,
+        #[source]
+        source: SigstoreError,
+    },
+}
 
 /// A cosign private key, decrypted.
 pub struct SigningKey {
@@ -29,24 +87,27 @@ impl SigningKey {
     /// for an unencrypted PKCS#8 key).
     ///
     /// # Errors
-    /// The file cannot be read or decrypted, or its key type cannot sign.
-    pub fn read(path: &Path, password: &[u8]) -> Result<SigningKey, String> {
-        let pem = std::fs::read(path)
-            .map_err(|error| format!("reading the signing key {}: {error}", path.display()))?;
+    /// [`SignError`]: the file cannot be read or decrypted, or its key type cannot sign.
+    pub fn read(path: &Path, password: &[u8]) -> Result<SigningKey, SignError> {
+        let pem = std::fs::read(path).map_err(|source| SignError::ReadFailed {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let pair = if password.is_empty() {
             SigStoreKeyPair::from_pem(&pem)
         } else {
             SigStoreKeyPair::from_encrypted_pem(&pem, password)
         }
-        .map_err(|error| {
-            format!(
-                "{} is not a cosign private key {PASSWORD_VARIABLE} opens: {error}",
-                path.display()
-            )
+        .map_err(|source| SignError::NotAKey {
+            path: path.to_path_buf(),
+            source,
         })?;
         let public = pair
             .public_key_to_der()
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+            .map_err(|source| SignError::NoPublicKey {
+                path: path.to_path_buf(),
+                source,
+            })?;
         // The schemes cosign signs with, by key type; the key pair says which fits.
         let schemes = [
             SigningScheme::ECDSA_P256_SHA256_ASN1,
@@ -56,11 +117,9 @@ impl SigningKey {
         let signer = schemes
             .iter()
             .find_map(|scheme| pair.to_sigstore_signer(scheme).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{}: a {pair}; orca signs with ECDSA P-256 or P-384 and Ed25519 keys (cosign generate-key-pair makes P-256)",
-                    path.display()
-                )
+            .ok_or_else(|| SignError::UnsupportedKey {
+                path: path.to_path_buf(),
+                pair: pair.to_string(),
             })?;
         Ok(SigningKey {
             signer: PrivateKeySigner::new_with_signer(signer),
@@ -79,37 +138,49 @@ impl SigningKey {
     /// cosign's `.sig` tag for it.
     ///
     /// # Errors
-    /// Signing failed or the registry refused the signature.
+    /// [`SignError`]: signing failed or the registry refused the signature.
     pub async fn sign(
         &self,
         client: &mut sigstore::cosign::Client,
         reference: &Reference,
         auth: &RegistryAuth,
         digest: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), SignError> {
         let image = OciReference::with_digest(
             reference.registry().to_owned(),
             reference.repository().to_owned(),
             digest.to_owned(),
         );
         let auth = Auth::from(auth);
-        let (signature_tag, _) = client
-            .triangulate(&image, &auth)
-            .await
-            .map_err(|error| format!("finding where the signature of {digest} goes: {error}"))?;
+        let (signature_tag, _) =
+            client
+                .triangulate(&image, &auth)
+                .await
+                .map_err(|source| SignError::LocateFailed {
+                    digest: digest.to_owned(),
+                    source,
+                })?;
         let mut layer = SignatureLayer::new_unsigned(&image, digest)
-            .map_err(|error| format!("building the signature payload: {error}"))?;
-        let signed = self
-            .signer
-            .add_constraint(&mut layer)
-            .map_err(|error| format!("signing {digest}: {error}"))?;
+            .map_err(|source| SignError::PayloadFailed { source })?;
+        let signed =
+            self.signer
+                .add_constraint(&mut layer)
+                .map_err(|source| SignError::SignFailed {
+                    digest: digest.to_owned(),
+                    source,
+                })?;
         if !signed {
-            return Err(format!("signing {digest}: the payload was already signed"));
+            return Err(SignError::AlreadySigned {
+                digest: digest.to_owned(),
+            });
         }
         client
             .push_signature(None, &auth, &signature_tag, vec![layer])
             .await
-            .map_err(|error| format!("pushing the signature to {signature_tag}: {error}"))?;
+            .map_err(|source| SignError::PushFailed {
+                tag: signature_tag.to_string(),
+                source,
+            })?;
         Ok(())
     }
 }

@@ -365,9 +365,20 @@ fn describe(layer: &SignatureLayer) -> String {
     }
 }
 
-fn read_key(path: &Path) -> Result<AllowedKey, String> {
-    let pem = std::fs::read(path).map_err(|error| format!("reading it: {error}"))?;
-    let verifier = PublicKeyVerifier::try_from(&pem).map_err(|error| error.to_string())?;
+/// Why a public key's PEM file could not be used.
+#[derive(Debug, thiserror::Error)]
+enum KeyFileError {
+    #[error("reading it: {0}")]
+    ReadFailed(#[source] std::io::Error),
+    #[error("{0}")]
+    NotAKey(#[source] sigstore::errors::SigstoreError),
+    #[error("not PEM: {0}")]
+    NotPem(#[source] x509_parser::nom::Err<x509_parser::error::PEMError>),
+}
+
+fn read_key(path: &Path) -> Result<AllowedKey, KeyFileError> {
+    let pem = std::fs::read(path).map_err(KeyFileError::ReadFailed)?;
+    let verifier = PublicKeyVerifier::try_from(&pem).map_err(KeyFileError::NotAKey)?;
     let der = pem_contents(&pem)?;
     Ok(AllowedKey {
         path: path.to_path_buf(),
@@ -382,9 +393,8 @@ pub fn fingerprint(der: &[u8]) -> String {
 }
 
 /// The first PEM block's contents.
-fn pem_contents(pem: &[u8]) -> Result<Vec<u8>, String> {
-    let (_, block) =
-        x509_parser::pem::parse_x509_pem(pem).map_err(|error| format!("not PEM: {error}"))?;
+fn pem_contents(pem: &[u8]) -> Result<Vec<u8>, KeyFileError> {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem).map_err(KeyFileError::NotPem)?;
     Ok(block.contents)
 }
 
@@ -403,19 +413,19 @@ fn read_trust_root(config: &SigstoreTrustRootConfig) -> Result<TrustRoot, Config
     }
     let mut root = TrustRoot::default();
     for (i, path) in config.fulcio_certs.iter().enumerate() {
-        let pem = std::fs::read(path).map_err(|error| error.to_string());
-        let der = pem.and_then(|pem| {
+        // Why a file is refused is not told: the field's expectation says it.
+        let der = std::fs::read(path).ok().and_then(|pem| {
             x509_parser::pem::Pem::iter_from_buffer(&pem)
                 .map(|block| {
-                    let block = block.map_err(|e| e.to_string())?;
-                    block.parse_x509().map_err(|e| e.to_string())?;
-                    Ok(block.contents)
+                    let block = block.ok()?;
+                    block.parse_x509().ok()?;
+                    Some(block.contents)
                 })
-                .collect::<Result<Vec<_>, String>>()
+                .collect::<Option<Vec<_>>>()
         });
         match der {
-            Ok(blocks) if !blocks.is_empty() => root.fulcio_certs.extend(blocks),
-            Ok(_) | Err(_) => {
+            Some(blocks) if !blocks.is_empty() => root.fulcio_certs.extend(blocks),
+            Some(_) | None => {
                 return Err(ConfigError::invalid(
                     format!("{field}.fulcioCerts[{i}]"),
                     path.display(),
@@ -427,7 +437,7 @@ fn read_trust_root(config: &SigstoreTrustRootConfig) -> Result<TrustRoot, Config
     for (i, path) in config.rekor_keys.iter().enumerate() {
         let der = std::fs::read(path)
             .map_err(|error| error.to_string())
-            .and_then(|pem| pem_contents(&pem));
+            .and_then(|pem| pem_contents(&pem).map_err(|error| error.to_string()));
         match der {
             // Rekor names the key that signed an entry by the sha256 of its DER.
             Ok(der) => {

@@ -12,6 +12,7 @@ use sigstore::registry::{Auth, OciReference};
 use sigstore::trust::ManualTrustRoot;
 use tokio::sync::Mutex;
 
+use super::client_error::ClientError;
 use super::reference::PluginReference;
 use super::signature::{SignatureError, SignatureManifest, Signer, TrustPolicy, judge};
 
@@ -28,12 +29,12 @@ impl SignatureVerifier {
     /// A verifier of `policy` reaching registries as `registry` does (`ca_file`: a private CA).
     ///
     /// # Errors
-    /// The CA file or the trust root cannot be used.
+    /// [`ClientError`]: the CA file or the trust root cannot be used.
     pub fn new(
         policy: TrustPolicy,
         registry: Client,
         ca_file: Option<&Path>,
-    ) -> Result<SignatureVerifier, String> {
+    ) -> Result<SignatureVerifier, ClientError> {
         let cosign = cosign_client(ca_file, &policy)?;
         Ok(SignatureVerifier {
             policy,
@@ -131,15 +132,18 @@ fn is_not_found(error: &OciDistributionError) -> bool {
 /// policy's Fulcio certificates and Rekor keys.
 ///
 /// # Errors
-/// The CA file cannot be read, or the trust root is refused.
+/// [`ClientError::CaUnreadable`], or [`ClientError::VerificationSetupFailed`] when the trust
+/// root is refused.
 pub fn cosign_client(
     ca_file: Option<&Path>,
     policy: &TrustPolicy,
-) -> Result<sigstore::cosign::Client, String> {
+) -> Result<sigstore::cosign::Client, ClientError> {
     let mut config = sigstore::registry::ClientConfig::default();
     if let Some(path) = ca_file {
-        let data = std::fs::read(path)
-            .map_err(|error| format!("reading the registry CA {}: {error}", path.display()))?;
+        let data = std::fs::read(path).map_err(|source| ClientError::CaUnreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
         config
             .extra_root_certificates
             .push(sigstore::registry::Certificate {
@@ -160,5 +164,5 @@ pub fn cosign_client(
         .with_oci_client_config(config)
         .with_trust_repository(&trust_root)
         .and_then(sigstore::cosign::ClientBuilder::build)
-        .map_err(|error| format!("setting up signature verification: {error}"))
+        .map_err(|source| ClientError::VerificationSetupFailed { source })
 }

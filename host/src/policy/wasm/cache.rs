@@ -47,6 +47,26 @@ pub enum CacheDirError {
     WritableByOthers { mode: u32 },
 }
 
+/// Why a cache entry is discarded.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error("no {0} in the header")]
+    NoField(&'static str),
+    #[error("no compiled code after the header")]
+    NoCode,
+    #[error("format {0:?}, not {magic:?}", magic = MAGIC)]
+    OtherFormat(String),
+    #[error("compiled from component {found}, not {wanted}")]
+    OtherComponent { found: String, wanted: String },
+    #[error("compiled by engine {found}, not {wanted}")]
+    OtherEngine { found: String, wanted: String },
+    #[error("the compiled code does not match its recorded sha256")]
+    Damaged,
+    /// wasmtime refused the compiled code: its error with its causes.
+    #[error("{0}")]
+    NotLoadable(String),
+}
+
 impl CompileCache {
     /// Creates `dir` (0700) if needed. `None` (with a warning) when it cannot be used:
     /// compiling every time is slower, not wrong.
@@ -77,7 +97,7 @@ impl CompileCache {
             // in a directory only orca's user can write; wasmtime checks its own header too.
             #[allow(unsafe_code)]
             Ok(payload) => unsafe { Component::deserialize(engine, payload) }
-                .map_err(|error| format!("{error:#}")),
+                .map_err(|error| EntryError::NotLoadable(format!("{error:#}"))),
             Err(why) => Err(why),
         };
         match loaded {
@@ -96,13 +116,13 @@ impl CompileCache {
 
     /// The compiled bytes of an entry whose header matches `sha256`, this engine and the
     /// payload itself.
-    fn payload<'b>(&self, bytes: &'b [u8], sha256: &str) -> Result<&'b [u8], String> {
+    fn payload<'b>(&self, bytes: &'b [u8], sha256: &str) -> Result<&'b [u8], EntryError> {
         let mut lines = bytes.splitn(5, |b| *b == b'\n');
-        let mut field = |name: &str| {
+        let mut field = |name: &'static str| {
             lines
                 .next()
                 .and_then(|line| std::str::from_utf8(line).ok())
-                .ok_or_else(|| format!("no {name} in the header"))
+                .ok_or(EntryError::NoField(name))
         };
         let (magic, component, engine, digest) = (
             field("format")?,
@@ -110,21 +130,24 @@ impl CompileCache {
             field("engine hash")?,
             field("payload sha256")?,
         );
-        let payload = lines.next().ok_or("no compiled code after the header")?;
+        let payload = lines.next().ok_or(EntryError::NoCode)?;
         if magic != MAGIC {
-            return Err(format!("format {magic:?}, not {MAGIC:?}"));
+            return Err(EntryError::OtherFormat(magic.to_owned()));
         }
         if component != sha256 {
-            return Err(format!("compiled from component {component}, not {sha256}"));
+            return Err(EntryError::OtherComponent {
+                found: component.to_owned(),
+                wanted: sha256.to_owned(),
+            });
         }
         if engine != self.engine_key {
-            return Err(format!(
-                "compiled by engine {engine}, not {}",
-                self.engine_key
-            ));
+            return Err(EntryError::OtherEngine {
+                found: engine.to_owned(),
+                wanted: self.engine_key.clone(),
+            });
         }
         if digest != hex(&Sha256::digest(payload)) {
-            return Err("the compiled code does not match its recorded sha256".to_owned());
+            return Err(EntryError::Damaged);
         }
         Ok(payload)
     }

@@ -101,8 +101,16 @@ fn trust_root_files(dir: &Path) -> SigstoreTrustRootConfig {
     }
 }
 
-#[test]
-fn signatures_are_judged_against_the_allowed_keys_and_identities() {
+/// The team's key and a rogue one, and a policy allowing the team's key, a release workflow
+/// and a release email (the files in `_dir`).
+struct Judging {
+    _dir: tempfile::TempDir,
+    team: Key,
+    rogue: Key,
+    policy: TrustPolicy,
+}
+
+fn judging() -> Judging {
     let dir = tempfile::tempdir().unwrap();
     let team = key(dir.path(), "team");
     let rogue = key(dir.path(), "rogue");
@@ -124,110 +132,28 @@ fn signatures_are_judged_against_the_allowed_keys_and_identities() {
         Some(trust_root_files(dir.path())),
     )
     .unwrap();
-    let rule = policy
+    Judging {
+        _dir: dir,
+        team,
+        rogue,
+        policy,
+    }
+}
+
+/// A signer, or the kind of refusal: `missing`, `invalid` or `not allowed`.
+type Expected = Result<Signer, &'static str>;
+
+/// Judges each case's layers by [`judging`]'s policy; every refusal must name what was
+/// expected and the digest.
+fn assert_judged(
+    judging: &Judging,
+    cases: Vec<(&str, Vec<SignatureLayer>, SignatureManifest, Expected)>,
+) {
+    let team = &judging.team;
+    let rule = judging
+        .policy
         .rule_for(&reference("oci://127.0.0.1:5000/team/p:stable"))
         .unwrap();
-    let mut tampered = signed_by(&team);
-    tampered.raw_data.extend_from_slice(b" ");
-    let workflow = || CertificateSubject::Uri(WORKFLOW.to_owned());
-    let team_key = Signer::Key {
-        fingerprint: team.fingerprint.clone(),
-    };
-    let by_workflow = Signer::Keyless {
-        issuer: ISSUER.to_owned(),
-        subject: WORKFLOW.to_owned(),
-    };
-
-    type Expected = Result<Signer, &'static str>;
-    let cases: Vec<(&str, Vec<SignatureLayer>, SignatureManifest, Expected)> = vec![
-        (
-            "signed by the allowed key",
-            vec![signed_by(&team)],
-            SignatureManifest::Present,
-            Ok(team_key.clone()),
-        ),
-        (
-            "signed by another key",
-            vec![signed_by(&rogue)],
-            SignatureManifest::Present,
-            Err("not allowed"),
-        ),
-        (
-            "no signature and no .sig tag",
-            vec![],
-            SignatureManifest::Absent,
-            Err("missing"),
-        ),
-        (
-            "a .sig tag whose layers are not signatures of the digest",
-            vec![],
-            SignatureManifest::Present,
-            Err("invalid"),
-        ),
-        (
-            "the payload changed after it was signed",
-            vec![tampered],
-            SignatureManifest::Present,
-            Err("not allowed"),
-        ),
-        (
-            "another key's signature beside the allowed one",
-            vec![signed_by(&rogue), signed_by(&team)],
-            SignatureManifest::Present,
-            Ok(team_key),
-        ),
-        (
-            "keyless, the allowed workflow",
-            vec![keyless(&rogue, &rogue, workflow(), ISSUER)],
-            SignatureManifest::Present,
-            Ok(by_workflow),
-        ),
-        (
-            "keyless, the allowed email",
-            vec![keyless(
-                &rogue,
-                &rogue,
-                CertificateSubject::Email("release@example.com".to_owned()),
-                "https://accounts.google.com",
-            )],
-            SignatureManifest::Present,
-            Ok(Signer::Keyless {
-                issuer: "https://accounts.google.com".to_owned(),
-                subject: "release@example.com".to_owned(),
-            }),
-        ),
-        (
-            "keyless, another workflow",
-            vec![keyless(
-                &rogue,
-                &rogue,
-                CertificateSubject::Uri(
-                    "https://github.com/org/fork/.github/workflows/release.yml@refs/heads/main"
-                        .to_owned(),
-                ),
-                ISSUER,
-            )],
-            SignatureManifest::Present,
-            Err("not allowed"),
-        ),
-        (
-            "keyless, the allowed subject from another issuer",
-            vec![keyless(
-                &rogue,
-                &rogue,
-                workflow(),
-                "https://issuer.example.com",
-            )],
-            SignatureManifest::Present,
-            Err("not allowed"),
-        ),
-        (
-            "keyless, the allowed identity, but signed by a key it does not certify",
-            vec![keyless(&rogue, &team, workflow(), ISSUER)],
-            SignatureManifest::Present,
-            Err("not allowed"),
-        ),
-    ];
     for (name, layers, manifest, expected) in cases {
         let got = judge(rule, DIGEST, &layers, manifest);
         match (&got, &expected) {
@@ -252,6 +178,121 @@ fn signatures_are_judged_against_the_allowed_keys_and_identities() {
             _ => panic!("{name}: got {got:?}, expected {expected:?}"),
         }
     }
+}
+
+#[test]
+fn signatures_by_key_are_judged_against_the_allowed_keys() {
+    let judging = judging();
+    let (team, rogue) = (&judging.team, &judging.rogue);
+    let mut tampered = signed_by(team);
+    tampered.raw_data.extend_from_slice(b" ");
+    let team_key = Signer::Key {
+        fingerprint: team.fingerprint.clone(),
+    };
+    let cases = vec![
+        (
+            "signed by the allowed key",
+            vec![signed_by(team)],
+            SignatureManifest::Present,
+            Ok(team_key.clone()),
+        ),
+        (
+            "signed by another key",
+            vec![signed_by(rogue)],
+            SignatureManifest::Present,
+            Err("not allowed"),
+        ),
+        (
+            "no signature and no .sig tag",
+            vec![],
+            SignatureManifest::Absent,
+            Err("missing"),
+        ),
+        (
+            "a .sig tag whose layers are not signatures of the digest",
+            vec![],
+            SignatureManifest::Present,
+            Err("invalid"),
+        ),
+        (
+            "the payload changed after it was signed",
+            vec![tampered],
+            SignatureManifest::Present,
+            Err("not allowed"),
+        ),
+        (
+            "another key's signature beside the allowed one",
+            vec![signed_by(rogue), signed_by(team)],
+            SignatureManifest::Present,
+            Ok(team_key),
+        ),
+    ];
+    assert_judged(&judging, cases);
+}
+
+#[test]
+fn keyless_signatures_are_judged_against_the_allowed_identities() {
+    let judging = judging();
+    let (team, rogue) = (&judging.team, &judging.rogue);
+    let workflow = || CertificateSubject::Uri(WORKFLOW.to_owned());
+    let by_workflow = Signer::Keyless {
+        issuer: ISSUER.to_owned(),
+        subject: WORKFLOW.to_owned(),
+    };
+    let cases = vec![
+        (
+            "keyless, the allowed workflow",
+            vec![keyless(rogue, rogue, workflow(), ISSUER)],
+            SignatureManifest::Present,
+            Ok(by_workflow),
+        ),
+        (
+            "keyless, the allowed email",
+            vec![keyless(
+                rogue,
+                rogue,
+                CertificateSubject::Email("release@example.com".to_owned()),
+                "https://accounts.google.com",
+            )],
+            SignatureManifest::Present,
+            Ok(Signer::Keyless {
+                issuer: "https://accounts.google.com".to_owned(),
+                subject: "release@example.com".to_owned(),
+            }),
+        ),
+        (
+            "keyless, another workflow",
+            vec![keyless(
+                rogue,
+                rogue,
+                CertificateSubject::Uri(
+                    "https://github.com/org/fork/.github/workflows/release.yml@refs/heads/main"
+                        .to_owned(),
+                ),
+                ISSUER,
+            )],
+            SignatureManifest::Present,
+            Err("not allowed"),
+        ),
+        (
+            "keyless, the allowed subject from another issuer",
+            vec![keyless(
+                rogue,
+                rogue,
+                workflow(),
+                "https://issuer.example.com",
+            )],
+            SignatureManifest::Present,
+            Err("not allowed"),
+        ),
+        (
+            "keyless, the allowed identity, but signed by a key it does not certify",
+            vec![keyless(rogue, team, workflow(), ISSUER)],
+            SignatureManifest::Present,
+            Err("not allowed"),
+        ),
+    ];
+    assert_judged(&judging, cases);
 }
 
 #[test]
@@ -287,6 +328,28 @@ fn a_refusal_names_the_signers_found() {
             team.public.display(),
             team.fingerprint
         )
+    );
+}
+
+/// `text`, covered by the rule of `key` (whose signatures are by `signer`): judged signed by
+/// it, and a version kept on disk loads again only under a signer still allowed, not
+/// unsigned nor under `other`.
+fn assert_covered(policy: &TrustPolicy, text: &str, key: &Key, signer: &Signer, other: &Signer) {
+    let plugin = reference(text);
+    let rule = policy
+        .rule_for(&plugin)
+        .unwrap_or_else(|| panic!("{text} is covered"));
+    let layers = [signed_by(key)];
+    assert_eq!(
+        judge(rule, DIGEST, &layers, SignatureManifest::Present).as_ref(),
+        Ok(signer),
+        "{text}"
+    );
+    assert!(policy.still_allows(&plugin, Some(signer)), "{text}");
+    assert!(!policy.still_allows(&plugin, None), "{text}: unsigned");
+    assert!(
+        !policy.still_allows(&plugin, Some(other)),
+        "{text}: {other}"
     );
 }
 
@@ -348,42 +411,35 @@ fn the_first_entry_covering_a_reference_applies_and_others_load_unsigned() {
                 assert!(rule.is_none(), "{text} is not covered");
                 assert!(policy.still_allows(&plugin, None), "{text} loads unsigned");
             }
-            Some(signer) => {
-                let rule = rule.unwrap_or_else(|| panic!("{text} is covered"));
-                let layers = [signed_by(if signer == &team_signed { &team } else { &ops })];
-                assert_eq!(
-                    judge(rule, DIGEST, &layers, SignatureManifest::Present).as_ref(),
-                    Ok(signer),
-                    "{text}"
-                );
-                // A version kept on disk loads again only under a signer still allowed.
-                assert!(policy.still_allows(&plugin, Some(signer)), "{text}");
-                assert!(!policy.still_allows(&plugin, None), "{text}: unsigned");
-                let other = if signer == &team_signed {
-                    &ops_signed
-                } else {
-                    &team_signed
-                };
-                assert!(
-                    !policy.still_allows(&plugin, Some(other)),
-                    "{text}: {other}"
-                );
+            Some(signer) if signer == &team_signed => {
+                assert_covered(&policy, text, &team, signer, &ops_signed);
             }
+            Some(signer) => assert_covered(&policy, text, &ops, signer, &team_signed),
         }
     }
 }
 
+/// Builds a policy of each case's one entry and trust root; each must be refused naming the
+/// field.
+fn assert_refused(cases: Vec<(VerifyRuleConfig, Option<SigstoreTrustRootConfig>, &str)>) {
+    for (rule, trust_root, field) in cases {
+        let error = policy(vec![rule.clone()], trust_root)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!("invalid {field}")),
+            "{rule:?}: {error}"
+        );
+    }
+}
+
 #[test]
-fn unusable_verify_entries_are_refused_naming_the_field() {
+fn unusable_keys_and_references_are_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let team = key(dir.path(), "team");
     let not_a_key = dir.path().join("not-a-key.pub");
     std::fs::write(&not_a_key, "hello").unwrap();
-    let workflow = KeylessIdentityConfig {
-        issuer: ISSUER.to_owned(),
-        subject: WORKFLOW.to_owned(),
-    };
-    let cases: Vec<(VerifyRuleConfig, Option<SigstoreTrustRootConfig>, &str)> = vec![
+    assert_refused(vec![
         (
             VerifyRuleConfig::default(),
             None,
@@ -423,6 +479,19 @@ fn unusable_verify_entries_are_refused_naming_the_field() {
             None,
             "policy.registry.verify[0].references[0]: ",
         ),
+    ]);
+    assert!(policy(Vec::new(), None).unwrap().is_empty());
+}
+
+#[test]
+fn unusable_keyless_identities_and_trust_roots_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let team = key(dir.path(), "team");
+    let workflow = KeylessIdentityConfig {
+        issuer: ISSUER.to_owned(),
+        subject: WORKFLOW.to_owned(),
+    };
+    assert_refused(vec![
         (
             VerifyRuleConfig {
                 keyless: vec![KeylessIdentityConfig {
@@ -453,15 +522,5 @@ fn unusable_verify_entries_are_refused_naming_the_field() {
             }),
             "policy.registry.sigstoreTrustRoot.fulcioCerts[0]: ",
         ),
-    ];
-    for (rule, trust_root, field) in cases {
-        let error = policy(vec![rule.clone()], trust_root)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.starts_with(&format!("invalid {field}")),
-            "{rule:?}: {error}"
-        );
-    }
-    assert!(policy(Vec::new(), None).unwrap().is_empty());
+    ]);
 }
