@@ -24,8 +24,8 @@ pub struct NodePluginEvents {
 
 impl NodePluginEvents {
     /// The reporter, and the loop that publishes what it is told, for its owner to spawn: it
-    /// runs until `shutdown` (publishing what was queued by then), or until the reporter is
-    /// dropped and the queue drained.
+    /// runs until `shutdown`, publishing what was queued by then, even once every reporter
+    /// is gone (its owner counts a loop that ends by itself as a failure).
     pub fn start(
         client: kube::Client,
         node_name: &str,
@@ -62,7 +62,14 @@ impl NodePluginEvents {
                         }
                     }
                 };
-                let Some(event) = event else { break };
+                let Some(event) = event else {
+                    // Every reporter is gone (no plugin source is left to report): nothing
+                    // more comes, and the loop ends with the process.
+                    if !stopping {
+                        shutdown.cancelled().await;
+                    }
+                    break;
+                };
                 let Some(event) = node_event(&event) else {
                     continue;
                 };
@@ -134,4 +141,59 @@ fn node_event(event: &ReloadEvent) -> Option<Event> {
         action: "Reload".to_owned(),
         secondary: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A client whose apiserver answers every request with 201, counting them.
+    fn counting_apiserver() -> (kube::Client, Arc<AtomicUsize>) {
+        let requests = Arc::new(AtomicUsize::new(0));
+        let service = tower::service_fn({
+            let requests = requests.clone();
+            move |_request: hyper::Request<kube::client::Body>| {
+                requests.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(
+                    hyper::Response::builder()
+                        .status(201)
+                        .body(kube::client::Body::from(b"{}".to_vec())),
+                )
+            }
+        });
+        (kube::Client::new(service, "default"), requests)
+    }
+
+    #[tokio::test]
+    async fn the_loop_runs_until_shutdown_even_once_every_reporter_is_gone_and_publishes_what_was_queued()
+     {
+        let (client, requests) = counting_apiserver();
+        let shutdown = CancellationToken::new();
+        let (events, publishing) = NodePluginEvents::start(client, "gpu", shutdown.clone());
+        let publishing = tokio::spawn(publishing);
+        events.report(&ReloadEvent::Removed {
+            path: PathBuf::from("/plugins/team.wasm"),
+            name: "team".to_owned(),
+        });
+        drop(events);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(
+            !publishing.is_finished(),
+            "with no reporter left the loop still waits for shutdown"
+        );
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            1,
+            "the queued Event went out"
+        );
+        shutdown.cancel();
+        tokio::time::timeout(std::time::Duration::from_secs(5), publishing)
+            .await
+            .expect("the loop ends at shutdown")
+            .expect("the loop did not panic");
+    }
 }
