@@ -16,6 +16,7 @@ use super::sharing;
 use super::tasks::ProcessTasks;
 use super::turn::{self, ServingTask, TurnEnd};
 use crate::interruption::{ConsumerParts, Ec2Owners, NodeSinks, Origin, ThisOrca};
+use crate::metrics::ServingMetrics;
 use crate::node::NodeController;
 use crate::node::plugin_events::NodePluginEvents;
 use crate::pods::NodePods;
@@ -348,7 +349,17 @@ fn serve_nodes(
                 shared.clone(),
                 shutdown.clone(),
             );
-            tasks.spawn_loop(ProcessLoop::Serving(node.name().to_owned()), share);
+            let serving = judged(
+                ServingTask::LeaseLoop,
+                node.name().to_owned(),
+                async move {
+                    share.await;
+                    TurnEnd::Stopped
+                },
+                shared.serving_metrics.clone(),
+                shutdown.clone(),
+            );
+            tasks.spawn(ProcessLoop::Serving(node.name().to_owned()), serving);
         }
         return;
     }
@@ -358,43 +369,143 @@ fn serve_nodes(
     }
 }
 
-/// Serves `node` for the life of the process. A serving that ended by itself is counted and
-/// fails the loop, so the process ends (non-zero: it is restarted) rather than stay
-/// registered with nothing serving the node.
-async fn serve_alone(
+/// Serves `node` for the life of the process.
+fn serve_alone(
     node: Arc<NodeRuntime>,
     (provider, controller): FirstTurn,
     pods: Arc<NodePods>,
     shared: SharedParts,
     shutdown: CancellationToken,
+) -> impl Future<Output = Result<(), StartError>> + Send + 'static {
+    let name = node.name().to_owned();
+    let serving = {
+        let (shared, shutdown) = (shared.clone(), shutdown.clone());
+        async move {
+            node.serve(
+                provider,
+                controller,
+                pods,
+                &shared,
+                shutdown,
+                Tenure::unlimited(),
+            )
+            .await
+        }
+    };
+    judged(
+        ServingTask::Turn,
+        name,
+        serving,
+        shared.serving_metrics.clone(),
+        shutdown,
+    )
+}
+
+/// A node's serving (`task`: a turn, or the Lease loop that runs turns), judged as it ends:
+/// one that ended by itself (a panic, a return while nothing asked it to stop, a failed
+/// turn) is counted and fails the loop, so the process ends (non-zero: it is restarted)
+/// rather than stay registered with nothing serving the node.
+async fn judged(
+    task: ServingTask,
+    node: String,
+    serving: impl Future<Output = TurnEnd> + Send + 'static,
+    metrics: Arc<ServingMetrics>,
+    shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let serving = node.serve(
-        provider,
-        controller,
-        pods,
-        &shared,
-        shutdown.clone(),
-        Tenure::unlimited(),
-    );
-    let joined = std::panic::AssertUnwindSafe(serving).catch_unwind().await;
-    let end = match joined {
-        Ok(end) => turn::end_of(ServingTask::Turn, Ok(Ok(end)), shutdown.is_cancelled()),
+    let end = match std::panic::AssertUnwindSafe(serving).catch_unwind().await {
+        Ok(end) => turn::end_of(task, Ok(Ok(end)), shutdown.is_cancelled()),
         Err(_) => TurnEnd::Failed {
-            task: ServingTask::Turn,
+            task,
             how: turn::Failure::Panicked,
         },
     };
     if end == TurnEnd::Stopped {
         return Ok(());
     }
-    report_end(&shared.serving_metrics, node.name(), end);
-    Err(StartError::ServingEnded {
-        node: node.name().to_owned(),
-        reason: end,
-    })
+    report_end(&metrics, &node, end);
+    Err(StartError::ServingEnded { node, reason: end })
 }
 
 /// The declared nodes' names.
 fn node_names<C: FromIterator<String>>(nodes: &[Arc<NodeRuntime>]) -> C {
     nodes.iter().map(|node| node.name().to_owned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::turn::Failure;
+
+    /// A serving, as the table holds it.
+    type Serving = std::pin::Pin<Box<dyn Future<Output = TurnEnd> + Send>>;
+
+    /// What `judged` answered, as a word for the table.
+    fn said(answer: Result<(), StartError>) -> String {
+        match answer {
+            Ok(()) => "ok".to_owned(),
+            Err(StartError::ServingEnded { node, reason }) => format!("{node}: {reason}"),
+            Err(other) => format!("{other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_nodes_serving_that_ends_by_itself_fails_and_one_asked_to_stop_does_not() {
+        let metrics = Arc::new(ServingMetrics::register(
+            &mut prometheus_client::registry::Registry::default(),
+        ));
+        let lapsed = || async { TurnEnd::Lapsed };
+        let stopped = || async { TurnEnd::Stopped };
+        let cases: Vec<(ServingTask, bool, Serving, &str)> = vec![
+            (ServingTask::Turn, true, Box::pin(stopped()), "ok"),
+            (
+                ServingTask::Turn,
+                false,
+                Box::pin(stopped()),
+                "gpu: turn_returned",
+            ),
+            (
+                ServingTask::LeaseLoop,
+                false,
+                Box::pin(stopped()),
+                "gpu: lease_loop_returned",
+            ),
+            (
+                ServingTask::Turn,
+                false,
+                Box::pin(lapsed()),
+                "gpu: hold_lapsed",
+            ),
+            (
+                ServingTask::Turn,
+                true,
+                Box::pin(lapsed()),
+                "gpu: hold_lapsed",
+            ),
+            (
+                ServingTask::LeaseLoop,
+                false,
+                Box::pin(async { panic!("a lease loop bug") }),
+                "gpu: lease_loop_panicked",
+            ),
+            (
+                ServingTask::Turn,
+                true,
+                Box::pin(async {
+                    TurnEnd::Failed {
+                        task: ServingTask::PodController,
+                        how: Failure::Panicked,
+                    }
+                }),
+                "gpu: pod_controller_panicked",
+            ),
+        ];
+        for (task, stopping, serving, expected) in cases {
+            let shutdown = CancellationToken::new();
+            if stopping {
+                shutdown.cancel();
+            }
+            let answer = judged(task, "gpu".to_owned(), serving, metrics.clone(), shutdown).await;
+            assert_eq!(said(answer), expected, "{task:?} stopping={stopping}");
+        }
+    }
 }
