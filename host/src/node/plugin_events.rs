@@ -146,32 +146,14 @@ fn node_event(event: &ReloadEvent) -> Option<Event> {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
 
     use super::*;
-
-    /// A client whose apiserver answers every request with 201, counting them.
-    fn counting_apiserver() -> (kube::Client, Arc<AtomicUsize>) {
-        let requests = Arc::new(AtomicUsize::new(0));
-        let service = tower::service_fn({
-            let requests = requests.clone();
-            move |_request: hyper::Request<kube::client::Body>| {
-                requests.fetch_add(1, Ordering::SeqCst);
-                std::future::ready(
-                    hyper::Response::builder()
-                        .status(201)
-                        .body(kube::client::Body::from(b"{}".to_vec())),
-                )
-            }
-        });
-        (kube::Client::new(service, "default"), requests)
-    }
 
     #[tokio::test]
     async fn the_loop_runs_until_shutdown_even_once_every_reporter_is_gone_and_publishes_what_was_queued()
      {
-        let (client, requests) = counting_apiserver();
+        let (client, requests) = crate::support::testing::counting_apiserver(201);
         let shutdown = CancellationToken::new();
         let (events, publishing) = NodePluginEvents::start(client, "gpu", shutdown.clone());
         let publishing = tokio::spawn(publishing);

@@ -329,26 +329,6 @@ mod tests {
         .unwrap()
     }
 
-    /// An apiserver that counts the requests it gets and answers none usefully: a client of
-    /// it, and its count.
-    fn counting_apiserver() -> (kube::Client, Arc<std::sync::atomic::AtomicUsize>) {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-
-        let requests = Arc::new(AtomicUsize::new(0));
-        let service = tower::service_fn({
-            let requests = requests.clone();
-            move |_request: hyper::Request<kube::client::Body>| {
-                requests.fetch_add(1, Ordering::SeqCst);
-                std::future::ready(
-                    hyper::Response::builder()
-                        .status(500)
-                        .body(kube::client::Body::from(Vec::new())),
-                )
-            }
-        });
-        (kube::Client::new(service, "default"), requests)
-    }
-
     /// `pod`'s instance launched by a simulated provider, in a cache filled from its listing:
     /// the cache, and the instance's id.
     async fn a_listed_instance(pod: &Pod) -> (Arc<InstanceCache>, String) {
@@ -419,7 +399,7 @@ mod tests {
 
         use crate::replicas::{BootInstant, TenureGrant};
 
-        let (client, requests) = counting_apiserver();
+        let (client, requests) = crate::support::testing::counting_apiserver(500);
         let pod: Pod = serde_json::from_value(json!({ "metadata": {
             "namespace": "ns", "name": "p", "uid": "uid-p",
         } }))

@@ -116,18 +116,7 @@ pub fn first_cause(first: TurnEnd, then: TurnEnd) -> TurnEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn panicked() -> JoinError {
-        tokio::spawn(async { panic!("a reconcile bug") })
-            .await
-            .expect_err("the task panicked")
-    }
-
-    async fn cancelled() -> JoinError {
-        let task = tokio::spawn(std::future::pending::<()>());
-        task.abort();
-        task.await.expect_err("the task was aborted")
-    }
+    use crate::support::testing::{cancelled, panicked};
 
     #[tokio::test]
     async fn how_a_task_ended() {

@@ -6,6 +6,8 @@ pub mod aws_config;
 pub mod backoff;
 pub mod errors;
 pub mod heap;
+#[cfg(test)]
+pub mod testing;
 pub mod tls;
 
 pub use backoff::Backoff;

@@ -2,18 +2,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
-
-async fn panicked() -> JoinError {
-    tokio::spawn(async { panic!("a loop bug") })
-        .await
-        .expect_err("the task panicked")
-}
-
-async fn cancelled() -> JoinError {
-    let task = tokio::spawn(std::future::pending::<()>());
-    task.abort();
-    task.await.expect_err("the task was aborted")
-}
+use crate::support::testing::{cancelled, panicked};
 
 /// A loop, how its handle answered, whether shutdown had been asked for, and the verdict.
 type Case<'a> = (

@@ -3,6 +3,7 @@
 //! 5xx answers, and per-call timeouts so a hung endpoint cannot stall a reconcile.
 
 pub(super) mod error;
+pub(super) mod tags;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use aws_sdk_ec2::types::{
     self as ec2, BlockDeviceMapping, EbsBlockDevice, HttpTokensState,
     IamInstanceProfileSpecification, InstanceInterruptionBehavior, InstanceMarketOptionsRequest,
     InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, MarketType, Placement,
-    ResourceType, ShutdownBehavior, SpotInstanceType, SpotMarketOptions, TagSpecification,
+    ResourceType, ShutdownBehavior, SpotInstanceType, SpotMarketOptions,
 };
 use base64::Engine as _;
 use jiff::Timestamp;
@@ -138,17 +139,8 @@ impl Ec2Api for SdkEc2 {
     /// Launches one instance for the request: it and its volumes tagged, IMDSv2 required,
     /// terminated when it powers off.
     async fn run_instance(&self, request: &RunRequest) -> Result<Ec2Instance, ApiError> {
-        let tags: Vec<ec2::Tag> = request
-            .tags
-            .iter()
-            .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
-            .collect();
-        let tag_spec = |resource| {
-            TagSpecification::builder()
-                .resource_type(resource)
-                .set_tags(Some(tags.clone()))
-                .build()
-        };
+        let tags = tags::ec2_tags(&request.tags);
+        let tag_spec = |resource| tags::tag_specification(resource, tags.clone());
         let mut call = self
             .client
             .run_instances()
@@ -277,14 +269,10 @@ impl Ec2Api for SdkEc2 {
         instance_ids: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<(), ApiError> {
-        let tags = tags
-            .iter()
-            .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
-            .collect();
         self.client
             .create_tags()
             .set_resources(Some(instance_ids.to_vec()))
-            .set_tags(Some(tags))
+            .set_tags(Some(tags::ec2_tags(tags)))
             .send()
             .await
             .map_err(api_error)?;

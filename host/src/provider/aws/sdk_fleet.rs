@@ -18,6 +18,7 @@ use super::api::{
     ApiError, FleetAnswer, FleetError, FleetInstance, FleetRequest, TAG_LAUNCH_ATTEMPT,
 };
 use super::sdk::error::api_error;
+use super::sdk::tags::{ec2_tags, tag_specification};
 use crate::provider::plan::{AllocationStrategy, Market};
 
 /// Sends the request as one instant fleet for one instance, and reads EC2's answer.
@@ -86,17 +87,8 @@ fn template_config(request: &FleetRequest) -> FleetLaunchTemplateConfigRequest {
 /// The request's tags on the fleet (with the token's place in the pod's sequence), the
 /// instance and its volumes.
 fn tag_specifications(request: &FleetRequest) -> Vec<TagSpecification> {
-    let tags: Vec<ec2::Tag> = request
-        .tags
-        .iter()
-        .map(|(key, value)| ec2::Tag::builder().key(key).value(value).build())
-        .collect();
-    let tag_spec = |resource| {
-        TagSpecification::builder()
-            .resource_type(resource)
-            .set_tags(Some(tags.clone()))
-            .build()
-    };
+    let tags = ec2_tags(&request.tags);
+    let tag_spec = |resource| tag_specification(resource, tags.clone());
     let fleet = {
         let attempt = ec2::Tag::builder()
             .key(TAG_LAUNCH_ATTEMPT)
@@ -104,10 +96,7 @@ fn tag_specifications(request: &FleetRequest) -> Vec<TagSpecification> {
             .build();
         let mut fleet_tags = tags.clone();
         fleet_tags.push(attempt);
-        TagSpecification::builder()
-            .resource_type(ResourceType::Fleet)
-            .set_tags(Some(fleet_tags))
-            .build()
+        tag_specification(ResourceType::Fleet, fleet_tags)
     };
     vec![
         fleet,
