@@ -35,7 +35,7 @@ use crate::provider::Provider;
 use crate::provider::aws::strays::PodPresence;
 use crate::replicas::{Tenure, TenureError};
 use crate::spend::NamespaceSpend;
-use crate::support::Backoff;
+use crate::support::{AbortOnDrop, Backoff};
 use crate::workload::KubeEnvSource;
 
 /// Everything the pod controller is built from.
@@ -348,15 +348,6 @@ fn controller_end(
         }
     };
     turn::first_cause(controller, sync)
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// A node's sink on the interruption queue's consumer, removed when dropped: however the

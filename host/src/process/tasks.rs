@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::error::StartError;
 pub use super::loops::ProcessLoop;
 use super::turn::Failure;
+use crate::support::AbortOnDrop;
 
 /// What an ended loop means for the process.
 #[derive(Debug)]
@@ -159,15 +160,6 @@ impl ProcessTasks {
             Verdict::Done => None,
             Verdict::Failed(failure) => Some(failure),
         }
-    }
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

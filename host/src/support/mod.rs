@@ -2,6 +2,7 @@
 //! chain and lock helpers ([`errors`]), the AWS clients' shared settings ([`aws_config`]), the
 //! process-wide TLS backend ([`tls`]) and heap trimming ([`heap`]).
 
+pub mod abort;
 pub mod aws_config;
 pub mod backoff;
 pub mod errors;
@@ -10,6 +11,7 @@ pub mod heap;
 pub mod testing;
 pub mod tls;
 
+pub use abort::AbortOnDrop;
 pub use backoff::Backoff;
 
 /// Any error, boxed, for a seam whose implementations fail in ways of their own (a fake in
