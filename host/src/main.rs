@@ -41,13 +41,14 @@ async fn run() -> ExitCode {
         }
         // Plugin calls block (a plugin's stdout and stderr are flushed through the runtime), so
         // they run where the node runs them: on a blocking thread, not an async worker.
-        let outcome = tokio::task::spawn_blocking(move || orca::plugin_cli::run(command))
-            .await
-            .unwrap_or_else(|error| Err(format!("the plugin command crashed: {error}")));
-        return match outcome {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("orca: {message}");
+        return match tokio::task::spawn_blocking(move || orca::plugin_cli::run(command)).await {
+            Ok(Ok(())) => ExitCode::SUCCESS,
+            Ok(Err(error)) => {
+                eprintln!("orca: {error}");
+                ExitCode::FAILURE
+            }
+            Err(crashed) => {
+                eprintln!("orca: the plugin command crashed: {crashed}");
                 ExitCode::FAILURE
             }
         };

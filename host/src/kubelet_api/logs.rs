@@ -39,24 +39,54 @@ pub struct LogRequest {
     pub follow: bool,
 }
 
+/// Why a log query is refused: each is a 400 whose message names the parameter, as the
+/// kubelet's do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogQueryError {
+    #[error(
+        "previous terminated container {container:?} not found: a pod runs once, on its own instance"
+    )]
+    NoPreviousContainer { container: String },
+    #[error("at most one of sinceTime or sinceSeconds may be specified")]
+    BothSinceParameters,
+    #[error("sinceTime {text:?} is not an RFC 3339 time: {reason}")]
+    NotATime { text: String, reason: String },
+    #[error("{parameter} must be true or false, not {text:?}")]
+    NotAFlag {
+        parameter: &'static str,
+        text: String,
+    },
+    #[error("{parameter} must be a whole number of at least 0, not {text:?}")]
+    NotANonNegativeNumber {
+        parameter: &'static str,
+        text: String,
+    },
+    #[error("{parameter} must be a whole number greater than 0, not {text:?}")]
+    NotAPositiveNumber {
+        parameter: &'static str,
+        text: String,
+    },
+}
+
 impl LogQuery {
     /// # Errors
-    /// The message for a 400 naming the bad parameter.
-    pub fn validate(&self, container: &str, now: Timestamp) -> Result<LogRequest, String> {
+    /// A refusal naming the bad parameter.
+    pub fn validate(&self, container: &str, now: Timestamp) -> Result<LogRequest, LogQueryError> {
         if flag("previous", self.previous.as_deref())? {
-            return Err(format!(
-                "previous terminated container {container:?} not found: a pod runs once, on its own instance"
-            ));
+            return Err(LogQueryError::NoPreviousContainer {
+                container: container.to_owned(),
+            });
         }
         let since_seconds = match (&self.since_seconds, &self.since_time) {
-            (Some(_), Some(_)) => {
-                return Err("at most one of sinceTime or sinceSeconds may be specified".to_owned());
-            }
+            (Some(_), Some(_)) => return Err(LogQueryError::BothSinceParameters),
             (Some(seconds), None) => Some(positive("sinceSeconds", seconds)?),
             (None, Some(time)) => {
-                let since: Timestamp = time.parse().map_err(|error| {
-                    format!("sinceTime {time:?} is not an RFC 3339 time: {error}")
-                })?;
+                let since: Timestamp =
+                    time.parse()
+                        .map_err(|error: jiff::Error| LogQueryError::NotATime {
+                            text: time.clone(),
+                            reason: error.to_string(),
+                        })?;
                 let elapsed = (now - since).get_seconds().max(0);
                 Some(u64::try_from(elapsed).unwrap_or(0))
             }
@@ -83,25 +113,32 @@ impl LogQuery {
     }
 }
 
-fn flag(name: &str, value: Option<&str>) -> Result<bool, String> {
+fn flag(parameter: &'static str, value: Option<&str>) -> Result<bool, LogQueryError> {
     match value {
         None | Some("" | "false" | "0") => Ok(false),
         Some("true" | "1") => Ok(true),
-        Some(other) => Err(format!("{name} must be true or false, not {other:?}")),
+        Some(other) => Err(LogQueryError::NotAFlag {
+            parameter,
+            text: other.to_owned(),
+        }),
     }
 }
 
-fn non_negative(name: &str, text: &str) -> Result<u64, String> {
+fn non_negative(parameter: &'static str, text: &str) -> Result<u64, LogQueryError> {
     text.parse::<u64>()
-        .map_err(|_| format!("{name} must be a whole number of at least 0, not {text:?}"))
+        .map_err(|_| LogQueryError::NotANonNegativeNumber {
+            parameter,
+            text: text.to_owned(),
+        })
 }
 
-fn positive(name: &str, text: &str) -> Result<u64, String> {
+fn positive(parameter: &'static str, text: &str) -> Result<u64, LogQueryError> {
     match text.parse::<u64>() {
         Ok(value) if value > 0 => Ok(value),
-        _ => Err(format!(
-            "{name} must be a whole number greater than 0, not {text:?}"
-        )),
+        _ => Err(LogQueryError::NotAPositiveNumber {
+            parameter,
+            text: text.to_owned(),
+        }),
     }
 }
 
@@ -141,7 +178,7 @@ pub async fn container_logs(
     }
     let request = match query.validate(&container, Timestamp::now()) {
         Ok(request) => request,
-        Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
+        Err(error) => return refuse(StatusCode::BAD_REQUEST, error.to_string()),
     };
     let Some(key) = PodKey::of(&pod) else {
         return refuse(
@@ -367,21 +404,68 @@ mod tests {
     #[test]
     fn bad_parameters_are_named() {
         let now = Timestamp::from_second(1_000).unwrap();
-        for (pairs, named) in [
-            (vec![("tailLines", "-1")], "tailLines"),
-            (vec![("limitBytes", "0")], "limitBytes"),
-            (vec![("sinceSeconds", "abc")], "sinceSeconds"),
-            (vec![("sinceTime", "yesterday")], "sinceTime"),
+        let text = |text: &str| text.to_owned();
+        for (pairs, expected, named) in [
+            (
+                vec![("tailLines", "-1")],
+                LogQueryError::NotANonNegativeNumber {
+                    parameter: "tailLines",
+                    text: text("-1"),
+                },
+                "tailLines",
+            ),
+            (
+                vec![("limitBytes", "0")],
+                LogQueryError::NotAPositiveNumber {
+                    parameter: "limitBytes",
+                    text: text("0"),
+                },
+                "limitBytes",
+            ),
+            (
+                vec![("sinceSeconds", "abc")],
+                LogQueryError::NotAPositiveNumber {
+                    parameter: "sinceSeconds",
+                    text: text("abc"),
+                },
+                "sinceSeconds",
+            ),
             (
                 vec![("sinceSeconds", "5"), ("sinceTime", "1970-01-01T00:00:00Z")],
+                LogQueryError::BothSinceParameters,
                 "at most one",
             ),
-            (vec![("follow", "maybe")], "follow"),
-            (vec![("previous", "true")], "previous terminated container"),
+            (
+                vec![("follow", "maybe")],
+                LogQueryError::NotAFlag {
+                    parameter: "follow",
+                    text: text("maybe"),
+                },
+                "follow",
+            ),
+            (
+                vec![("previous", "true")],
+                LogQueryError::NoPreviousContainer {
+                    container: text("main"),
+                },
+                "previous terminated container",
+            ),
         ] {
             let error = query(&pairs).validate("main", now).unwrap_err();
-            assert!(error.contains(named), "{pairs:?}: {error}");
+            assert_eq!(error, expected, "{pairs:?}");
+            assert!(error.to_string().contains(named), "{pairs:?}: {error}");
         }
+        let error = query(&[("sinceTime", "yesterday")])
+            .validate("main", now)
+            .unwrap_err();
+        assert!(
+            matches!(&error, LogQueryError::NotATime { text, .. } if text == "yesterday"),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().starts_with("sinceTime \"yesterday\""),
+            "{error}"
+        );
     }
 
     #[test]

@@ -3,18 +3,18 @@
 
 use std::time::{Duration, Instant};
 
-use super::inputs;
+use super::{PluginCommandError, inputs};
 use crate::policy::native::NativePolicy;
 use crate::process::cli::PipelineArgs;
 
-pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), String> {
+pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), PluginCommandError> {
     let iterations = iterations.max(1);
     let (pipeline, catalogue) = inputs::pipeline(args)?;
     let pod = inputs::read_pod(&args.pod)?;
     let pod_bytes = serde_json::to_vec(&pod).map(|json| json.len()).unwrap_or(0);
     pipeline
         .decide(&pod)
-        .map_err(|error| format!("the pod would fail with {error}"))?;
+        .map_err(PluginCommandError::PodWouldFail)?;
 
     let sandboxed = measure(iterations, || {
         let _ = pipeline.decide(&pod);

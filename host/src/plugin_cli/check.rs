@@ -4,13 +4,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::PluginCommandError;
 use crate::config::PolicyConfig;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::hook_name;
 use crate::policy::setup::sandbox_limits;
 use crate::policy::wasm::{CatalogueQuery, InterfaceVersion, LoadedPlugin, PluginEngine};
 
-pub fn run(file: &Path) -> Result<(), String> {
+pub fn run(file: &Path) -> Result<(), PluginCommandError> {
     let (plugin, bytes, elapsed) = load(file)?;
     println!("file:       {}", file.display());
     describe(&plugin, &bytes, elapsed);
@@ -45,9 +46,13 @@ pub(super) fn describe(plugin: &LoadedPlugin, bytes: &[u8], elapsed: std::time::
 ///
 /// # Errors
 /// Why orca would refuse it.
-pub(super) fn load(file: &Path) -> Result<(LoadedPlugin, Vec<u8>, std::time::Duration), String> {
-    let bytes =
-        std::fs::read(file).map_err(|error| format!("reading {}: {error}", file.display()))?;
+pub(super) fn load(
+    file: &Path,
+) -> Result<(LoadedPlugin, Vec<u8>, std::time::Duration), PluginCommandError> {
+    let bytes = std::fs::read(file).map_err(|source| PluginCommandError::Read {
+        path: file.to_owned(),
+        source,
+    })?;
     let (plugin, elapsed) = load_bytes(&bytes, &file.display().to_string())?;
     Ok((plugin, bytes, elapsed))
 }
@@ -59,19 +64,23 @@ pub(super) fn load(file: &Path) -> Result<(LoadedPlugin, Vec<u8>, std::time::Dur
 pub(super) fn load_bytes(
     bytes: &[u8],
     label: &str,
-) -> Result<(LoadedPlugin, std::time::Duration), String> {
+) -> Result<(LoadedPlugin, std::time::Duration), PluginCommandError> {
     let policy = PolicyConfig::default();
     let mut engine =
-        PluginEngine::new(sandbox_limits(&policy)).map_err(|error| error.to_string())?;
+        PluginEngine::new(sandbox_limits(&policy)).map_err(PluginCommandError::Engine)?;
     // The same compile cache as `eval`, `bench` and a node run by this user: checking a plugin
     // compiles it once for all of them.
     if let Some(dir) = policy.compile_cache_dir() {
         engine = engine.with_compile_cache(&dir);
     }
     let catalogue: Arc<dyn CatalogueQuery> =
-        Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(|error| error.to_string())?);
+        Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(PluginCommandError::Catalogue)?);
     let started = Instant::now();
-    let plugin = LoadedPlugin::load(&engine, bytes, &catalogue)
-        .map_err(|error| format!("{label}: orca would refuse this plugin: {error}"))?;
+    let plugin = LoadedPlugin::load(&engine, bytes, &catalogue).map_err(|source| {
+        PluginCommandError::Refused {
+            label: label.to_owned(),
+            source,
+        }
+    })?;
     Ok((plugin, started.elapsed()))
 }

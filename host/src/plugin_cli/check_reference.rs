@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::PluginCommandError;
 use crate::config::Config;
 use crate::policy::oci::{PluginReference, PullLimits, Puller, SignatureVerifier, TrustPolicy};
 
@@ -18,14 +19,17 @@ pub struct Options {
 /// # Errors
 /// Why a node would refuse the reference (its signatures, its bytes), or why it could not be
 /// reached.
-pub fn run(text: &str, options: &Options) -> Result<(), String> {
-    let plugin = PluginReference::parse(text)
-        .map_err(|error| format!("{text} is not a plugin reference: {error}"))?;
+pub fn run(text: &str, options: &Options) -> Result<(), PluginCommandError> {
+    let plugin =
+        PluginReference::parse(text).map_err(|source| PluginCommandError::NotAReference {
+            text: text.to_owned(),
+            source,
+        })?;
     let (docker_config, ca_file, trust, limits) = match &options.config {
         Some(path) => {
-            let config = Config::load(path).map_err(|error| error.to_string())?;
+            let config = Config::load(path)?;
             let registry = config.policy.registry;
-            let trust = TrustPolicy::from_config(&registry).map_err(|error| error.to_string())?;
+            let trust = TrustPolicy::from_config(&registry)?;
             let limits = PullLimits::of(&registry);
             (
                 registry.docker_config.or(options.docker_config.clone()),
@@ -37,31 +41,32 @@ pub fn run(text: &str, options: &Options) -> Result<(), String> {
         None => (
             options.docker_config.clone(),
             options.ca_file.clone(),
-            TrustPolicy::keys(&options.keys).map_err(|error| error.to_string())?,
+            TrustPolicy::keys(&options.keys)?,
             PullLimits::default(),
         ),
     };
     let docker_config = docker_config.or_else(super::push::default_docker_config);
-    let puller =
-        Puller::new(ca_file.as_deref(), docker_config, None, limits).map_err(|e| e.to_string())?;
+    let puller = Puller::new(ca_file.as_deref(), docker_config, None, limits)?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime
         .block_on(puller.resolve(&plugin))
-        .map_err(|error| format!("resolving {text}: {error}"))?;
+        .map_err(|source| PluginCommandError::Resolve {
+            text: text.to_owned(),
+            source,
+        })?;
     println!("reference:  {text}");
     println!("manifest:   {digest}");
 
     let auth = puller
         .auth(&plugin.reference)
-        .map_err(|error| error.to_string())?;
-    let verifier = SignatureVerifier::new(trust, puller.client().clone(), ca_file.as_deref())
-        .map_err(|e| e.to_string())?;
+        .map_err(PluginCommandError::Credentials)?;
+    let verifier = SignatureVerifier::new(trust, puller.client().clone(), ca_file.as_deref())?;
     match runtime.block_on(verifier.verify(&plugin, digest.as_str(), &auth)) {
         Ok(Some(signer)) => println!("signed by:  {signer}"),
         Ok(None) => {
             let (layers, _) = runtime
                 .block_on(verifier.signatures(&plugin, digest.as_str(), &auth))
-                .map_err(|error| error.to_string())?;
+                .map_err(PluginCommandError::Signatures)?;
             println!(
                 "signatures: {} cosign signature(s) found, not checked (name --key, or a --config whose policy.registry.verify covers {text})",
                 layers.len()
@@ -69,13 +74,19 @@ pub fn run(text: &str, options: &Options) -> Result<(), String> {
         }
         Err(error) => {
             println!("signature:  refused: {error}");
-            return Err(format!("a node would refuse {text}: {error}"));
+            return Err(PluginCommandError::SignatureRefused {
+                text: text.to_owned(),
+                source: error,
+            });
         }
     }
 
     let pulled = runtime
         .block_on(puller.pull(&plugin, &digest))
-        .map_err(|error| format!("pulling {digest}: {error}"))?;
+        .map_err(|source| PluginCommandError::Pull {
+            digest: digest.to_string(),
+            source,
+        })?;
     let (loaded, elapsed) = super::check::load_bytes(&pulled.bytes, text)?;
     println!("component:  {}", pulled.layer_digest);
     super::check::describe(&loaded, &pulled.bytes, elapsed);

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::inputs;
+use super::{PluginCommandError, inputs};
 use crate::policy::PlanError;
 use crate::policy::decision::DecisionRecord;
 use crate::policy::explain::{AskedStep, StepOutcome};
@@ -43,7 +43,7 @@ struct ErrorView<'a> {
     message: &'a str,
 }
 
-pub fn run(args: &PipelineArgs, output: &str) -> Result<(), String> {
+pub fn run(args: &PipelineArgs, output: &str) -> Result<(), PluginCommandError> {
     let (pipeline, _) = inputs::pipeline(args)?;
     let pod = inputs::read_pod(&args.pod)?;
     let (outcome, asked) = pipeline.explain(&pod);
@@ -70,15 +70,14 @@ pub fn run(args: &PipelineArgs, output: &str) -> Result<(), String> {
         }),
     };
     if output == "json" {
-        let json = serde_json::to_string_pretty(&evaluation)
-            .map_err(|error| format!("printing the evaluation: {error}"))?;
+        let json = serde_json::to_string_pretty(&evaluation).map_err(PluginCommandError::Print)?;
         println!("{json}");
     } else {
         print!("{}", text(&evaluation));
     }
     match outcome {
         Ok(_) => Ok(()),
-        Err(error) => Err(format!("the pod would fail with {error}")),
+        Err(error) => Err(PluginCommandError::PodWouldFail(error)),
     }
 }
 

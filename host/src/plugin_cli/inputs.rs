@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::PluginCommandError;
 use crate::config::{
     Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, Instances, OnError, PolicyConfig,
 };
@@ -27,31 +28,33 @@ const DEFAULT_ARCHITECTURE: &str = "amd64";
 /// The pipeline `args` describe: a config.yaml's chains (`--config`), or the embedded
 /// defaults with `args.plugin` (if any) asked first, with `args.settings`, for the hooks it
 /// implements.
-pub(super) fn pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
+pub(super) fn pipeline(
+    args: &PipelineArgs,
+) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
     match &args.config {
         Some(path) => configured_pipeline(args, path),
         None => plugin_pipeline(args),
     }
 }
 
-fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
+fn plugin_pipeline(
+    args: &PipelineArgs,
+) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
     serde_json::from_str::<serde_json::Value>(&args.settings)
-        .map_err(|error| format!("--settings is not JSON: {error}"))?;
+        .map_err(PluginCommandError::SettingsNotJson)?;
     let mut policy = PolicyConfig::default();
     if args.instances.as_deref() == Some("reused") {
         policy.limits.instances = Instances::Reused;
     }
     if let Some(max_memory) = &args.max_memory {
         policy.limits.max_memory = max_memory.clone();
-        policy.validate().map_err(|error| {
-            format!("--max-memory: {error}").replace("policy.limits.maxMemory", "the value")
-        })?;
+        policy.validate().map_err(PluginCommandError::MaxMemory)?;
     }
     let region = args.region.as_deref().unwrap_or(DEFAULT_REGION);
     let (catalogue, registry) = registry(&policy, region, usize::from(args.plugin.is_some()))?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = &args.plugin {
-        let plugin = registry.load_file(file).map_err(|e| e.to_string())?;
+        let plugin = registry.load_file(file)?;
         // The plugin first, the default after it: what a declined pod falls through to in a
         // typical deployment. Every failure of the plugin fails the pod, so it shows.
         let step = ChainStep {
@@ -80,8 +83,8 @@ fn plugin_pipeline(args: &PipelineArgs) -> Result<(Pipeline, Arc<InstanceCatalog
 fn configured_pipeline(
     args: &PipelineArgs,
     path: &Path,
-) -> Result<(Pipeline, Arc<InstanceCatalogue>), String> {
-    let config = Config::load(path).map_err(|error| error.to_string())?;
+) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
+    let config = Config::load(path)?;
     let region = args.region.as_deref().unwrap_or(&config.provider.region);
     let (catalogue, registry) = registry(&config.policy, region, 0)?;
     if let Some(dir) = &config.policy.plugins_dir {
@@ -97,7 +100,7 @@ fn configured_pipeline(
         &config.policy.guardrails,
         &catalogue,
     )
-    .map_err(|error| format!("policy.guardrails: {error}"))?;
+    .map_err(PluginCommandError::Guardrails)?;
     for warning in warnings {
         eprintln!("orca: {warning}");
     }
@@ -119,20 +122,24 @@ fn registry(
     policy: &PolicyConfig,
     region: &str,
     extra_plugins: usize,
-) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), String> {
+) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PluginCommandError> {
     if let Some(dir) = policy.compile_cache_dir() {
         eprintln!("orca: compiled plugins are cached in {}", dir.display());
     }
-    build_registry_for(policy, region, extra_plugins)
-        .map_err(|e| crate::support::errors::error_chain(&e))
+    build_registry_for(policy, region, extra_plugins).map_err(PluginCommandError::Policy)
 }
 
 /// A pod manifest, with what the apiserver would add (uid, namespace) filled in.
-pub(super) fn read_pod(path: &Path) -> Result<Pod, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("reading {}: {error}", path.display()))?;
-    let mut pod: Pod = serde_saphyr::from_str(&text)
-        .map_err(|error| format!("{} is not a Pod manifest: {error}", path.display()))?;
+pub(super) fn read_pod(path: &Path) -> Result<Pod, PluginCommandError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PluginCommandError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut pod: Pod =
+        serde_saphyr::from_str(&text).map_err(|source| PluginCommandError::NotAPod {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })?;
     let metadata = &mut pod.metadata;
     metadata
         .namespace
@@ -141,7 +148,9 @@ pub(super) fn read_pod(path: &Path) -> Result<Pod, String> {
         .uid
         .get_or_insert_with(|| "00000000-0000-0000-0000-000000000000".to_owned());
     if metadata.name.is_none() {
-        return Err(format!("{}: the pod has no metadata.name", path.display()));
+        return Err(PluginCommandError::UnnamedPod {
+            path: path.to_owned(),
+        });
     }
     default_requests_from_limits(&mut pod);
     Ok(pod)

@@ -1,22 +1,31 @@
 //! `orca plugin …`: what a plugin author runs before shipping a plugin. Every command uses the
 //! same engine, limits, catalogue and pipeline as the node, so what passes here loads there.
+// A command fails once and `main` prints why: inside the commands the error's size costs
+// nothing; `run` hands it out boxed.
+#![allow(clippy::result_large_err)]
 
 mod bench;
 mod check;
 mod check_reference;
+mod error;
 mod eval;
 mod inputs;
 mod push;
 
 use std::path::Path;
 
+pub use self::error::PluginCommandError;
 use crate::process::cli::PluginCommand;
 
 /// Runs a plugin command; the error is printed by `main`.
 ///
 /// # Errors
-/// A message saying what failed.
-pub fn run(command: PluginCommand) -> Result<(), String> {
+/// What failed, naming the argument, file or reference.
+pub fn run(command: PluginCommand) -> Result<(), Box<PluginCommandError>> {
+    dispatch(command).map_err(Box::new)
+}
+
+fn dispatch(command: PluginCommand) -> Result<(), PluginCommandError> {
     match command {
         PluginCommand::Check {
             file,

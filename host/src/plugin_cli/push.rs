@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
 
+use super::PluginCommandError;
 use crate::policy::oci::{
     PASSWORD_VARIABLE, PluginReference, PullLimits, Puller, SigningKey, TrustPolicy, cosign_client,
     push,
@@ -16,13 +17,14 @@ pub fn run(
     docker_config: Option<PathBuf>,
     ca_file: Option<&Path>,
     sign_key: Option<&Path>,
-) -> Result<(), String> {
-    let target = PluginReference::parse(reference)
-        .map_err(|error| format!("{reference} is not a plugin reference: {error}"))?;
+) -> Result<(), PluginCommandError> {
+    let target =
+        PluginReference::parse(reference).map_err(|source| PluginCommandError::NotAReference {
+            text: reference.to_owned(),
+            source,
+        })?;
     if target.is_pinned() {
-        return Err(format!(
-            "{reference} names a digest; push to a tag (the digest is printed after the push)"
-        ));
+        return Err(PluginCommandError::PushToDigest(reference.to_owned()));
     }
     // The key opens before anything is pushed: a wrong password pushes nothing.
     let key = match sign_key {
@@ -32,7 +34,7 @@ pub fn run(
                     .unwrap_or_default()
                     .into_bytes(),
             );
-            Some(SigningKey::read(path, &password).map_err(|e| e.to_string())?)
+            Some(SigningKey::read(path, &password).map_err(PluginCommandError::SigningKey)?)
         }
         None => None,
     };
@@ -43,13 +45,17 @@ pub fn run(
         docker_config.or_else(default_docker_config),
         None,
         PullLimits::default(),
-    )
-    .map_err(|e| e.to_string())?;
-    let auth = puller.auth(&target.reference).map_err(|e| e.to_string())?;
+    )?;
+    let auth = puller
+        .auth(&target.reference)
+        .map_err(PluginCommandError::Credentials)?;
     let runtime = tokio::runtime::Handle::current();
     let digest = runtime
         .block_on(push(puller.client(), &target.reference, &auth, bytes))
-        .map_err(|error| format!("pushing to {reference}: {error}"))?;
+        .map_err(|source| PluginCommandError::Push {
+            reference: reference.to_owned(),
+            source,
+        })?;
     let pinned = format!(
         "oci://{}/{}@{digest}",
         target.reference.registry(),
@@ -60,11 +66,13 @@ pub fn run(
         plugin.name, plugin.version, plugin.sha256
     );
     if let Some(key) = key {
-        let mut client =
-            cosign_client(ca_file, &TrustPolicy::default()).map_err(|e| e.to_string())?;
+        let mut client = cosign_client(ca_file, &TrustPolicy::default())?;
         runtime
             .block_on(key.sign(&mut client, &target.reference, &auth, &digest))
-            .map_err(|error| format!("{pinned} is pushed but not signed: {error}"))?;
+            .map_err(|source| PluginCommandError::NotSigned {
+                pinned: pinned.clone(),
+                source,
+            })?;
         println!("signed {digest} with {}", key.signer());
     }
     println!("{pinned}");

@@ -42,9 +42,9 @@ pub(crate) async fn start(
         ClientCaSource::File(path) => {
             verifier
                 .set_ca(Some(&read_file(&path)?))
-                .map_err(|reason| TlsError::ClientCaFileInvalid {
+                .map_err(|source| TlsError::ClientCaFileInvalid {
                     path: path.clone(),
-                    reason,
+                    source,
                 })?;
             let paths = vec![path.clone()];
             tokio::spawn(file_watch::on_change(
@@ -78,9 +78,9 @@ fn reload_file(path: &Path, verifier: &SwappableClientVerifier) {
     let loaded = read_file(path).and_then(|bundle| {
         verifier
             .set_ca(Some(&bundle))
-            .map_err(|reason| TlsError::ClientCaFileInvalid {
+            .map_err(|source| TlsError::ClientCaFileInvalid {
                 path: path.to_owned(),
-                reason,
+                source,
             })
     });
     match loaded {
@@ -95,9 +95,9 @@ fn read_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'stati
         path: path.to_owned(),
         source,
     })?;
-    pem::certificates(&bundle).map_err(|reason| TlsError::ClientCaFileInvalid {
+    pem::certificates(&bundle).map_err(|source| TlsError::ClientCaFileInvalid {
         path: path.to_owned(),
-        reason,
+        source,
     })
 }
 

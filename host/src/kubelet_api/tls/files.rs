@@ -25,13 +25,13 @@ pub(crate) fn load(cert_path: &Path, key_path: &Path) -> Result<CertifiedKey, Tl
         path: key_path.to_owned(),
         source,
     })?;
-    let chain = pem::certificates(&cert_pem).map_err(|reason| TlsError::CertFileInvalid {
+    let chain = pem::certificates(&cert_pem).map_err(|source| TlsError::CertFileInvalid {
         path: cert_path.to_owned(),
-        reason,
+        source,
     })?;
-    let key = pem::private_key(&key_pem).map_err(|reason| TlsError::KeyFileInvalid {
+    let key = pem::private_key(&key_pem).map_err(|source| TlsError::KeyFileInvalid {
         path: key_path.to_owned(),
-        reason,
+        source,
     })?;
     pem::certified_key(chain, key).map_err(|source| TlsError::KeyMismatch {
         cert_path: cert_path.to_owned(),

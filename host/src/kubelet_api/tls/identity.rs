@@ -5,6 +5,8 @@ use std::net::IpAddr;
 use rcgen::SanType;
 use x509_parser::time::ASN1Time;
 
+use super::error::KeyMaterialError;
+
 /// Who the serving certificate is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServingIdentity {
@@ -49,11 +51,11 @@ pub(crate) fn set_validity(
     params: &mut rcgen::CertificateParams,
     not_before: i64,
     not_after: i64,
-) -> Result<(), String> {
+) -> Result<(), KeyMaterialError> {
     let convert = |seconds: i64| {
         ASN1Time::from_timestamp(seconds)
             .map(|time| time.to_datetime())
-            .map_err(|error| format!("time {seconds} out of range: {error}"))
+            .map_err(|source| KeyMaterialError::TimeOutOfRange { seconds, source })
     };
     params.not_before = convert(not_before)?;
     params.not_after = convert(not_after)?;

@@ -7,29 +7,30 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::error::KeyMaterialError;
+
 /// The crypto provider orca's TLS uses; the same backend `crate::support::tls` installs process-wide,
 /// passed explicitly so nothing here depends on the global having been set first.
 pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
-/// Every `CERTIFICATE` block, in order (leaf first for a chain). Errors say what was wrong in
-/// words fit for a log line or a startup message.
-pub(super) fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+/// Every `CERTIFICATE` block, in order (leaf first for a chain).
+pub(super) fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, KeyMaterialError> {
     let chain = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| format!("malformed PEM: {error}"))?;
+        .map_err(KeyMaterialError::MalformedPem)?;
     if chain.is_empty() {
-        return Err("no CERTIFICATE block found".to_owned());
+        return Err(KeyMaterialError::NoCertificate);
     }
     Ok(chain)
 }
 
 /// The first private key block: PKCS#8, SEC1 (`EC PRIVATE KEY`) or PKCS#1 (`RSA PRIVATE KEY`).
-pub(super) fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
+pub(super) fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, KeyMaterialError> {
     PrivateKeyDer::from_pem_slice(pem).map_err(|error| match error {
-        rustls::pki_types::pem::Error::NoItemsFound => "no PRIVATE KEY block found".to_owned(),
-        other => format!("malformed PEM: {other}"),
+        rustls::pki_types::pem::Error::NoItemsFound => KeyMaterialError::NoPrivateKey,
+        other => KeyMaterialError::MalformedPem(other),
     })
 }
 

@@ -10,6 +10,7 @@ use rcgen::{
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::error::KeyMaterialError;
 use super::identity::{ServingIdentity, set_validity};
 use super::pem;
 
@@ -19,21 +20,27 @@ const LIFETIME_SECONDS: i64 = 365 * 24 * 60 * 60;
 const BACKDATE_SECONDS: i64 = 60;
 
 /// An ECDSA P-256 leaf with CN = node name and SANs = the identity's addresses and names.
-pub(crate) fn generate(identity: &ServingIdentity) -> Result<CertifiedKey, String> {
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| e.to_string())?;
+pub(crate) fn generate(identity: &ServingIdentity) -> Result<CertifiedKey, KeyMaterialError> {
+    let key =
+        KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(KeyMaterialError::Generation)?;
     let mut params = CertificateParams::default();
     params.distinguished_name = rcgen::DistinguishedName::new();
     params
         .distinguished_name
         .push(DnType::CommonName, identity.node_name.as_str());
-    params.subject_alt_names = identity.subject_alt_names().map_err(|e| e.to_string())?;
+    params.subject_alt_names = identity
+        .subject_alt_names()
+        .map_err(KeyMaterialError::Generation)?;
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let now = jiff::Timestamp::now().as_second();
     set_validity(&mut params, now - BACKDATE_SECONDS, now + LIFETIME_SECONDS)?;
-    let certificate = params.self_signed(&key).map_err(|e| e.to_string())?;
+    let certificate = params
+        .self_signed(&key)
+        .map_err(KeyMaterialError::Generation)?;
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    pem::certified_key(vec![certificate.der().clone()], key_der).map_err(|e| e.to_string())
+    pem::certified_key(vec![certificate.der().clone()], key_der)
+        .map_err(KeyMaterialError::KeyMismatch)
 }
 
 #[cfg(test)]

@@ -71,8 +71,7 @@ pub(crate) async fn start(
                 pending_csr = Some(issued);
             }
             TlsSource::SelfSigned => {
-                let key = self_signed::generate(identity)
-                    .map_err(|reason| TlsError::SelfSignedFailed { reason })?;
+                let key = self_signed::generate(identity).map_err(TlsError::SelfSignedFailed)?;
                 resolver.install(TlsSource::SelfSigned, Arc::new(key));
                 break;
             }

@@ -4,6 +4,8 @@ use jiff::Timestamp;
 use rustls::pki_types::CertificateDer;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::error::KeyMaterialError;
+
 /// notBefore..notAfter of a certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Validity {
@@ -13,13 +15,12 @@ pub(crate) struct Validity {
 
 impl Validity {
     /// Reads the validity of a DER certificate.
-    pub(crate) fn of(certificate: &CertificateDer<'_>) -> Result<Self, String> {
-        let (_, parsed) = X509Certificate::from_der(certificate.as_ref())
-            .map_err(|error| format!("not an X.509 certificate: {error}"))?;
+    pub(crate) fn of(certificate: &CertificateDer<'_>) -> Result<Self, KeyMaterialError> {
+        let (_, parsed) =
+            X509Certificate::from_der(certificate.as_ref()).map_err(KeyMaterialError::NotX509)?;
         let validity = parsed.validity();
         let timestamp = |seconds: i64| {
-            Timestamp::from_second(seconds)
-                .map_err(|error| format!("validity out of range: {error}"))
+            Timestamp::from_second(seconds).map_err(KeyMaterialError::ValidityOutOfRange)
         };
         Ok(Validity {
             not_before: timestamp(validity.not_before.timestamp())?,
@@ -68,6 +69,10 @@ mod tests {
     #[test]
     fn garbage_is_not_a_certificate() {
         let error = Validity::of(&CertificateDer::from(vec![1, 2, 3])).unwrap_err();
-        assert!(error.contains("not an X.509 certificate"), "{error}");
+        assert!(matches!(error, KeyMaterialError::NotX509(_)), "{error:?}");
+        assert!(
+            error.to_string().starts_with("not an X.509 certificate"),
+            "{error}"
+        );
     }
 }

@@ -12,6 +12,7 @@ use rustls::{
     CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme,
 };
 
+use super::error::KeyMaterialError;
 use super::pem;
 
 /// Offers client authentication without requiring it: the apiserver presents a client
@@ -41,7 +42,10 @@ impl SwappableClientVerifier {
     }
 
     /// Trusts the CA certificates in `bundle` from the next handshake on; `None` trusts none.
-    pub(crate) fn set_ca(&self, bundle: Option<&[CertificateDer<'static>]>) -> Result<(), String> {
+    pub(crate) fn set_ca(
+        &self,
+        bundle: Option<&[CertificateDer<'static>]>,
+    ) -> Result<(), KeyMaterialError> {
         let verifier = match bundle {
             None => None,
             Some(bundle) => Some(build(bundle)?),
@@ -62,16 +66,18 @@ impl SwappableClientVerifier {
 }
 
 /// A WebPKI verifier over `bundle` that lets clients without a certificate through.
-fn build(bundle: &[CertificateDer<'static>]) -> Result<Arc<dyn ClientCertVerifier>, String> {
+fn build(
+    bundle: &[CertificateDer<'static>],
+) -> Result<Arc<dyn ClientCertVerifier>, KeyMaterialError> {
     let mut roots = RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(bundle.iter().cloned());
     if added == 0 {
-        return Err("no usable CA certificate in the bundle".to_owned());
+        return Err(KeyMaterialError::NoUsableCa);
     }
     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), pem::provider())
         .allow_unauthenticated()
         .build()
-        .map_err(|error| error.to_string())
+        .map_err(KeyMaterialError::Verifier)
 }
 
 impl ClientCertVerifier for SwappableClientVerifier {

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rustls::sign::CertifiedKey;
 
+use crate::kubelet_api::tls::error::KeyMaterialError;
 use crate::kubelet_api::tls::pem;
 use crate::kubelet_api::tls::validity::Validity;
 
@@ -18,11 +19,11 @@ pub(crate) struct Issued {
 
 impl Issued {
     /// Pairs a PEM chain with its PEM key, checking they belong together.
-    pub(crate) fn from_pem(chain_pem: &[u8], key_pem: &str) -> Result<Issued, String> {
+    pub(crate) fn from_pem(chain_pem: &[u8], key_pem: &str) -> Result<Issued, KeyMaterialError> {
         let chain = pem::certificates(chain_pem)?;
         let validity = Validity::of(&chain[0])?;
         let key = pem::private_key(key_pem.as_bytes())?;
-        let key = pem::certified_key(chain, key).map_err(|error| error.to_string())?;
+        let key = pem::certified_key(chain, key).map_err(KeyMaterialError::KeyMismatch)?;
         Ok(Issued {
             key: Arc::new(key),
             validity,

@@ -22,6 +22,7 @@ use self::api::{CsrApi, CsrApiError, CsrOutcome};
 use self::issued::Issued;
 use self::store::CertStore;
 use super::ServingIdentity;
+use super::error::KeyMaterialError;
 use super::resolver::ServingCertResolver;
 use super::validity::Validity;
 use crate::config::TlsSource;
@@ -65,8 +66,12 @@ pub(crate) enum CsrError {
         reason: String,
         message: String,
     },
-    #[error("CertificateSigningRequest {name} was issued an unusable certificate: {reason}")]
-    UnusableCertificate { name: String, reason: String },
+    #[error("CertificateSigningRequest {name} was issued an unusable certificate: {source}")]
+    UnusableCertificate {
+        name: String,
+        #[source]
+        source: KeyMaterialError,
+    },
 }
 
 /// Everything the CSR flow needs.
@@ -172,7 +177,7 @@ impl CsrSource {
         tracing::info!(csr = %name, signer = request::SIGNER, "requested a kubelet API serving certificate; waiting for approval");
         match self.api.wait(&name).await? {
             CsrOutcome::Issued(chain) => Issued::from_pem(&chain, &request.key_pem)
-                .map_err(|reason| CsrError::UnusableCertificate { name, reason }),
+                .map_err(|source| CsrError::UnusableCertificate { name, source }),
             CsrOutcome::Denied { reason, message } => Err(CsrError::Denied {
                 name,
                 reason,
