@@ -4,6 +4,7 @@
 //! small executor instead.
 
 use super::source_text::production_files;
+use super::source_text::tokens::{Lines, closing_brace, tokens};
 
 /// The longest a function may be, its signature and closing brace included.
 const MAX_LINES: usize = 80;
@@ -22,61 +23,42 @@ struct Function {
 /// brace that closes its body. A nested function or a closure counts in the function around
 /// it too; a declaration without a body (a trait's) is no function here.
 fn functions(code: &str) -> Vec<Function> {
-    let bytes = code.as_bytes();
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let tokens = tokens(code);
+    let lines = Lines::of(code);
     let mut found = Vec::new();
-    let mut at = 0;
-    while let Some(offset) = code[at..].find("fn") {
-        let start = at + offset;
-        at = start + 2;
-        let before_ok = start == 0 || !is_word(bytes[start - 1]);
-        let after_ok = bytes
-            .get(start + 2)
-            .is_some_and(|b| b.is_ascii_whitespace());
-        if !(before_ok && after_ok) {
+    for (at, token) in tokens.iter().enumerate() {
+        if token.text != "fn" {
             continue;
         }
-        let rest = code[start + 2..].trim_start();
-        let name: String = rest.chars().take_while(|c| is_word(*c as u8)).collect();
-        if name.is_empty() {
-            // `fn(u32) -> u32`: a pointer type.
-            continue;
-        }
-        // The body: the first `{` outside parentheses and brackets (a `[u8; 4]` parameter
-        // holds a `;`), unless a `;` ends the declaration first.
-        let (mut depth, mut open) = (0i32, None);
-        for (index, byte) in bytes.iter().enumerate().skip(start) {
-            match byte {
-                b'(' | b'[' => depth += 1,
-                b')' | b']' => depth -= 1,
-                b';' if depth == 0 => break,
-                b'{' if depth == 0 => {
-                    open = Some(index);
-                    break;
-                }
-                _ => {}
-            }
-        }
-        let Some(open) = open else {
+        // `fn(u32) -> u32`, a pointer type, names nothing.
+        let Some(name) = tokens.get(at + 1).filter(|name| name.is_word()) else {
             continue;
         };
-        let mut braces = 0;
-        let Some(close) = bytes[open..].iter().position(|byte| {
-            match byte {
-                b'{' => braces += 1,
-                b'}' => braces -= 1,
+        // The body: the first `{` outside parentheses and brackets (a `[u8; 4]` parameter
+        // holds a `;`), unless a `;` ends the declaration first.
+        let mut depth = 0;
+        let Some(end) = tokens[at..].iter().position(|token| {
+            match token.text.as_str() {
+                "(" | "[" => depth += 1,
+                ")" | "]" => depth -= 1,
                 _ => {}
             }
-            braces == 0
+            depth == 0 && matches!(token.text.as_str(), "{" | ";")
         }) else {
             continue;
         };
-        let first = line_of(start);
+        let open = at + end;
+        if tokens[open].text == ";" {
+            continue;
+        }
+        let Some(close) = closing_brace(&tokens, open) else {
+            continue;
+        };
+        let first = lines.line_of(token.at);
         found.push(Function {
-            name,
+            name: name.text.clone(),
             line: first,
-            lines: line_of(open + close) - first + 1,
+            lines: lines.line_of(close.at) - first + 1,
         });
     }
     found

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use super::tokens::{Token, modules, tokens};
+use super::tokens::{Lines, Token, modules, tokens};
 
 /// One reference from a file to a module or item of its crate.
 #[derive(Debug, PartialEq)]
@@ -318,22 +318,5 @@ impl UseParser<'_> {
                 _ => return None,
             }
         }
-    }
-}
-
-/// Line numbers of byte offsets.
-struct Lines {
-    starts: Vec<usize>,
-}
-
-impl Lines {
-    fn of(code: &str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(code.match_indices('\n').map(|(at, _)| at + 1));
-        Lines { starts }
-    }
-
-    fn line_of(&self, at: usize) -> usize {
-        self.starts.partition_point(|start| *start <= at)
     }
 }

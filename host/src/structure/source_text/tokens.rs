@@ -110,7 +110,7 @@ pub(crate) fn modules(code: &str) -> Vec<DeclaredModule> {
 }
 
 /// The `}` that closes the `{` at token `open`.
-fn closing_brace(tokens: &[Token], open: usize) -> Option<&Token> {
+pub(crate) fn closing_brace(tokens: &[Token], open: usize) -> Option<&Token> {
     let mut depth = 0;
     for token in &tokens[open..] {
         match token.text.as_str() {
@@ -125,4 +125,21 @@ fn closing_brace(tokens: &[Token], open: usize) -> Option<&Token> {
         }
     }
     None
+}
+
+/// Line numbers of byte offsets.
+pub(crate) struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    pub(crate) fn of(code: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(code.match_indices('\n').map(|(at, _)| at + 1));
+        Lines { starts }
+    }
+
+    pub(crate) fn line_of(&self, at: usize) -> usize {
+        self.starts.partition_point(|start| *start <= at)
+    }
 }
