@@ -97,6 +97,40 @@ impl Audited {
         Ok(())
     }
 
+    /// Waits until no message is left on the queue, visible or in flight: every warning sent
+    /// has been received and deleted. Until then a replica may still be acting on one.
+    async fn drained(&self, replicas: &Replicas) -> Result<()> {
+        let counts = [
+            QueueAttributeName::ApproximateNumberOfMessages,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        ];
+        poll_until(
+            "every warning deleted from the queue",
+            Duration::from_secs(60),
+            TICK,
+            || async {
+                let attributes = self
+                    .sqs
+                    .get_queue_attributes()
+                    .queue_url(&self.queue_url)
+                    .set_attribute_names(Some(counts.to_vec()))
+                    .send()
+                    .await?;
+                let mut left = 0;
+                for name in &counts {
+                    left += attributes
+                        .attributes()
+                        .and_then(|all| all.get(name))
+                        .with_context(|| format!("the queue's {name}"))?
+                        .parse::<u64>()?;
+                }
+                Ok((left == 0).then_some(()))
+            },
+        )
+        .await
+        .map_err(|error| replicas.with_logs(&error))
+    }
+
     /// The message deletions replica `replica` (0: a, 1: b) sent since `since`, and its
     /// terminations of `instances` (the test's: the process-wide sweep for instances of
     /// undeclared nodes may end other tests' strays, rightly).
@@ -245,7 +279,10 @@ async fn a_replica_stopped_past_its_lease_terminates_nothing_and_deletes_no_mess
             .with_context(|| format!("round {round}"))?;
         let names: Vec<String> = pods.keys().cloned().collect();
         wait_warned(&replicas, &names).await?;
-        // The warnings are acted on by the holder: marked, then deleted from the queue.
+        // The warnings are acted on by the holder: marked, then deleted from the queue. The
+        // next round stops the holder only once it has deleted them all: a deletion it sends
+        // just before its stop is its right as holder, not an act of a stopped replica.
+        audited.drained(&replicas).await?;
         let deleted_by_holder = audited.aws[1 - which]
             .calls_since(stopped_at, &["DeleteMessageBatch", "DeleteMessage"])
             .len();
