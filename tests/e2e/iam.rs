@@ -176,7 +176,8 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
                 &fleet_base,
                 moto.endpoint(),
                 &format!(
-                    "catalogueRefresh: 1h\ninterruptionQueue:\n  url: {queue_url}\n  endpointUrl: {}\n",
+                    "catalogueRefresh: 1h\ninterruptionQueue:\n  url: {queue_url}\n  endpointUrl: {0}\n\
+                     logs:\n  group: /orca/{fleet_base}/pods\n  endpointUrl: {0}\n",
                     moto.endpoint()
                 ),
             )
@@ -268,7 +269,9 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
     )
     .await?;
 
-    // `kubectl logs`: GetConsoleOutput (moto's console is a fixed boot log).
+    // `kubectl logs`: GetLogEvents (the container's stream does not exist: nothing wrote it),
+    // then GetConsoleOutput (moto's console is a fixed boot log). The log group was made at
+    // startup: CreateLogGroup, PutRetentionPolicy.
     let logs = kubectl_ok(&["logs", "-n", &namespace.name, "fleet"])?;
     ensure!(logs.starts_with("Linux version"), "{logs}");
 

@@ -75,6 +75,12 @@ impl TestCluster {
         aws_sdk_ec2::Client::new(&self.aws_config().await)
     }
 
+    /// A CloudWatch Logs client for moto's (the same endpoint as its EC2): what an instance's
+    /// log driver writes, a test writes with it.
+    pub async fn logs_client(&self) -> aws_sdk_cloudwatchlogs::Client {
+        aws_sdk_cloudwatchlogs::Client::new(&self.aws_config().await)
+    }
+
     /// An SQS client for moto's SQS server (the same endpoint as its EC2).
     pub async fn sqs_client(&self) -> aws_sdk_sqs::Client {
         aws_sdk_sqs::Client::new(&self.aws_config().await)

@@ -22,6 +22,8 @@
 //!   `sqs:ChangeMessageVisibility` (SQS developer guide, "Amazon SQS API permissions: Actions
 //!   and resource reference"): the projection adds those two names to the statement that
 //!   allows the single calls.
+//! - **CloudWatch Logs is authorized against resource `*`**, as EC2 is (`logs/responses.py` has
+//!   no `_determine_resource`): the log group statements are checked for their actions only.
 //! - `sts:GetCallerIdentity` is always allowed, as on AWS.
 //! - `iam:PassRole` is never checked: moto does not authorize the instance profile a
 //!   `RunInstances` or a launch template passes. The projection keeps the statement (on `*`),
@@ -29,7 +31,7 @@
 //! - Resource-based policies (the queue's, `deploy/iam/interruption-queue.json`) and trust
 //!   policies of service principals are not evaluated.
 //!
-//! So [`moto_projection`] makes of a policy what moto can check: each EC2 or IAM statement
+//! So [`moto_projection`] makes of a policy what moto can check: each EC2, IAM or Logs statement
 //! becomes its actions on `Resource: "*"` with no condition (the actions are checked, the
 //! scoping rests on AWS's documentation); each SQS statement is kept whole (actions and queue
 //! ARN are checked). A statement for any other service, a `Deny`, `NotAction`, `NotResource`,
@@ -135,10 +137,11 @@ pub fn moto_projection(policy: &Value) -> Result<Value> {
         let actions = strings(&statement["Action"]).with_context(|| format!("{sid}: Action"))?;
         let (sqs, scoped_by_docs): (Vec<String>, Vec<String>) =
             actions.into_iter().partition(|a| a.starts_with("sqs:"));
-        if let Some(other) = scoped_by_docs
-            .iter()
-            .find(|a| !a.starts_with("ec2:") && !a.starts_with("iam:"))
-        {
+        if let Some(other) = scoped_by_docs.iter().find(|a| {
+            !["ec2:", "iam:", "logs:"]
+                .iter()
+                .any(|service| a.starts_with(service))
+        }) {
             bail!("{sid}: {other}: moto's authorization of this service is not documented here");
         }
         if !scoped_by_docs.is_empty() {

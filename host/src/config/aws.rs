@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, Seconds};
+use super::{ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, Seconds};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -38,6 +38,9 @@ pub struct AwsConfig {
     /// The SQS queue EventBridge fills with EC2's interruption notices for this cluster;
     /// absent: orca learns of interruptions only from the instances' state.
     pub interruption_queue: Option<InterruptionQueueConfig>,
+    /// Where containers' output goes (CloudWatch Logs); absent: `kubectl logs` reads the
+    /// instance's console output, its last 64 KiB.
+    pub logs: Option<LogsConfig>,
 }
 
 impl Default for AwsConfig {
@@ -56,6 +59,7 @@ impl Default for AwsConfig {
             rate_limit: RateLimitConfig::default(),
             catalogue_refresh: Seconds::from_secs(3600),
             interruption_queue: None,
+            logs: None,
         }
     }
 }
@@ -146,15 +150,10 @@ impl AwsConfig {
                 ));
             }
         }
-        if let Some(url) = &self.endpoint_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(ConfigError::invalid(
-                "provider.aws.endpointUrl",
-                url,
-                "an http:// or https:// URL",
-            ));
-        }
+        super::endpoint::check_endpoint_url(
+            "provider.aws.endpointUrl",
+            self.endpoint_url.as_deref(),
+        )?;
         let volume = &self.root_volume;
         if !VOLUME_TYPES.contains(&volume.volume_type.as_str()) {
             return Err(ConfigError::invalid(
@@ -188,6 +187,9 @@ impl AwsConfig {
         }
         if let Some(queue) = &self.interruption_queue {
             queue.validate()?;
+        }
+        if let Some(logs) = &self.logs {
+            logs.validate()?;
         }
         Ok(())
     }

@@ -29,16 +29,10 @@ impl InterruptionQueueConfig {
                  https://sqs.us-east-1.amazonaws.com/123456789012/orca-interruptions",
             ));
         }
-        if let Some(url) = &self.endpoint_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(ConfigError::invalid(
-                format!("{FIELD}.endpointUrl"),
-                url,
-                "an http:// or https:// URL",
-            ));
-        }
-        Ok(())
+        super::endpoint::check_endpoint_url(
+            &format!("{FIELD}.endpointUrl"),
+            self.endpoint_url.as_deref(),
+        )
     }
 }
 

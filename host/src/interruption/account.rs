@@ -10,10 +10,8 @@
 
 use std::time::Duration;
 
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-
 use crate::support::BoxError;
+use crate::support::aws_config::{ClientSettings, load_for};
 
 /// Attempts, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 5;
@@ -39,17 +37,13 @@ pub enum AccountError {
 /// # Errors
 /// [`AccountError`] when STS does not answer after the SDK's retries, or answers no account.
 pub async fn caller_account(region: &str) -> Result<String, AccountError> {
-    let shared = crate::support::aws_config::load(region).await;
-    let config = aws_sdk_sts::config::Builder::from(&shared)
-        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(CALL_TIMEOUT)
-                .build(),
-        )
-        .build();
-    let answer = aws_sdk_sts::Client::from_conf(config)
+    let settings = ClientSettings {
+        max_attempts: MAX_ATTEMPTS,
+        attempt_timeout: ATTEMPT_TIMEOUT,
+        call_timeout: CALL_TIMEOUT,
+        endpoint_url: None,
+    };
+    let answer = aws_sdk_sts::Client::new(&load_for(region, &settings).await)
         .get_caller_identity()
         .send()
         .await

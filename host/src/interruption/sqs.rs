@@ -1,11 +1,10 @@
 //! [`NoticeQueue`] over aws-sdk-sqs, with the credentials and region of the EC2 client
-//! ([`crate::support::aws_config::load`]), the SDK's standard retries, and timeouts that let a long
+//! ([`crate::support::aws_config::load_for`]), the SDK's standard retries, and timeouts that let a long
 //! poll run its full wait.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
@@ -14,6 +13,7 @@ use aws_sdk_sqs::types::{
 
 use super::queue::{NoticeQueue, QueueError, Received, RefusedEntry};
 use crate::support::BoxError;
+use crate::support::aws_config::{ClientSettings, load_for};
 
 /// Attempts per call, the first included; the SDK backs off between them.
 const MAX_ATTEMPTS: u32 = 4;
@@ -35,14 +35,13 @@ impl SqsQueue {
     /// A client for the queue at `queue_url` in `region`, optionally at another endpoint
     /// (LocalStack, a VPC endpoint). Credentials are resolved on the first call.
     pub async fn connect(queue_url: &str, region: &str, endpoint_url: Option<&str>) -> SqsQueue {
-        let shared = crate::support::aws_config::load(region).await;
-        let mut config = aws_sdk_sqs::config::Builder::from(&shared)
-            .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-            .timeout_config(timeouts(ATTEMPT_TIMEOUT, CALL_TIMEOUT));
-        if let Some(url) = endpoint_url {
-            config = config.endpoint_url(url);
-        }
-        SqsQueue::with_client(Client::from_conf(config.build()), queue_url)
+        let settings = ClientSettings {
+            max_attempts: MAX_ATTEMPTS,
+            attempt_timeout: ATTEMPT_TIMEOUT,
+            call_timeout: CALL_TIMEOUT,
+            endpoint_url: endpoint_url.map(str::to_owned),
+        };
+        SqsQueue::with_client(Client::new(&load_for(region, &settings).await), queue_url)
     }
 
     /// The queue at `queue_url` through a client configured elsewhere.

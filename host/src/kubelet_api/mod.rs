@@ -93,6 +93,7 @@ pub async fn start(
         served: deps.served,
         first_node: first.name,
         follow_poll_interval: deps.config.follow_poll_interval.get(),
+        log_polls: Arc::new(logs::LogPolls::new(deps.config.follow_poll_interval.get())),
     });
     let listening = server::Listening {
         listener,

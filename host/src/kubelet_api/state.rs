@@ -17,6 +17,8 @@ pub struct ApiState {
     /// on, and every request while no node is served here: the first declared.
     pub first_node: String,
     pub follow_poll_interval: Duration,
+    /// The reads of `kubectl logs -f` followers, shared per pod, container and cursor.
+    pub log_polls: Arc<super::logs::LogPolls>,
 }
 
 impl ApiState {

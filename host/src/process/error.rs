@@ -19,6 +19,8 @@ pub enum StartError {
     ClusterIdFailed(#[source] crate::provider::ownership::ClusterIdError),
     #[error("reading the account whose interruption notices count")]
     AccountFailed(#[source] crate::interruption::AccountError),
+    #[error("making the log group ready")]
+    LogGroupFailed(#[source] crate::provider::aws::logs::group::GroupError),
     #[error("watching the plugins directory {dir}")]
     PluginWatchFailed {
         dir: String,

@@ -19,6 +19,8 @@ use crate::policy::setup::build_registry;
 use crate::policy::{Pipeline, Planner};
 use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
+use crate::provider::aws::logs::LogsApi;
+use crate::provider::aws::logs::sdk::SdkLogs;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
@@ -102,7 +104,8 @@ impl Parts {
             "instance-type catalogue loaded"
         );
         let pipeline = Arc::new(pipeline(&config, &registry, guardrails, &metrics));
-        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id);
+        let logs = shipped_logs(&config).await?;
+        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, logs.as_ref());
         let interruptions = interruptions(&config).await?;
         Ok(Parts {
             spend,
@@ -176,6 +179,7 @@ fn node_runtimes(
     pipeline: &Arc<Pipeline>,
     ec2: Option<&Arc<dyn Ec2Api>>,
     cluster_id: &str,
+    logs: Option<&Arc<dyn LogsApi>>,
 ) -> Vec<Arc<NodeRuntime>> {
     let declared = config.declared_nodes();
     let several = declared.len() > 1;
@@ -184,7 +188,7 @@ fn node_runtimes(
         .map(|declared| {
             let new_provider = match ec2 {
                 None => simulated_factory(simulated_settings(config, &declared, several)),
-                Some(api) => aws_factory(config, &declared, api.clone(), cluster_id),
+                Some(api) => aws_factory(config, &declared, api.clone(), cluster_id, logs.cloned()),
             };
             let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
                 &declared.node.name,
@@ -216,6 +220,7 @@ fn aws_factory(
     declared: &DeclaredNode,
     api: Arc<dyn Ec2Api>,
     cluster_id: &str,
+    logs: Option<Arc<dyn LogsApi>>,
 ) -> ProviderFactory {
     let mut aws = config.provider.aws.clone();
     aws.subnet_ids.clone_from(&declared.subnet_ids);
@@ -226,11 +231,28 @@ fn aws_factory(
     };
     let grace = config.pods.launch_visibility_grace.get();
     Box::new(move || {
-        Ok(Arc::new(
-            AwsProvider::new(api.clone(), identity.clone(), aws.clone())
-                .with_visibility_grace(grace),
-        ) as Arc<dyn Provider>)
+        let mut provider = AwsProvider::new(api.clone(), identity.clone(), aws.clone())
+            .with_visibility_grace(grace);
+        if let (Some(api), Some(shipped)) = (&logs, &aws.logs) {
+            provider = provider.with_logs(api.clone(), &shipped.group);
+        }
+        Ok(Arc::new(provider) as Arc<dyn Provider>)
     })
+}
+
+/// CloudWatch Logs, when the aws provider ships containers' output there
+/// (`provider.aws.logs`): its group made ready before any pod launches.
+async fn shipped_logs(config: &Config) -> Result<Option<Arc<dyn LogsApi>>, StartError> {
+    let (ProviderKind::Aws, Some(logs)) = (config.provider.kind, &config.provider.aws.logs) else {
+        return Ok(None);
+    };
+    let api: Arc<dyn LogsApi> =
+        Arc::new(SdkLogs::connect(&config.provider.region, logs.endpoint_url.as_deref()).await);
+    let ready = crate::provider::aws::logs::group::ensure(api.as_ref(), logs)
+        .await
+        .map_err(StartError::LogGroupFailed)?;
+    tracing::info!(group = %logs.group, ?ready, "containers' output goes to CloudWatch Logs");
+    Ok(Some(api))
 }
 
 /// The interruption queue, when the aws provider runs with one configured, and the account

@@ -1,71 +1,124 @@
-//! Options for reading a pod's logs, mirroring the kubelet's `containerLogs` query.
+//! A container's log as the provider hands it out: pages of timed lines, each with the cursor
+//! the next read starts from. `kubectl logs` reads the first page (or pages), `-f` keeps
+//! reading from the last cursor; what the query selects and how it is printed is the kubelet
+//! API's business ([`crate::kubelet_api`]), not the provider's.
 
-/// Which part of the log to return.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LogOptions {
-    /// The container's name; `None` is the pod's only (or first) container.
-    pub container: Option<String>,
-    /// Only the last N lines.
-    pub tail_lines: Option<u64>,
-    /// At most this many bytes, from the end of the selected lines.
-    pub limit_bytes: Option<u64>,
-    /// Prefix each line with its RFC 3339 timestamp where the provider knows it.
-    pub timestamps: bool,
-    /// Only lines from the last N seconds, where the provider knows line times.
-    pub since_seconds: Option<u64>,
+use jiff::Timestamp;
+
+/// One line of a container's output and when it was written; [`Timestamp::UNIX_EPOCH`] when
+/// the source does not say (such a line is never taken for a new one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub at: Timestamp,
+    pub text: String,
 }
 
-use jiff::{SignedDuration, Timestamp};
+impl LogLine {
+    pub fn new(at: Timestamp, text: impl Into<String>) -> LogLine {
+        LogLine {
+            at,
+            text: text.into(),
+        }
+    }
+}
 
-/// Renders timestamped lines as the kubelet would: `since_seconds` first, then `tail_lines`,
-/// then `limit_bytes` from the end (cut at a line boundary when possible), with optional
-/// RFC 3339 timestamps.
-pub fn render(lines: &[(Timestamp, String)], options: &LogOptions, now: Timestamp) -> String {
-    let since = options
-        .since_seconds
-        .map(|seconds| now - SignedDuration::from_secs(i64::try_from(seconds).unwrap_or(i64::MAX)));
-    let selected: Vec<&(Timestamp, String)> = lines
-        .iter()
-        .filter(|(at, _)| since.is_none_or(|since| *at >= since))
-        .collect();
-    let skip = match options.tail_lines {
-        Some(tail) => selected
-            .len()
-            .saturating_sub(usize::try_from(tail).unwrap_or(usize::MAX)),
-        None => 0,
-    };
-    let mut text = String::new();
-    for (at, line) in &selected[skip..] {
-        if options.timestamps {
-            text.push_str(&at.to_string());
-            text.push(' ');
-        }
-        text.push_str(line);
-        text.push('\n');
-    }
-    match options
-        .limit_bytes
-        .map(|limit| usize::try_from(limit).unwrap_or(usize::MAX))
-    {
-        Some(limit) if text.len() > limit => {
-            let mut start = text.len() - limit;
-            while !text.is_char_boundary(start) {
-                start += 1;
+/// Where a read starts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LogStart {
+    /// The first lines written at or after `since` (all of them without it), in pages.
+    Head { since: Option<Timestamp> },
+    /// The last `lines` lines written at or after `since`, in one page.
+    Tail {
+        lines: u64,
+        since: Option<Timestamp>,
+    },
+    /// What was written after the page that gave this cursor.
+    After(LogCursor),
+}
+
+/// A position in a container's log.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LogCursor {
+    /// In a source that can only be read whole (an instance's console output, the simulated
+    /// provider's log): how many lines were read.
+    Line(usize),
+    /// The source's own page token (CloudWatch Logs' forward token), and the `since` of the
+    /// read that gave it: every later read is made with it too, as a token may count only the
+    /// lines since then (moto's do).
+    Token {
+        token: String,
+        since: Option<Timestamp>,
+    },
+}
+
+/// One read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogPage {
+    pub lines: Vec<LogLine>,
+    /// Where the next read starts.
+    pub next: LogCursor,
+    /// The source holds more right now than this page: read `next` at once, not after a
+    /// poll interval.
+    pub more: bool,
+}
+
+impl LogPage {
+    /// The page `start` selects from a source read whole (`lines`, oldest first). A cursor of
+    /// another source, or past the end (the source's window slid), reads nothing new.
+    pub fn of_whole(lines: Vec<LogLine>, start: &LogStart) -> LogPage {
+        let read = lines.len();
+        let since_filter = |since: &Option<Timestamp>, lines: Vec<LogLine>| -> Vec<LogLine> {
+            match since {
+                Some(since) => lines.into_iter().filter(|line| line.at >= *since).collect(),
+                None => lines,
             }
-            text.split_off(start)
+        };
+        let lines = match start {
+            LogStart::Head { since } => since_filter(since, lines),
+            LogStart::Tail { lines: tail, since } => {
+                let mut selected = since_filter(since, lines);
+                let keep = usize::try_from(*tail).unwrap_or(usize::MAX);
+                selected.drain(..selected.len().saturating_sub(keep));
+                selected
+            }
+            LogStart::After(LogCursor::Line(seen)) => {
+                lines.into_iter().skip(*seen).collect::<Vec<_>>()
+            }
+            LogStart::After(LogCursor::Token { .. }) => Vec::new(),
+        };
+        let next = match start {
+            LogStart::After(LogCursor::Line(seen)) => LogCursor::Line(read.max(*seen)),
+            LogStart::After(cursor @ LogCursor::Token { .. }) => cursor.clone(),
+            _ => LogCursor::Line(read),
+        };
+        LogPage {
+            lines,
+            next,
+            more: false,
         }
-        _ => text,
     }
+}
+
+/// `2026-11-22T10:00:00Z text` lines (what a source that prints times writes) → timed lines.
+/// A line without a time is kept, at the epoch.
+pub fn timed_lines(text: &str) -> Vec<LogLine> {
+    text.lines().map(split_timestamp).collect()
+}
+
+fn split_timestamp(line: &str) -> LogLine {
+    line.split_once(' ')
+        .and_then(|(time, rest)| Some(LogLine::new(time.parse().ok()?, rest)))
+        .unwrap_or_else(|| LogLine::new(Timestamp::UNIX_EPOCH, line))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lines() -> Vec<(Timestamp, String)> {
+    fn lines() -> Vec<LogLine> {
         (0..5)
             .map(|i| {
-                (
+                LogLine::new(
                     Timestamp::from_second(100 + i).unwrap(),
                     format!("line {i}"),
                 )
@@ -73,52 +126,78 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn tail_keeps_the_last_lines() {
-        let options = LogOptions {
-            tail_lines: Some(2),
-            ..LogOptions::default()
-        };
-        assert_eq!(
-            render(&lines(), &options, Timestamp::from_second(200).unwrap()),
-            "line 3\nline 4\n"
-        );
+    fn texts(page: &LogPage) -> Vec<&str> {
+        page.lines.iter().map(|line| line.text.as_str()).collect()
     }
 
     #[test]
-    fn since_seconds_drops_older_lines() {
-        let options = LogOptions {
-            since_seconds: Some(2),
-            ..LogOptions::default()
+    fn a_whole_source_is_read_by_line_count() {
+        let at = |second| Some(Timestamp::from_second(second).unwrap());
+        for (start, expected, next) in [
+            (
+                LogStart::Head { since: None },
+                vec!["line 0", "line 1", "line 2", "line 3", "line 4"],
+                5,
+            ),
+            (
+                LogStart::Head { since: at(103) },
+                vec!["line 3", "line 4"],
+                5,
+            ),
+            (
+                LogStart::Tail {
+                    lines: 2,
+                    since: None,
+                },
+                vec!["line 3", "line 4"],
+                5,
+            ),
+            (
+                LogStart::Tail {
+                    lines: 0,
+                    since: None,
+                },
+                vec![],
+                5,
+            ),
+            (
+                LogStart::Tail {
+                    lines: 9,
+                    since: at(102),
+                },
+                vec!["line 2", "line 3", "line 4"],
+                5,
+            ),
+            (
+                LogStart::After(LogCursor::Line(3)),
+                vec!["line 3", "line 4"],
+                5,
+            ),
+            (LogStart::After(LogCursor::Line(5)), vec![], 5),
+            // The window slid: nothing is taken for new, and the cursor does not go back.
+            (LogStart::After(LogCursor::Line(7)), vec![], 7),
+        ] {
+            let page = LogPage::of_whole(lines(), &start);
+            assert_eq!(texts(&page), expected, "{start:?}");
+            assert_eq!(page.next, LogCursor::Line(next), "{start:?}");
+            assert!(!page.more);
+        }
+        let token = LogCursor::Token {
+            token: "f/1".to_owned(),
+            since: None,
         };
-        assert_eq!(
-            render(&lines(), &options, Timestamp::from_second(104).unwrap()),
-            "line 2\nline 3\nline 4\n"
-        );
+        let page = LogPage::of_whole(lines(), &LogStart::After(token.clone()));
+        assert_eq!((page.lines.len(), page.next), (0, token));
     }
 
     #[test]
-    fn limit_bytes_keeps_the_end() {
-        let options = LogOptions {
-            limit_bytes: Some(7),
-            ..LogOptions::default()
-        };
+    fn timestamps_are_split_off_and_untimed_lines_kept() {
         assert_eq!(
-            render(&lines(), &options, Timestamp::from_second(200).unwrap()),
-            "line 4\n"
-        );
-    }
-
-    #[test]
-    fn timestamps_prefix_each_line() {
-        let options = LogOptions {
-            tail_lines: Some(1),
-            timestamps: true,
-            ..LogOptions::default()
-        };
-        assert_eq!(
-            render(&lines(), &options, Timestamp::from_second(200).unwrap()),
-            "1970-01-01T00:01:44Z line 4\n"
+            timed_lines("2026-11-22T10:00:00Z hello world\nno time here\n"),
+            vec![
+                LogLine::new("2026-11-22T10:00:00Z".parse().unwrap(), "hello world"),
+                LogLine::new(Timestamp::UNIX_EPOCH, "no time here"),
+            ]
         );
     }
 }

@@ -19,7 +19,7 @@ pub use instance::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadE
 pub use launch::{
     LaunchFailed, LaunchProgress, LaunchRequest, Launched, Offering, PassedOver, offerings,
 };
-pub use logs::{LogOptions, render as render_logs};
+pub use logs::{LogCursor, LogLine, LogPage, LogStart, timed_lines};
 
 /// A backend that runs each pod as one instance.
 ///
@@ -57,8 +57,14 @@ pub trait Provider: Send + Sync + 'static {
     ) -> Result<Option<WorkloadExit>, ProviderError>;
     /// All instances this node owns, including recently terminated ones.
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError>;
-    /// The workload's output.
-    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError>;
+    /// A page of `container`'s output, from `start`. `InstanceNotFound`: the pod has no
+    /// instance (yet).
+    async fn log_page(
+        &self,
+        pod: &PodKey,
+        container: &str,
+        start: &LogStart,
+    ) -> Result<LogPage, ProviderError>;
     /// Whether the backend answers; drives the node's Ready condition.
     async fn ping(&self) -> Result<(), ProviderError>;
     /// Forgets what it keeps per pod (launch attempts) for pods not in `present` (UIDs): they

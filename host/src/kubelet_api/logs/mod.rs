@@ -5,18 +5,40 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
+
+#[cfg(test)]
+mod answers;
+mod polls;
+mod reader;
+mod render;
+
+pub use polls::LogPolls;
+use reader::{Follow, Reader, Source, can_still_write};
+use render::Budget;
 
 use super::state::{Admitted, ApiState};
 use crate::process::served_nodes::FoundPod;
-use crate::provider::render_logs as render;
-use crate::provider::{LogOptions, PodKey, Provider};
+use crate::provider::{LogStart, PodKey};
+
+/// Which part of the log a query selects, as the kubelet reads its query.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogOptions {
+    pub container: Option<String>,
+    /// Only the last N lines.
+    pub tail_lines: Option<u64>,
+    /// At most this many bytes: the first ones.
+    pub limit_bytes: Option<u64>,
+    /// Each line prefixed with its RFC 3339 time.
+    pub timestamps: bool,
+    /// Only lines of the last N seconds.
+    pub since_seconds: Option<u64>,
+}
 
 /// The query as sent; numbers stay text so a bad one gets the kubelet's kind of message
 /// rather than a generic deserialization error.
@@ -186,153 +208,51 @@ pub async fn container_logs(
             format!("pod {namespace}/{name} has no UID yet"),
         );
     };
-    let lines = match timed_lines(provider.as_ref(), &key, &container).await {
-        Ok(lines) => lines,
-        Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
+    let options = &request.options;
+    let since = options.since_seconds.map(|seconds| {
+        Timestamp::now() - SignedDuration::from_secs(i64::try_from(seconds).unwrap_or(i64::MAX))
+    });
+    let start = match options.tail_lines {
+        Some(lines) => LogStart::Tail { lines, since },
+        None => LogStart::Head { since },
     };
-    let first = render(&lines, &request.options, Timestamp::now());
-    if !request.follow {
-        return text(StatusCode::OK, Body::from(first));
-    }
-    let follower = Follower {
-        state: state.clone(),
+    let first = match provider.log_page(&key, &container, &start).await {
+        Ok(page) => page,
+        Err(error) if error.code == "InstanceNotFound" => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "container {container:?} in pod {name:?} is waiting to start: its instance is not launched yet"
+                ),
+            );
+        }
+        Err(error) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!("reading the logs of pod {key}: {error}"),
+            );
+        }
+    };
+    let source = Source {
         provider,
-        key,
-        namespace,
-        name,
+        pod: key,
         container,
-        timestamps: request.options.timestamps,
-        seen: lines.len(),
-        remaining: request
-            .options
-            .limit_bytes
-            .map(|limit| limit.saturating_sub(u64::try_from(first.len()).unwrap_or(u64::MAX))),
-        first: Some(first),
-        done: false,
+        timestamps: options.timestamps,
+        budget: Budget::new(options.limit_bytes),
     };
-    text(StatusCode::OK, Body::from_stream(follower.stream()))
-}
-
-/// Every line of the container's log with its time, read through the provider with
-/// timestamps so the lines can be told apart and filtered here.
-async fn timed_lines(
-    provider: &dyn Provider,
-    key: &PodKey,
-    container: &str,
-) -> Result<Vec<(Timestamp, String)>, String> {
-    let options = LogOptions {
-        container: Some(container.to_owned()),
-        timestamps: true,
-        ..LogOptions::default()
-    };
-    let text = provider.logs(key, &options).await.map_err(|error| {
-        if error.code == "InstanceNotFound" {
-            format!(
-                "container {container:?} in pod {:?} is waiting to start: its instance is not launched yet",
-                key.name
-            )
-        } else {
-            format!("reading the logs of pod {key}: {error}")
-        }
-    })?;
-    Ok(text.lines().map(split_timestamp).collect())
-}
-
-/// `2026-11-22T10:00:00Z text` → (time, text). A line whose time the provider did not know
-/// is kept, stamped with the epoch so it is never taken for a new one.
-fn split_timestamp(line: &str) -> (Timestamp, String) {
-    line.split_once(' ')
-        .and_then(|(time, rest)| Some((time.parse().ok()?, rest.to_owned())))
-        .unwrap_or_else(|| (Timestamp::UNIX_EPOCH, line.to_owned()))
-}
-
-/// `kubectl logs -f`: the first answer, then new lines every poll while the pod can still
-/// write, ending after the pod finishes (or leaves) or `limitBytes` is reached. A client that
-/// hangs up drops the stream, which ends the polling.
-struct Follower {
-    state: Arc<ApiState>,
-    /// The provider of the pod's node.
-    provider: Arc<dyn Provider>,
-    key: PodKey,
-    namespace: String,
-    name: String,
-    container: String,
-    timestamps: bool,
-    seen: usize,
-    remaining: Option<u64>,
-    first: Option<String>,
-    done: bool,
-}
-
-impl Follower {
-    fn stream(self) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
-        futures::stream::unfold(self, |mut follower| async move {
-            let chunk = follower.next_chunk().await?;
-            Some((Ok(Bytes::from(chunk)), follower))
-        })
-    }
-
-    async fn next_chunk(&mut self) -> Option<String> {
-        if let Some(first) = self.first.take() {
-            if self.remaining == Some(0) {
-                self.done = true;
-            }
-            return Some(first);
-        }
-        loop {
-            if self.done {
-                return None;
-            }
-            tokio::time::sleep(self.state.follow_poll_interval).await;
-            // Read the pod before the lines: if it finished, this last read has all it wrote.
-            let finished = !self
-                .state
-                .pod(&self.namespace, &self.name)
-                .is_some_and(|found| can_still_write(&found.pod));
-            let lines = match timed_lines(self.provider.as_ref(), &self.key, &self.container).await
-            {
-                Ok(lines) => lines,
-                Err(message) => {
-                    tracing::debug!(pod = %self.key, %message, "log follow read failed; retrying");
-                    if finished {
-                        return None;
-                    }
-                    continue;
-                }
-            };
-            self.done = finished;
-            let Some(new) = lines.get(self.seen..).filter(|new| !new.is_empty()) else {
-                continue;
-            };
-            self.seen = lines.len();
-            let format_only = LogOptions {
-                timestamps: self.timestamps,
-                ..LogOptions::default()
-            };
-            let mut chunk = render(new, &format_only, Timestamp::now());
-            if let Some(remaining) = self.remaining.as_mut() {
-                let allowed = usize::try_from(*remaining).unwrap_or(usize::MAX);
-                if chunk.len() >= allowed {
-                    let mut cut = allowed;
-                    while !chunk.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    chunk.truncate(cut);
-                    self.done = true;
-                }
-                *remaining -= u64::try_from(chunk.len()).unwrap_or(*remaining);
-            }
-            return Some(chunk);
-        }
-    }
-}
-
-fn can_still_write(pod: &Pod) -> bool {
-    let phase = pod
-        .status
-        .as_ref()
-        .and_then(|status| status.phase.as_deref());
-    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+    let follow = request.follow.then(|| {
+        let (polls, interval) = (state.log_polls.clone(), state.follow_poll_interval);
+        let can_write = move || {
+            state
+                .pod(&namespace, &name)
+                .is_some_and(|found| can_still_write(&found.pod))
+        };
+        Follow::new(polls, interval, Box::new(can_write))
+    });
+    text(
+        StatusCode::OK,
+        Body::from_stream(Reader::new(source, first, follow).stream()),
+    )
 }
 
 fn text(status: StatusCode, body: Body) -> Response {
@@ -465,17 +385,6 @@ mod tests {
         assert!(
             error.to_string().starts_with("sinceTime \"yesterday\""),
             "{error}"
-        );
-    }
-
-    #[test]
-    fn timestamps_are_split_off_and_untimed_lines_kept() {
-        let (at, text) = split_timestamp("2026-11-22T10:00:00Z hello world");
-        assert_eq!(at, "2026-11-22T10:00:00Z".parse::<Timestamp>().unwrap());
-        assert_eq!(text, "hello world");
-        assert_eq!(
-            split_timestamp("no time here"),
-            (Timestamp::UNIX_EPOCH, "no time here".to_owned())
         );
     }
 }

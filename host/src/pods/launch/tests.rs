@@ -18,8 +18,8 @@ use crate::policy::{
 };
 use crate::provider::plan::LaunchPlan;
 use crate::provider::{
-    InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering, ProviderError,
-    Termination, WorkloadExit,
+    InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogPage, LogStart, Offering,
+    ProviderError, Termination, WorkloadExit,
 };
 use crate::support::errors::lock;
 use crate::workload::testing::NoObjects;
@@ -101,7 +101,12 @@ impl Provider for ScriptedProvider {
     async fn statuses(&self) -> Result<Vec<InstanceStatus>, ProviderError> {
         Err(not_in_test())
     }
-    async fn logs(&self, _pod: &PodKey, _options: &LogOptions) -> Result<String, ProviderError> {
+    async fn log_page(
+        &self,
+        _pod: &PodKey,
+        _container: &str,
+        _start: &LogStart,
+    ) -> Result<LogPage, ProviderError> {
         Err(not_in_test())
     }
     async fn ping(&self) -> Result<(), ProviderError> {

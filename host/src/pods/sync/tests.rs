@@ -166,12 +166,13 @@ impl Provider for HeldListing {
         self.answer.notified().await;
         self.inner.statuses().await
     }
-    async fn logs(
+    async fn log_page(
         &self,
         pod: &PodKey,
-        options: &crate::provider::LogOptions,
-    ) -> Result<String, crate::provider::ProviderError> {
-        self.inner.logs(pod, options).await
+        container: &str,
+        start: &crate::provider::LogStart,
+    ) -> Result<crate::provider::LogPage, crate::provider::ProviderError> {
+        self.inner.log_page(pod, container, start).await
     }
     async fn ping(&self) -> Result<(), crate::provider::ProviderError> {
         self.inner.ping().await

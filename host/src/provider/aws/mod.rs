@@ -13,7 +13,9 @@
 //!   one id, each id is asked alone, so one refusal fails only its own instance.
 //! - Exit codes: the bootstrap's report on the serial console (`GetConsoleOutput`), per
 //!   container, else its exit-code tag.
-//! - Logs: the serial console, as the bootstrap writes it.
+//! - Logs: CloudWatch Logs when `provider.aws.logs` is set (one stream per pod and container,
+//!   read a page at a time, see `logs/`); the serial console before a container's stream exists
+//!   (the boot log of an instance whose workload never started) and when logs are not shipped.
 
 pub mod api;
 mod batch;
@@ -21,6 +23,7 @@ mod calls;
 pub mod census;
 mod classify;
 mod fleet;
+pub mod logs;
 mod measured;
 #[cfg(test)]
 mod permissions;
@@ -54,18 +57,21 @@ pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
 pub use self::fleet::FLEET_TOKENS_SPENT_ANNOTATION;
 use self::fleet::FleetAttempts;
+use self::logs::LogsApi;
+use self::logs::LogsError;
+use self::logs::read::StreamLog;
 pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
-use super::logs::render;
 use super::ownership::{
     MANAGED_BY_VALUE, TAG_CLUSTER, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID,
 };
 use super::zones::ZoneConstraint;
 use super::{
-    Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering,
-    PassedOver, PodKey, Provider, ProviderError, Termination, WorkloadExit, offerings,
+    Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine, LogPage,
+    LogStart, Offering, PassedOver, PodKey, Provider, ProviderError, Termination, WorkloadExit,
+    offerings,
 };
 use crate::config::{AwsConfig, LaunchApi};
 use crate::provider::plan::{LaunchPlan, Market};
@@ -123,6 +129,25 @@ pub struct AwsProvider {
     visibility_grace: Duration,
     /// Pods created before this may have used fleet tokens this process does not remember.
     started: Timestamp,
+    /// Where containers' output is read from, when it is shipped.
+    logs: Option<ShippedLogs>,
+}
+
+/// The CloudWatch Logs group containers write to, and the client that reads it.
+struct ShippedLogs {
+    api: Arc<dyn LogsApi>,
+    group: String,
+}
+
+/// A CloudWatch Logs failure as the kubelet API reports it: throttling and unreachability
+/// are worth another try, the rest is not.
+fn logs_provider_error(error: &LogsError) -> ProviderError {
+    match error {
+        LogsError::Throttled { code, message } => {
+            ProviderError::transient(code.clone(), message.clone())
+        }
+        other => ProviderError::permanent(other.code(), other.to_string()),
+    }
 }
 
 impl AwsProvider {
@@ -151,6 +176,7 @@ impl AwsProvider {
             subnet_zones: tokio::sync::OnceCell::new(),
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
             started: Timestamp::now(),
+            logs: None,
             api,
             identity,
             config,
@@ -164,6 +190,41 @@ impl AwsProvider {
     pub fn with_visibility_grace(mut self, grace: Duration) -> AwsProvider {
         self.visibility_grace = grace;
         self
+    }
+
+    /// Reads containers' output from CloudWatch Logs (`provider.aws.logs`) rather than the
+    /// console, once a container's stream exists.
+    pub fn with_logs(mut self, api: Arc<dyn LogsApi>, group: &str) -> AwsProvider {
+        self.logs = Some(ShippedLogs {
+            api,
+            group: group.to_owned(),
+        });
+        self
+    }
+
+    /// A page of the console: the boot log while the workload has not started, then the
+    /// container's lines as the bootstrap echoes them (the last 64 KiB EC2 keeps).
+    async fn console_page(
+        &self,
+        pod: &PodKey,
+        container: &str,
+        start: &LogStart,
+    ) -> Result<LogPage, ProviderError> {
+        let instance = self.newest_instance(pod).await?.ok_or_else(|| {
+            ProviderError::permanent("InstanceNotFound", format!("pod {pod} has no instance"))
+        })?;
+        let console = self
+            .api
+            .console_output(&instance.instance_id)
+            .await
+            .map_err(provider_error)?
+            .unwrap_or_default();
+        let lines = workload::console::boot_lines(&console, instance.launch_time)
+            .unwrap_or_else(|| workload::console::container_lines(&console, Some(container)))
+            .into_iter()
+            .map(|(at, text)| LogLine::new(at, text))
+            .collect();
+        Ok(LogPage::of_whole(lines, start))
     }
 
     /// The pod's AMI (its annotation, validated when the request was built), else the
@@ -555,7 +616,9 @@ impl Provider for AwsProvider {
         if let Some(existing) = self.adopt_existing(&request.pod).await? {
             return Ok(existing);
         }
-        let user_data = workload::user_data(&request.workload)
+        let shipping = (self.config.logs.as_ref())
+            .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
+        let user_data = workload::user_data(&request.workload, shipping.as_ref())
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
         let places = self.places(&request.zones).await?;
         if self.config.launch_api == LaunchApi::Fleet {
@@ -627,21 +690,27 @@ impl Provider for AwsProvider {
         Ok(status::statuses(&instances))
     }
 
-    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
-        let instance = self.newest_instance(pod).await?.ok_or_else(|| {
-            ProviderError::permanent("InstanceNotFound", format!("pod {pod} has no instance"))
-        })?;
-        let console = self
-            .api
-            .console_output(&instance.instance_id)
-            .await
-            .map_err(provider_error)?
-            .unwrap_or_default();
-        let lines =
-            workload::console::boot_lines(&console, instance.launch_time).unwrap_or_else(|| {
-                workload::console::container_lines(&console, options.container.as_deref())
-            });
-        Ok(render(&lines, options, Timestamp::now()))
+    async fn log_page(
+        &self,
+        pod: &PodKey,
+        container: &str,
+        start: &LogStart,
+    ) -> Result<LogPage, ProviderError> {
+        if let Some(shipped) = &self.logs {
+            let stream = StreamLog {
+                api: shipped.api.clone(),
+                group: shipped.group.clone(),
+                stream: workload::log_stream(&pod.uid, container),
+            };
+            match stream.page(start).await {
+                Ok(page) => return Ok(page),
+                // Not written yet: the container has not run, so the console explains.
+                Err(LogsError::NotFound(_))
+                    if !matches!(start, LogStart::After(LogCursor::Token { .. })) => {}
+                Err(error) => return Err(logs_provider_error(&error)),
+            }
+        }
+        self.console_page(pod, container, start).await
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

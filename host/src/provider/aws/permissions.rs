@@ -17,10 +17,11 @@ pub enum Service {
     Ec2,
     Sqs,
     Sts,
+    Logs,
 }
 
 impl Service {
-    pub const ALL: [Service; 3] = [Service::Ec2, Service::Sqs, Service::Sts];
+    pub const ALL: [Service; 4] = [Service::Ec2, Service::Sqs, Service::Sts, Service::Logs];
 
     /// The SDK crate orca calls it through.
     pub fn sdk_crate(self) -> &'static str {
@@ -28,6 +29,7 @@ impl Service {
             Service::Ec2 => "aws-sdk-ec2",
             Service::Sqs => "aws-sdk-sqs",
             Service::Sts => "aws-sdk-sts",
+            Service::Logs => "aws-sdk-cloudwatchlogs",
         }
     }
 
@@ -37,6 +39,7 @@ impl Service {
             Service::Ec2 => "ec2",
             Service::Sqs => "sqs",
             Service::Sts => "sts",
+            Service::Logs => "logs",
         }
     }
 }
@@ -53,6 +56,11 @@ pub enum On {
     Queue,
     /// The workload's role: `arn:aws:iam::ACCOUNT:role/{name}`.
     Role,
+    /// The containers' log group: `arn:aws:logs:REGION:ACCOUNT:log-group:{name}`.
+    LogGroup,
+    /// A stream of it: `arn:aws:logs:REGION:ACCOUNT:log-group:{name}:log-stream:{stream}`,
+    /// which `…:log-group:{name}:*` covers.
+    LogStream,
 }
 
 impl On {
@@ -68,6 +76,17 @@ impl On {
             }
             On::Queue => resource.starts_with("arn:aws:sqs:"),
             On::Role => resource.starts_with("arn:aws:iam::") && resource.contains(":role/"),
+            On::LogGroup => {
+                resource.starts_with("arn:aws:logs:")
+                    && resource.contains(":log-group:")
+                    && !resource.ends_with(":*")
+                    && !resource.contains(":log-stream:")
+            }
+            On::LogStream => {
+                resource.starts_with("arn:aws:logs:")
+                    && resource.contains(":log-group:")
+                    && (resource.ends_with(":*") || resource.contains(":log-stream:"))
+            }
         }
     }
 }
@@ -90,6 +109,14 @@ pub struct AwsCall {
 
 const fn needs(action: &'static str, on: &'static [On]) -> Permission {
     Permission { action, on }
+}
+
+const fn logs(operation: &'static str, needs: &'static [Permission]) -> AwsCall {
+    AwsCall {
+        service: Service::Logs,
+        operation,
+        needs,
+    }
 }
 
 const fn ec2(operation: &'static str, needs: &'static [Permission]) -> AwsCall {
@@ -210,6 +237,18 @@ pub const ORCA_CALLS: &[AwsCall] = &[
         operation: "ChangeMessageVisibilityBatch",
         needs: &[needs("sqs:ChangeMessageVisibility", &[On::Queue])],
     },
+    logs(
+        "CreateLogGroup",
+        &[needs("logs:CreateLogGroup", &[On::LogGroup])],
+    ),
+    logs(
+        "PutRetentionPolicy",
+        &[needs("logs:PutRetentionPolicy", &[On::LogGroup])],
+    ),
+    logs(
+        "GetLogEvents",
+        &[needs("logs:GetLogEvents", &[On::LogStream])],
+    ),
     // Needs no permission: AWS answers it for any valid credentials, even under an explicit
     // deny.
     AwsCall {
@@ -220,11 +259,29 @@ pub const ORCA_CALLS: &[AwsCall] = &[
 ];
 
 /// Every call the workload's instance makes with its role (`deploy/iam/workload.json`): the
-/// bootstrap tags its own instance with the exit code.
-pub const WORKLOAD_CALLS: &[AwsCall] = &[ec2(
-    "CreateTags",
-    &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
-)];
+/// bootstrap tags its own instance with the exit code, and Docker's `awslogs` driver writes
+/// each container's output ([`LOG_DRIVER_CALLS`]).
+pub const WORKLOAD_CALLS: &[AwsCall] = &[
+    ec2(
+        "CreateTags",
+        &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
+    ),
+    LOG_DRIVER_CALLS[0],
+    LOG_DRIVER_CALLS[1],
+];
+
+/// What Docker's `awslogs` driver calls with the instance's role when orca runs containers with
+/// it (`provider.aws.logs`; `awslogs-create-group=false`, so never `CreateLogGroup`).
+pub const LOG_DRIVER_CALLS: [AwsCall; 2] = [
+    logs(
+        "CreateLogStream",
+        &[needs("logs:CreateLogStream", &[On::LogGroup])],
+    ),
+    logs(
+        "PutLogEvents",
+        &[needs("logs:PutLogEvents", &[On::LogStream])],
+    ),
+];
 
 mod conditions;
 mod tests;

@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
 use aws_sdk_ec2::Client;
 use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
 use aws_sdk_ec2::types::{
@@ -31,6 +29,7 @@ use super::calls::{CountRequests, Ec2Calls};
 use super::{sdk_fleet, sdk_template};
 use crate::provider::plan::Market;
 use crate::provider::{InstanceState, StateReason};
+use crate::support::aws_config::{ClientSettings, load_for};
 use error::api_error;
 
 /// Attempts per call, the first included; the SDK backs off between them.
@@ -60,21 +59,18 @@ impl SdkEc2 {
         attempt_timeout: std::time::Duration,
         call_timeout: std::time::Duration,
     ) -> SdkEc2 {
-        let shared = crate::support::aws_config::load(region).await;
-        let mut config = aws_sdk_ec2::config::Builder::from(&shared)
+        let settings = ClientSettings {
+            max_attempts: MAX_ATTEMPTS,
+            attempt_timeout,
+            call_timeout,
+            endpoint_url: endpoint_url.map(str::to_owned),
+        };
+        let shared = load_for(region, &settings).await;
+        let config = aws_sdk_ec2::config::Builder::from(&shared)
             .interceptor(CountRequests(calls))
-            .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-            .timeout_config(
-                TimeoutConfig::builder()
-                    .operation_timeout(call_timeout)
-                    .operation_attempt_timeout(attempt_timeout)
-                    .build(),
-            );
-        if let Some(url) = endpoint_url {
-            config = config.endpoint_url(url);
-        }
+            .build();
         SdkEc2 {
-            client: Client::from_conf(config.build()),
+            client: Client::from_conf(config),
         }
     }
 }

@@ -20,8 +20,8 @@ pub use journal::JournalError;
 use journal::{Journal, Record};
 
 use super::{
-    ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogOptions, Offering,
-    PodKey, Provider, ProviderError, Termination, WorkloadExit,
+    ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogLine, LogPage, LogStart,
+    Offering, PodKey, Provider, ProviderError, Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
 use crate::support::errors::lock;
@@ -250,14 +250,22 @@ impl Provider for SimulatedProvider {
         Ok(listed)
     }
 
-    async fn logs(&self, pod: &PodKey, options: &LogOptions) -> Result<String, ProviderError> {
+    async fn log_page(
+        &self,
+        pod: &PodKey,
+        container: &str,
+        start: &LogStart,
+    ) -> Result<LogPage, ProviderError> {
         let state = lock(&self.state);
         let instance = state.instances.get(&pod.uid).ok_or_else(|| {
             ProviderError::permanent("InstanceNotFound", format!("no instance for pod {pod}"))
         })?;
-        let container = options.container.as_deref().unwrap_or("main");
-        let lines = instance.log_lines(Timestamp::now(), container);
-        Ok(super::logs::render(&lines, options, Timestamp::now()))
+        let lines = instance
+            .log_lines(Timestamp::now(), container)
+            .into_iter()
+            .map(|(at, text)| LogLine::new(at, text))
+            .collect();
+        Ok(LogPage::of_whole(lines, start))
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::config::Seconds;
-use crate::provider::InstanceState;
 use crate::provider::plan::LaunchPlan;
 use crate::provider::zones::ZoneConstraint;
+use crate::provider::{InstanceState, LogCursor};
 use crate::workload::source::fake::FakeSource;
 use crate::workload::testing::LaunchPod;
 use crate::workload::{EnvValue, VolumeFile, VolumeSpec, launch_request};
@@ -178,26 +178,42 @@ async fn instances_outlive_the_provider_through_the_journal() {
 }
 
 #[tokio::test]
-async fn logs_of_a_running_instance_follow_the_options() {
+async fn logs_of_a_running_instance_are_read_whole_and_then_after_their_cursor() {
     let provider = SimulatedProvider::new(fast()).unwrap();
     provider.launch_pod(&pod("a", &[]), &plan()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let all = provider
-        .logs(&key("a"), &LogOptions::default())
+        .log_page(&key("a"), "main", &LogStart::Head { since: None })
         .await
         .unwrap();
-    assert!(all.contains("container main started"), "{all}");
+    assert!(
+        all.lines
+            .iter()
+            .any(|line| line.text.contains("container main started")),
+        "{all:?}"
+    );
     let last = provider
-        .logs(
+        .log_page(
             &key("a"),
-            &LogOptions {
-                tail_lines: Some(1),
-                ..LogOptions::default()
+            "main",
+            &LogStart::Tail {
+                lines: 1,
+                since: None,
             },
         )
         .await
         .unwrap();
-    assert_eq!(last.lines().count(), 1);
+    assert_eq!(last.lines.len(), 1);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let after = provider
+        .log_page(&key("a"), "main", &LogStart::After(all.next.clone()))
+        .await
+        .unwrap();
+    assert!(!after.lines.is_empty(), "a heartbeat a second: {after:?}");
+    let LogCursor::Line(read) = all.next else {
+        panic!("a whole source counts lines: {:?}", all.next)
+    };
+    assert_eq!(after.next, LogCursor::Line(read + after.lines.len()));
 }
 
 /// The simulated provider is given what the aws one is: a test on it sees the environment and

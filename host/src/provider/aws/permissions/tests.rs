@@ -294,9 +294,26 @@ fn every_aws_call_in_the_code_is_listed_with_its_permissions_and_none_that_is_no
     );
 }
 
+/// The calls of the log driver the bootstrap runs containers with, when it names one.
+fn calls_of_the_log_driver() -> BTreeSet<(Service, String)> {
+    let shipping = read("host/src/provider/aws/workload/log_shipping.rs");
+    if shipping.contains("awslogs-group") {
+        listed(&LOG_DRIVER_CALLS)
+    } else {
+        BTreeSet::new()
+    }
+}
+
 #[test]
-fn the_bootstraps_calls_are_the_workload_roles_list() {
-    assert_eq!(calls_in_bootstrap(), listed(WORKLOAD_CALLS));
+fn the_bootstraps_calls_and_its_log_drivers_are_the_workload_roles_list() {
+    let mut made = calls_in_bootstrap();
+    let driver = calls_of_the_log_driver();
+    assert!(
+        !driver.is_empty(),
+        "containers' output is shipped with awslogs"
+    );
+    made.extend(driver);
+    assert_eq!(made, listed(WORKLOAD_CALLS));
 }
 
 #[test]
@@ -306,7 +323,7 @@ fn orcas_policy_grants_what_its_calls_need_and_nothing_else() {
 }
 
 #[test]
-fn the_workload_policy_grants_the_bootstraps_tag_call_and_nothing_else() {
+fn the_workload_policy_grants_the_bootstraps_tag_call_and_the_log_drivers_and_nothing_else() {
     let problems = disagreements(&policy("deploy/iam/workload.json"), WORKLOAD_CALLS);
     assert!(
         problems.is_empty(),

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::docker_args::docker_args;
+use super::log_shipping::LogShipping;
 use super::quote::quote;
 use crate::workload::{ContainerSpec, EnvPart, EnvValue, VolumeSpec, WorkloadSpec};
 
@@ -39,6 +40,9 @@ pub enum BootstrapError {
 }
 
 /// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance.
+/// With `shipping`, every container's output also goes to CloudWatch Logs (Docker's `awslogs`
+/// driver, one stream per container); without, Docker keeps it in rotated `json-file` logs.
+/// Either way it is copied to the serial console.
 ///
 /// # Guarantees
 /// - Every value from the pod reaches Docker as one argument, byte for byte; none is
@@ -48,12 +52,15 @@ pub enum BootstrapError {
 /// # Errors
 /// [`BootstrapError::TooLarge`] past EC2's limit (naming the largest part);
 /// [`BootstrapError::NulByte`] for a value bash cannot carry.
-pub fn user_data(spec: &WorkloadSpec) -> Result<String, BootstrapError> {
+pub fn user_data(
+    spec: &WorkloadSpec,
+    shipping: Option<&LogShipping>,
+) -> Result<String, BootstrapError> {
     check_nul(spec)?;
     let (head, tail) = TEMPLATE
         .split_once(WORKLOAD_MARKER)
         .expect("bootstrap.sh has the workload marker");
-    let parts = workload_parts(spec);
+    let parts = workload_parts(spec, shipping);
     let mut script = minify(head);
     for (_, text) in &parts {
         script.push_str(text);
@@ -75,7 +82,7 @@ pub fn user_data(spec: &WorkloadSpec) -> Result<String, BootstrapError> {
 }
 
 /// The pod's data as shell assignments and functions, each with a label for size reports.
-fn workload_parts(spec: &WorkloadSpec) -> Vec<(String, String)> {
+fn workload_parts(spec: &WorkloadSpec, shipping: Option<&LogShipping>) -> Vec<(String, String)> {
     let all: Vec<(&ContainerSpec, &str)> = spec
         .init_containers
         .iter()
@@ -115,6 +122,9 @@ fn workload_parts(spec: &WorkloadSpec) -> Vec<(String, String)> {
         )
     );
     let mut parts = vec![("the pod's settings".to_owned(), pod)];
+    if let Some(shipping) = shipping {
+        parts.push(("the log options".to_owned(), log_lines(shipping, &all)));
+    }
 
     parts.push((
         "the volume helpers".to_owned(),
@@ -136,6 +146,21 @@ fn workload_parts(spec: &WorkloadSpec) -> Vec<(String, String)> {
         ));
     }
     parts
+}
+
+/// `shipping`'s Docker options in place of the script's `json-file` ones, and each container's
+/// stream in the order of `orca_names`, which the script passes with the instance's region.
+fn log_lines(shipping: &LogShipping, all: &[(&ContainerSpec, &str)]) -> String {
+    let options: Vec<String> = shipping.docker_options().iter().map(|o| quote(o)).collect();
+    let streams: Vec<String> = all
+        .iter()
+        .map(|(container, _)| quote(&shipping.stream(&container.name)))
+        .collect();
+    format!(
+        "orca_log=({})\norca_streams=({})\n",
+        options.join(" "),
+        streams.join(" ")
+    )
 }
 
 /// The lines of `orca_volumes` that create one volume on the instance.

@@ -31,7 +31,13 @@ fi
 orca_console=${orca_console:-/dev/null}
 # Every container gets the host's network: the pod IP is the instance's IP, and IMDS (hop
 # limit 1) stays reachable from containers, as a pod's containers share one network namespace.
-orca_docker=(--network host --log-driver json-file --log-opt max-size=100m --log-opt max-file=3)
+orca_docker=(--network host)
+# Where Docker keeps a container's output: rotated json-file logs, unless the pod's data ships
+# it to CloudWatch Logs: then orca_log is the awslogs options, and orca_streams each container's
+# stream (in the order of orca_names), to which orca_attempt adds the instance's region.
+# Either way `docker logs` reads it back for the console (with awslogs, from Docker's cache).
+orca_log=(--log-driver json-file --log-opt max-size=100m --log-opt max-file=3)
+orca_streams=()
 
 orca_now() {
   date -u +%Y-%m-%dT%H:%M:%S.%NZ
@@ -81,6 +87,11 @@ orca_facts() {
   orca_memory_bytes=$((${kb:-0} * 1024))
   disk=$(df -B1 --output=size / | tail -n 1)
   orca_disk_bytes=$((${disk:-0}))
+  # For awslogs; without it Docker asks IMDS itself.
+  orca_region=
+  if [ ${#orca_streams[@]} -gt 0 ]; then
+    orca_region=$(orca_imds placement/region) || orca_region=
+  fi
 }
 
 # orca_cpus MILLIS: a --cpus value, capped at the instance's CPUs (docker refuses more).
@@ -132,10 +143,14 @@ orca_pull() {
 # orca_attempt I: one run of container I, its output streamed to the console; returns its exit
 # code, or 125 when docker could not run it.
 orca_attempt() {
-  local name=${orca_names[$1]} code follower orca_a=()
+  local name=${orca_names[$1]} code follower orca_a=() log=("${orca_log[@]}")
   "orca_args_$1"
+  if [ -n "${orca_streams[$1]:-}" ]; then
+    log+=(--log-opt "awslogs-stream=${orca_streams[$1]}")
+    [ -n "$orca_region" ] && log+=(--log-opt "awslogs-region=$orca_region")
+  fi
   docker rm -f "orca-$name" >/dev/null 2>&1
-  if ! docker create --name "orca-$name" "${orca_docker[@]}" "${orca_a[@]}" >/dev/null 2>"$orca_state/$name.err" ||
+  if ! docker create --name "orca-$name" "${orca_docker[@]}" "${log[@]}" "${orca_a[@]}" >/dev/null 2>"$orca_state/$name.err" ||
     ! docker start "orca-$name" >/dev/null 2>>"$orca_state/$name.err"; then
     orca_say "$name" "docker could not run the container:"
     orca_say_file "$name" "$orca_state/$name.err"

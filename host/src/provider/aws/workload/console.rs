@@ -143,8 +143,7 @@ mod tests {
         let started = format!("{boot}orca[main] 2026-11-22T10:00:00Z hello\n");
         assert_eq!(boot_lines(&started, at), None);
     }
-    use crate::provider::LogOptions;
-    use crate::provider::logs::render;
+    use crate::provider::{LogLine, LogPage, LogStart};
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(1_714_557_600 + second).unwrap()
@@ -246,16 +245,24 @@ mod tests {
     }
 
     #[test]
-    fn parsed_lines_feed_the_log_renderer() {
-        let lines = container_lines(&console(), Some("trainer"));
-        let options = LogOptions {
-            tail_lines: Some(2),
-            timestamps: true,
-            ..LogOptions::default()
-        };
+    fn parsed_lines_are_paged_as_a_whole_source() {
+        let lines = container_lines(&console(), Some("trainer"))
+            .into_iter()
+            .map(|(at, text)| LogLine::new(at, text))
+            .collect();
+        let page = LogPage::of_whole(
+            lines,
+            &LogStart::Tail {
+                lines: 2,
+                since: None,
+            },
+        );
         assert_eq!(
-            render(&lines, &options, at(10)),
-            format!("{} \n{}   indented  with trailing space \n", at(2), at(3))
+            page.lines,
+            vec![
+                LogLine::new(at(2), ""),
+                LogLine::new(at(3), "  indented  with trailing space "),
+            ]
         );
     }
 }

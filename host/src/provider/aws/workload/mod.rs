@@ -14,6 +14,10 @@
 //! - the **AWS CLI v2** and an **instance profile** allowed `ec2:CreateTags` on the instance
 //!   itself, to tag it with [`TAG_EXIT_CODE`] and [`TAG_FINISHED_AT`] when the workload ends
 //!   (without it the exit code is still on the console, which orca also reads);
+//! - with `provider.aws.logs`: Docker 20.10 or later (its dual-logging cache lets `docker logs`
+//!   read a container that logs to CloudWatch), and an instance profile also allowed
+//!   `logs:CreateLogStream` and `logs:PutLogEvents` on the group
+//!   (statement `ShipTheContainersLogs` of `deploy/iam/workload.json`);
 //! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
 //!   `docker run --gpus all` works;
 //! - for private registries: credentials Docker finds on its own (e.g. the Amazon ECR credential
@@ -42,6 +46,10 @@
 //! - Each container's output goes to the serial console as `orca[<container>] <time> <line>`
 //!   (see [`console`]); the end is reported as `orca-exit-code=<N>` on the console and by
 //!   the instance tags.
+//! - With `provider.aws.logs`, each container's output also goes to CloudWatch Logs, stream
+//!   `<pod UID>/<container>` ([`log_stream`]) of the configured group, through Docker's
+//!   `awslogs` driver ([`LogShipping`]); without, Docker keeps it in rotated `json-file` logs
+//!   (3 × 100 MB).
 //! - A volume is a directory of the instance (`/var/lib/orca/volumes/<name>`), bind-mounted
 //!   into the containers that mount it; configMap and secret files are written at boot from
 //!   the content the user data carries.
@@ -57,10 +65,12 @@
 mod bootstrap;
 pub mod console;
 mod docker_args;
+mod log_shipping;
 mod quote;
 
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
+pub use log_shipping::{LogShipping, log_stream};
 
 /// Where volumes live on the instance.
 pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";

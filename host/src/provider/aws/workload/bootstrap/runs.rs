@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::config::{LogDelivery, LogsConfig};
 use crate::provider::aws::workload::console::{container_exit_codes, container_lines, exit_code};
 use crate::workload::source::fake::FakeSource;
 use crate::workload::workload_spec;
@@ -83,8 +84,24 @@ fn training_pod(restart_policy: &str) -> Value {
 }
 
 async fn script_for(spec: Value) -> String {
+    script_shipping(spec, None).await
+}
+
+async fn script_shipping(spec: Value, shipping: Option<&LogShipping>) -> String {
     let spec = workload_spec(&pod(spec), &source()).await.unwrap();
-    user_data(&spec).unwrap()
+    user_data(&spec, shipping).unwrap()
+}
+
+/// Shipping to a group whose name needs quoting, for the pod `u-1`.
+fn shipping(delivery: LogDelivery) -> LogShipping {
+    let logs = LogsConfig {
+        group: "/orca/pods#1".to_owned(),
+        retention_days: 30,
+        delivery,
+        buffer_size: "4Mi".to_owned(),
+        endpoint_url: None,
+    };
+    LogShipping::of(&logs, "u-1")
 }
 
 /// One run of a script against the fakes.
@@ -109,6 +126,13 @@ impl Run {
         let mut args: Vec<String> = raw.split('\0').map(str::to_owned).collect();
         args.pop();
         args
+    }
+
+    /// Whether `docker create` got `flag value` for a container.
+    fn has_option(&self, container: &str, flag: &str, value: &str) -> bool {
+        self.docker_args(container)
+            .windows(2)
+            .any(|pair| pair == [flag, value])
     }
 
     fn output(&self, container: &str) -> Vec<String> {
@@ -192,19 +216,22 @@ async fn a_realistic_pod_becomes_valid_bash_within_the_size_limit() {
 /// succeeding and the sidecar running until it is stopped.
 async fn failed_training_run() -> Run {
     let script = script_for(training_pod("Never")).await;
-    run(&script, |dir| {
-        write(dir, "fetch.out", "fetched\n");
-        write(dir, "logship.block", "");
-        write(dir, "trainer.out", "epoch 1\n  loss=0.5 \n");
-        write(dir, "trainer.exits", "3\n");
-        write(dir, "eval.exits", "0\n");
-    })
+    run(&script, prepare_failed_training)
 }
 
-#[tokio::test]
-async fn the_pod_runs_in_order_and_reports_the_first_failure() {
-    let run = failed_training_run().await;
+fn prepare_failed_training(dir: &Path) {
+    write(dir, "fetch.out", "fetched\n");
+    write(dir, "logship.block", "");
+    write(dir, "trainer.out", "epoch 1\n  loss=0.5 \n");
+    write(dir, "trainer.exits", "3\n");
+    write(dir, "eval.exits", "0\n");
+}
 
+/// Every container of the training pod, init containers and the sidecar included.
+const TRAINING_CONTAINERS: [&str; 4] = ["fetch", "logship", "trainer", "eval"];
+
+/// What the console must show of the failed training run, however its output is kept.
+fn assert_failed_training_console(run: &Run) {
     assert_eq!(run.status, 3, "console:\n{}", run.console);
     assert_eq!(exit_code(&run.console), Some(3));
     assert_eq!(
@@ -216,6 +243,13 @@ async fn the_pod_runs_in_order_and_reports_the_first_failure() {
     );
     assert_eq!(run.output("trainer"), ["epoch 1", "  loss=0.5 "]);
     assert_eq!(run.output("fetch"), ["fetched"]);
+}
+
+#[tokio::test]
+async fn the_pod_runs_in_order_and_reports_the_first_failure() {
+    let run = failed_training_run().await;
+
+    assert_failed_training_console(&run);
     let first = &container_lines(&run.console, Some("trainer"))[0].0;
     assert_eq!(
         *first,
@@ -454,5 +488,132 @@ async fn a_log_backlog_does_not_keep_the_instance_running() {
         last.ends_with("output after this point was not copied to the console"),
         "{last}"
     );
+    assert_eq!(exit_code(&run.console), Some(0));
+}
+
+#[tokio::test]
+async fn without_shipping_docker_keeps_each_containers_output_in_rotated_json_files() {
+    let run = failed_training_run().await;
+    for container in TRAINING_CONTAINERS {
+        let args = run.docker_args(container);
+        assert!(
+            run.has_option(container, "--log-driver", "json-file")
+                && run.has_option(container, "--log-opt", "max-size=100m")
+                && run.has_option(container, "--log-opt", "max-file=3"),
+            "{container}: {args:?}"
+        );
+        assert!(
+            !args.iter().any(|arg| arg.contains("awslogs")),
+            "{container}: {args:?}"
+        );
+    }
+    assert_failed_training_console(&run);
+}
+
+#[tokio::test]
+async fn a_shipped_pod_writes_each_container_to_its_own_stream_and_still_to_the_console() {
+    let shipping = shipping(LogDelivery::NonBlocking);
+    let script = script_shipping(training_pod("Never"), Some(&shipping)).await;
+    assert!(script.len() <= USER_DATA_LIMIT, "{} bytes", script.len());
+    let run = run(&script, prepare_failed_training);
+
+    for container in TRAINING_CONTAINERS {
+        let args = run.docker_args(container);
+        let stream = format!("awslogs-stream=u-1/{container}");
+        for (flag, value) in [
+            ("--network", "host"),
+            ("--log-driver", "awslogs"),
+            ("--log-opt", "awslogs-group=/orca/pods#1"),
+            ("--log-opt", "awslogs-create-group=false"),
+            ("--log-opt", "cache-disabled=false"),
+            ("--log-opt", stream.as_str()),
+            ("--log-opt", "awslogs-region=eu-west-1"),
+            ("--log-opt", "mode=non-blocking"),
+            ("--log-opt", "max-buffer-size=4194304"),
+        ] {
+            assert!(
+                run.has_option(container, flag, value),
+                "{container}: {flag} {value} in {args:?}"
+            );
+        }
+        assert!(
+            !args.iter().any(|arg| arg == "json-file"),
+            "{container}: {args:?}"
+        );
+        assert_eq!(
+            args.iter().filter(|arg| *arg == "--log-driver").count(),
+            1,
+            "{container}: {args:?}"
+        );
+    }
+    // The log options come before the image: the container's command line is untouched.
+    let trainer = run.docker_args("trainer");
+    assert_eq!(
+        trainer[trainer.len() - 5],
+        "nvcr.io/nvidia/pytorch:24.05-py3"
+    );
+    assert!(
+        run.read("curl.calls")
+            .contains("GET http://imds.test/latest/meta-data/placement/region")
+    );
+    assert_failed_training_console(&run);
+}
+
+#[tokio::test]
+async fn blocking_delivery_has_no_buffer_to_size() {
+    let shipping = shipping(LogDelivery::Blocking);
+    let script = script_shipping(
+        json!({
+            "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": "python:3.12"}],
+        }),
+        Some(&shipping),
+    )
+    .await;
+    let run = run(&script, |dir| write(dir, "trainer.out", "step 1\n"));
+    assert_eq!(run.status, 0, "console:\n{}", run.console);
+    let args = run.docker_args("trainer");
+    assert!(
+        run.has_option("trainer", "--log-opt", "mode=blocking"),
+        "{args:?}"
+    );
+    assert!(
+        run.has_option("trainer", "--log-opt", "awslogs-stream=u-1/trainer"),
+        "{args:?}"
+    );
+    assert!(
+        !args.iter().any(|arg| arg.starts_with("max-buffer-size=")),
+        "{args:?}"
+    );
+    assert_eq!(run.output("trainer"), ["step 1"]);
+    assert_eq!(exit_code(&run.console), Some(0));
+}
+
+#[tokio::test]
+async fn without_a_region_from_imds_docker_is_left_to_find_its_own() {
+    let shipping = shipping(LogDelivery::NonBlocking);
+    let script = script_shipping(
+        json!({
+            "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": "python:3.12"}],
+        }),
+        Some(&shipping),
+    )
+    .await;
+    let run = run(&script, |dir| {
+        write(dir, "imds-no-region", "");
+        write(dir, "trainer.out", "step 1\n");
+    });
+    assert_eq!(run.status, 0, "console:\n{}", run.console);
+    let args = run.docker_args("trainer");
+    assert!(
+        run.has_option("trainer", "--log-opt", "awslogs-stream=u-1/trainer"),
+        "{args:?}"
+    );
+    assert!(
+        !args.iter().any(|arg| arg.starts_with("awslogs-region")),
+        "{args:?}"
+    );
+    assert_eq!(run.output("trainer"), ["step 1"]);
     assert_eq!(exit_code(&run.console), Some(0));
 }

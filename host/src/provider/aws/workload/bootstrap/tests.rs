@@ -2,6 +2,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
+use crate::config::{LogDelivery, LogsConfig};
+use crate::provider::aws::workload::quote::bash_words;
 use crate::workload::source::fake::FakeSource;
 use crate::workload::workload_spec;
 
@@ -26,7 +28,7 @@ async fn too_much_data_names_the_largest_part() {
     )
     .await
     .unwrap();
-    let error = user_data(&spec).unwrap_err();
+    let error = user_data(&spec, None).unwrap_err();
     let BootstrapError::TooLarge {
         bytes,
         limit,
@@ -53,9 +55,55 @@ async fn a_nul_byte_is_refused_with_its_place() {
     .await
     .unwrap();
     assert_eq!(
-        user_data(&spec).unwrap_err().to_string(),
+        user_data(&spec, None).unwrap_err().to_string(),
         r#"container "trainer": env K contains a NUL byte, which cannot be passed to a container"#
     );
+}
+
+/// The words bash makes of `expression` after running the last line of `script` that assigns
+/// `variable` (the pod's data comes after the template's defaults).
+fn assigned_words(script: &str, variable: &str, expression: &str) -> Vec<String> {
+    let line = script
+        .lines()
+        .rfind(|line| line.starts_with(&format!("{variable}=(")))
+        .unwrap_or_else(|| panic!("no {variable} in the script"));
+    bash_words(line, expression)
+}
+
+#[tokio::test]
+async fn the_log_options_reach_bash_as_one_word_per_value() {
+    let spec = workload_spec(
+        &pod(json!({
+            "initContainers": [{"name": "fetch", "image": "busybox:1.36"}],
+            "containers": [{"name": "trainer", "image": "python:3.12"}],
+        })),
+        &FakeSource::default(),
+    )
+    .await
+    .unwrap();
+    let logs = LogsConfig {
+        group: "/orca/pods#it's".to_owned(),
+        retention_days: 30,
+        delivery: LogDelivery::NonBlocking,
+        buffer_size: "1Mi".to_owned(),
+        endpoint_url: None,
+    };
+    let shipping = LogShipping::of(&logs, "u-1");
+    let script = user_data(&spec, Some(&shipping)).unwrap();
+    assert_eq!(
+        assigned_words(&script, "orca_log", r#""${orca_log[@]}""#),
+        shipping.docker_options()
+    );
+    assert_eq!(
+        assigned_words(&script, "orca_streams", r#""${orca_streams[@]}""#),
+        ["u-1/fetch", "u-1/trainer"]
+    );
+
+    // Without shipping the pod's data sets neither: the script's json-file default stays.
+    let plain = user_data(&spec, None).unwrap();
+    let (_, data) = plain.split_once("orca_pod=").unwrap();
+    assert!(!data.contains("orca_log=") && !data.contains("orca_streams=("));
+    assert!(plain.contains("orca_log=(--log-driver json-file --log-opt max-size=100m"));
 }
 
 #[test]
