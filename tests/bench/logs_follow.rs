@@ -10,10 +10,12 @@
 //!     cargo run --release -p orca-e2e --bin logs-follow-bench -- [--rounds R] [--followers N] [--seconds S]
 //!
 //! Defaults: 3 rounds, 100 followers for 30 s; `kubeletApi.followPollInterval` is the test
-//! config's 500ms.
+//! config's 500ms. Measuring starts once every follower has printed its first line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -146,21 +148,34 @@ async fn measured(
 }
 
 /// A `kubectl logs -f` whose lines are counted on a thread of its own.
-fn follower(ns: &str) -> Result<(Child, std::thread::JoinHandle<Vec<String>>)> {
+/// A follower's process, the thread reading its lines, and how many it has read so far.
+struct Follower {
+    child: Child,
+    lines: std::thread::JoinHandle<Vec<String>>,
+    read: Arc<AtomicUsize>,
+}
+
+/// A `kubectl logs -f` from the last line, whose lines are read on a thread of its own.
+fn follower(ns: &str) -> Result<Follower> {
     let mut child = TestCluster::shared()
         .kubectl()
-        .args(["logs", "-f", "-n", ns, "talker", "--tail=0"])
+        .args(["logs", "-f", "-n", ns, "talker", "--tail=1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
     let stdout = child.stdout.take().context("stdout")?;
+    let read = Arc::new(AtomicUsize::new(0));
+    let counted = read.clone();
     let lines = std::thread::spawn(move || {
         BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
+            .inspect(|_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+            })
             .collect::<Vec<String>>()
     });
-    Ok((child, lines))
+    Ok(Follower { child, lines, read })
 }
 
 async fn one_round(settings: &Settings) -> Result<Round> {
@@ -212,15 +227,30 @@ async fn one_round(settings: &Settings) -> Result<Round> {
     for _ in 0..settings.followers {
         followers.push(follower(&ns)?);
     }
-    // Every follower has had its first answer: it reads at the end of the stream from here.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Every follower has had its first answer (the last line): from here each reads at the
+    // end of the stream. Starting a hundred kubectl takes a while on a small machine.
+    orca_e2e::wait::poll_until(
+        "every follower's first line",
+        Duration::from_secs(180),
+        Duration::from_millis(500),
+        || async {
+            let started = followers
+                .iter()
+                .all(|follower| follower.read.load(Ordering::SeqCst) > 0);
+            Ok(started.then_some(()))
+        },
+    )
+    .await?;
     let first_followed = written + 1;
     let (cpu, calls) = measured(&orca, &proxy, &stream, seconds, &mut written).await?;
     let rss = orca.rss_bytes().context("RSS")? as f64 / MIB;
     // The last lines reach every follower within a poll or two.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut complete_followers = 0;
-    for (mut child, lines) in followers {
+    for Follower {
+        mut child, lines, ..
+    } in followers
+    {
         let _ = child.kill();
         let _ = child.wait();
         let lines = lines

@@ -41,7 +41,6 @@ pub async fn caller_account(region: &str) -> Result<String, AccountError> {
         max_attempts: MAX_ATTEMPTS,
         attempt_timeout: ATTEMPT_TIMEOUT,
         call_timeout: CALL_TIMEOUT,
-        endpoint_url: None,
     };
     let answer = aws_sdk_sts::Client::new(&load_for(region, &settings).await)
         .get_caller_identity()

@@ -39,9 +39,12 @@ impl SqsQueue {
             max_attempts: MAX_ATTEMPTS,
             attempt_timeout: ATTEMPT_TIMEOUT,
             call_timeout: CALL_TIMEOUT,
-            endpoint_url: endpoint_url.map(str::to_owned),
         };
-        SqsQueue::with_client(Client::new(&load_for(region, &settings).await), queue_url)
+        let mut config = aws_sdk_sqs::config::Builder::from(&load_for(region, &settings).await);
+        if let Some(url) = endpoint_url {
+            config = config.endpoint_url(url);
+        }
+        SqsQueue::with_client(Client::from_conf(config.build()), queue_url)
     }
 
     /// The queue at `queue_url` through a client configured elsewhere.

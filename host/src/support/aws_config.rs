@@ -17,8 +17,6 @@ pub struct ClientSettings {
     pub max_attempts: u32,
     pub attempt_timeout: Duration,
     pub call_timeout: Duration,
-    /// Another endpoint (moto, LocalStack, a VPC endpoint); `None`: the region's own.
-    pub endpoint_url: Option<String>,
 }
 
 /// Loads the shared configuration for `region`. Credentials are resolved lazily, on the first
@@ -31,8 +29,12 @@ pub async fn load(region: &str) -> SdkConfig {
 }
 
 /// [`load`] with `settings` applied: what a client's `config::Builder::from` starts from.
+///
+/// An endpoint override (`…endpointUrl`) is not among them: it goes on the client's own
+/// builder, since `Builder::from` prefers `AWS_ENDPOINT_URL` from the environment to the shared
+/// configuration's endpoint, while the client's own setting wins over both.
 pub async fn load_for(region: &str, settings: &ClientSettings) -> SdkConfig {
-    let mut builder = load(region)
+    load(region)
         .await
         .into_builder()
         .retry_config(RetryConfig::standard().with_max_attempts(settings.max_attempts))
@@ -41,9 +43,6 @@ pub async fn load_for(region: &str, settings: &ClientSettings) -> SdkConfig {
                 .operation_attempt_timeout(settings.attempt_timeout)
                 .operation_timeout(settings.call_timeout)
                 .build(),
-        );
-    if let Some(url) = &settings.endpoint_url {
-        builder = builder.endpoint_url(url);
-    }
-    builder.build()
+        )
+        .build()
 }

@@ -63,14 +63,14 @@ impl SdkEc2 {
             max_attempts: MAX_ATTEMPTS,
             attempt_timeout,
             call_timeout,
-            endpoint_url: endpoint_url.map(str::to_owned),
         };
-        let shared = load_for(region, &settings).await;
-        let config = aws_sdk_ec2::config::Builder::from(&shared)
-            .interceptor(CountRequests(calls))
-            .build();
+        let mut config = aws_sdk_ec2::config::Builder::from(&load_for(region, &settings).await)
+            .interceptor(CountRequests(calls));
+        if let Some(url) = endpoint_url {
+            config = config.endpoint_url(url);
+        }
         SdkEc2 {
-            client: Client::from_conf(config),
+            client: Client::from_conf(config.build()),
         }
     }
 }

@@ -33,10 +33,14 @@ impl SdkLogs {
             max_attempts: MAX_ATTEMPTS,
             attempt_timeout: ATTEMPT_TIMEOUT,
             call_timeout: CALL_TIMEOUT,
-            endpoint_url: endpoint_url.map(str::to_owned),
         };
+        let mut config =
+            aws_sdk_cloudwatchlogs::config::Builder::from(&load_for(region, &settings).await);
+        if let Some(url) = endpoint_url {
+            config = config.endpoint_url(url);
+        }
         SdkLogs {
-            client: Client::new(&load_for(region, &settings).await),
+            client: Client::from_conf(config.build()),
         }
     }
 }
