@@ -13,6 +13,12 @@ pub struct LogLine {
     pub text: String,
 }
 
+impl From<(Timestamp, String)> for LogLine {
+    fn from((at, text): (Timestamp, String)) -> LogLine {
+        LogLine { at, text }
+    }
+}
+
 impl LogLine {
     pub fn new(at: Timestamp, text: impl Into<String>) -> LogLine {
         LogLine {

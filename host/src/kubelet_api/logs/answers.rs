@@ -118,6 +118,17 @@ async fn collect(reader: Reader) -> (String, usize) {
     (text, chunks.len())
 }
 
+/// A follower from the last `lines` lines, of a pod that can write until `finished` is set.
+async fn follower_from_tail(
+    fake: &Arc<FakeLogs>,
+    polls: &Arc<LogPolls>,
+    finished: &Arc<AtomicBool>,
+    lines: u64,
+) -> Reader {
+    let start = LogStart::Tail { lines, since: None };
+    reader(provider(fake), start, None, Some(follow(polls, finished))).await
+}
+
 /// A pod that can write until `finished` is set.
 fn follow(polls: &Arc<LogPolls>, finished: &Arc<AtomicBool>) -> Follow {
     let finished = finished.clone();
@@ -162,16 +173,7 @@ async fn a_follow_gets_lines_written_after_it_started_and_ends_once_the_pod_has_
     write(&fake, 0..3);
     let polls = Arc::new(LogPolls::new(INTERVAL));
     let finished = Arc::new(AtomicBool::new(false));
-    let reader = reader(
-        provider(&fake),
-        LogStart::Tail {
-            lines: 1,
-            since: None,
-        },
-        None,
-        Some(follow(&polls, &finished)),
-    )
-    .await;
+    let reader = follower_from_tail(&fake, &polls, &finished, 1).await;
     let writer = {
         let fake = fake.clone();
         let finished = finished.clone();
@@ -198,19 +200,9 @@ async fn a_hundred_followers_of_one_stream_share_one_read_per_interval() {
     write(&fake, 0..3);
     let polls = Arc::new(LogPolls::new(INTERVAL));
     let finished = Arc::new(AtomicBool::new(false));
-    let provider = provider(&fake);
     let mut followers = Vec::new();
     for _ in 0..100 {
-        let reader = reader(
-            provider.clone(),
-            LogStart::Tail {
-                lines: 0,
-                since: None,
-            },
-            None,
-            Some(follow(&polls, &finished)),
-        )
-        .await;
+        let reader = follower_from_tail(&fake, &polls, &finished, 0).await;
         followers.push(tokio::spawn(collect(reader)));
     }
     let first_reads = fake.reads();
@@ -237,16 +229,7 @@ async fn a_throttled_follower_backs_off_and_recovers() {
     write(&fake, 0..1);
     let polls = Arc::new(LogPolls::new(INTERVAL));
     let finished = Arc::new(AtomicBool::new(false));
-    let reader = reader(
-        provider(&fake),
-        LogStart::Tail {
-            lines: 1,
-            since: None,
-        },
-        None,
-        Some(follow(&polls, &finished)),
-    )
-    .await;
+    let reader = follower_from_tail(&fake, &polls, &finished, 1).await;
     for _ in 0..12 {
         fake.throttle_next();
     }

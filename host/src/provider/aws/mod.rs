@@ -222,7 +222,7 @@ impl AwsProvider {
         let lines = workload::console::boot_lines(&console, instance.launch_time)
             .unwrap_or_else(|| workload::console::container_lines(&console, Some(container)))
             .into_iter()
-            .map(|(at, text)| LogLine::new(at, text))
+            .map(LogLine::from)
             .collect();
         Ok(LogPage::of_whole(lines, start))
     }

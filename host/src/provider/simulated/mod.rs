@@ -263,7 +263,7 @@ impl Provider for SimulatedProvider {
         let lines = instance
             .log_lines(Timestamp::now(), container)
             .into_iter()
-            .map(|(at, text)| LogLine::new(at, text))
+            .map(LogLine::from)
             .collect();
         Ok(LogPage::of_whole(lines, start))
     }

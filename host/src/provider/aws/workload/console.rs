@@ -248,7 +248,7 @@ mod tests {
     fn parsed_lines_are_paged_as_a_whole_source() {
         let lines = container_lines(&console(), Some("trainer"))
             .into_iter()
-            .map(|(at, text)| LogLine::new(at, text))
+            .map(LogLine::from)
             .collect();
         let page = LogPage::of_whole(
             lines,
