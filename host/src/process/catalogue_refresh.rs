@@ -11,26 +11,39 @@ use tokio_util::sync::CancellationToken;
 use crate::policy::catalogue::{InstanceCatalogue, TypeSpec};
 use crate::policy::wasm::Architecture;
 use crate::provider::aws::api::{Ec2Api, InstanceTypeInfo};
+use crate::support::Backoff;
 
-/// Refreshes now and then every `period` until `shutdown`.
+/// A refresh with a failed step is tried again after this, doubling up to the period: a
+/// throttled or slow EC2 at startup must not leave the catalogue stale for a whole period.
+const RETRY: Backoff = Backoff::new(Duration::from_secs(5), Duration::from_secs(300));
+
+/// Refreshes now and then every `period` until `shutdown`; sooner after a failed step.
 pub async fn run(
     api: Arc<dyn Ec2Api>,
     catalogue: Arc<InstanceCatalogue>,
     period: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut ticks = tokio::time::interval(period);
+    let mut retries = RETRY.delays();
     loop {
+        let complete = refresh(api.as_ref(), &catalogue).await;
+        let wait = if complete {
+            retries.reset();
+            period
+        } else {
+            retries.next_delay().min(period)
+        };
         tokio::select! {
             () = shutdown.cancelled() => return,
-            _ = ticks.tick() => refresh(api.as_ref(), &catalogue).await,
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }
 
 /// One refresh: types first (so spot prices and zones land on the new set), each step on its
-/// own.
-pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
+/// own. Whether every step succeeded.
+pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) -> bool {
+    let mut complete = true;
     match api.describe_instance_types().await {
         Ok(types) => {
             let specs: Vec<TypeSpec> = types.iter().filter_map(type_spec).collect();
@@ -43,6 +56,7 @@ pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
         }
         Err(error) => {
             tracing::warn!(%error, "refreshing instance types failed; keeping the current catalogue");
+            complete = false;
         }
     }
     match api.spot_prices().await {
@@ -55,6 +69,7 @@ pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
         }
         Err(error) => {
             tracing::warn!(%error, "refreshing spot prices failed; keeping the current ones");
+            complete = false;
         }
     }
     match api.instance_type_zones().await {
@@ -67,8 +82,10 @@ pub async fn refresh(api: &dyn Ec2Api, catalogue: &InstanceCatalogue) {
         }
         Err(error) => {
             tracing::warn!(%error, "refreshing the zones per instance type failed; keeping the current ones");
+            complete = false;
         }
     }
+    complete
 }
 
 fn type_spec(info: &InstanceTypeInfo) -> Option<TypeSpec> {
@@ -123,7 +140,7 @@ mod tests {
             )]
             .into(),
         );
-        refresh(&fake, &catalogue).await;
+        assert!(refresh(&fake, &catalogue).await, "every step succeeded");
         assert_eq!(
             catalogue.get("m8g.large").unwrap().zones,
             ["us-east-1a", "us-east-1b"]
@@ -152,7 +169,7 @@ mod tests {
         fake.fail_next_call(ApiError::service("UnauthorizedOperation", "no"));
         fake.fail_next_call(ApiError::transport("timeout"));
         fake.fail_next_call(ApiError::service("UnauthorizedOperation", "no"));
-        refresh(&fake, &catalogue).await;
+        assert!(!refresh(&fake, &catalogue).await);
         assert_eq!(catalogue.len(), before);
         assert_eq!(
             fake.calls(),
@@ -162,5 +179,33 @@ mod tests {
                 "DescribeInstanceTypeOfferings"
             ]
         );
+    }
+
+    /// CI (issue 43's stop): under load, DescribeInstanceTypes failed at startup and the types
+    /// waited a whole `catalogueRefresh` (1 h) for the next try.
+    #[tokio::test(start_paused = true)]
+    async fn a_refresh_with_a_failed_step_is_tried_again_within_seconds_not_a_period() {
+        let catalogue = Arc::new(InstanceCatalogue::bundled("us-east-1").unwrap());
+        let fake = Arc::new(FakeEc2::default());
+        fake.fail_next_call(ApiError::transport("timeout"));
+        let shutdown = CancellationToken::new();
+        let api: Arc<dyn Ec2Api> = fake.clone();
+        let task = tokio::spawn(run(
+            api,
+            catalogue,
+            Duration::from_secs(3600),
+            shutdown.clone(),
+        ));
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(
+            fake.calls().len(),
+            6,
+            "retried after 5 s: {:?}",
+            fake.calls()
+        );
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(fake.calls().len(), 6, "a complete refresh waits the period");
+        shutdown.cancel();
+        task.await.unwrap();
     }
 }
