@@ -23,7 +23,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use orca_e2e::container_logs::put_lines;
-use orca_e2e::pods::{self, burst_pod, phase};
+use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::proxy::Proxy;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
 
@@ -197,14 +197,7 @@ async fn one_round(settings: &Settings) -> Result<Round> {
     let ns = namespace.name.clone();
     let pods_api: Api<Pod> = Api::namespaced(client, &ns);
     pods::create(&pods_api, &burst_pod("talker", &node, &[])).await?;
-    let pod = pods::wait_for(
-        &pods_api,
-        "talker",
-        "Running",
-        Duration::from_secs(60),
-        |p| phase(p) == "Running",
-    )
-    .await?;
+    let pod = pods::wait_for_phase(&pods_api, "talker", "Running", Duration::from_secs(60)).await?;
     let stream = format!("{}/main", pod.metadata.uid.context("uid")?);
     logs.create_log_stream()
         .log_group_name(&group)

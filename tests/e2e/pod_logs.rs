@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use orca_e2e::cluster::kubectl_ok;
 use orca_e2e::container_logs::put_lines;
-use orca_e2e::pods::{self, burst_pod, phase};
+use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
 
 /// With `provider.aws.logs`, orca creates the group (with its retention) at startup, a pod's
@@ -47,14 +47,7 @@ async fn logs_of_a_pod_on_moto_come_from_cloudwatch_logs_with_history_and_follow
     let ns = namespace.name.clone();
     let pods_api: Api<Pod> = Api::namespaced(client, &ns);
     pods::create(&pods_api, &burst_pod("talker", &node, &[])).await?;
-    let pod = pods::wait_for(
-        &pods_api,
-        "talker",
-        "Running",
-        Duration::from_secs(60),
-        |p| phase(p) == "Running",
-    )
-    .await?;
+    let pod = pods::wait_for_phase(&pods_api, "talker", "Running", Duration::from_secs(60)).await?;
     let uid = pod.metadata.uid.clone().context("uid")?;
     let instance = pods::instance_id(&pod).context("instance")?;
     // No stream yet (the container has not written): the boot log explains.
@@ -146,14 +139,7 @@ async fn logs_of_a_pod_on_moto_come_from_cloudwatch_logs_with_history_and_follow
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     orca_e2e::ec2::finish_workload(&ec2, &instance, 0).await?;
-    pods::wait_for(
-        &pods_api,
-        "talker",
-        "Succeeded",
-        Duration::from_secs(60),
-        |p| phase(p) == "Succeeded",
-    )
-    .await?;
+    pods::wait_for_phase(&pods_api, "talker", "Succeeded", Duration::from_secs(60)).await?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while !reader.is_finished() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
