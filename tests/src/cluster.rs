@@ -81,6 +81,12 @@ impl TestCluster {
         aws_sdk_cloudwatchlogs::Client::new(&self.aws_config().await)
     }
 
+    /// A CloudWatch client for moto's (the same endpoint as its EC2): what an instance's
+    /// sampler publishes, a test publishes with it.
+    pub async fn cloudwatch_client(&self) -> aws_sdk_cloudwatch::Client {
+        aws_sdk_cloudwatch::Client::new(&self.aws_config().await)
+    }
+
     /// An SQS client for moto's SQS server (the same endpoint as its EC2).
     pub async fn sqs_client(&self) -> aws_sdk_sqs::Client {
         aws_sdk_sqs::Client::new(&self.aws_config().await)

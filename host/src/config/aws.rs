@@ -2,7 +2,10 @@
 
 use serde::Deserialize;
 
-use super::{ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, Seconds};
+use super::{
+    ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, PodMetricsConfig,
+    Seconds,
+};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -41,6 +44,9 @@ pub struct AwsConfig {
     /// Where containers' output goes (CloudWatch Logs); absent: `kubectl logs` reads the
     /// instance's console output, its last 64 KiB.
     pub logs: Option<LogsConfig>,
+    /// The pods' CPU, memory and GPU usage, published by each instance to CloudWatch and read
+    /// back for `kubectl top` and autoscalers; absent: nothing is sampled or served.
+    pub metrics: Option<PodMetricsConfig>,
 }
 
 impl Default for AwsConfig {
@@ -60,6 +66,7 @@ impl Default for AwsConfig {
             catalogue_refresh: Seconds::from_secs(3600),
             interruption_queue: None,
             logs: None,
+            metrics: None,
         }
     }
 }
@@ -190,6 +197,9 @@ impl AwsConfig {
         }
         if let Some(logs) = &self.logs {
             logs.validate()?;
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.validate()?;
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ mod logs;
 mod node;
 mod nodes;
 mod on_error;
+mod pod_metrics;
 mod pods;
 mod policy;
 mod provider;
@@ -36,6 +37,7 @@ pub use logs::{LogDelivery, LogsConfig, RETENTION_DAYS};
 pub(crate) use node::is_dns_label;
 pub use node::{NodeConfig, TaintConfig, TaintEffect};
 pub use nodes::{DeclaredNode, NodeEntry, REGION_LABEL};
+pub use pod_metrics::PodMetricsConfig;
 pub use pods::PodsConfig;
 pub use policy::{
     DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, FailureKind, GuardrailsConfig, Instances,

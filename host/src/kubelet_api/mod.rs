@@ -11,6 +11,7 @@ mod state;
 mod target;
 pub mod tls;
 mod unsupported;
+mod usage;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeletApiConfig, NodeConfig};
 use crate::metrics::KubeletApiMetrics;
+use crate::process::pod_usage::PodUsages;
 use crate::process::served_nodes::ServedNodes;
 
 pub use state::ApiState;
@@ -51,6 +53,8 @@ pub struct KubeletApiDeps {
     pub served: Arc<ServedNodes>,
     /// Where its connections are counted.
     pub metrics: Arc<KubeletApiMetrics>,
+    /// The served pods' usage as last read.
+    pub usages: Arc<PodUsages>,
 }
 
 /// Prepares TLS, binds the port, and serves until `shutdown` in a spawned task.
@@ -94,6 +98,7 @@ pub async fn start(
         first_node: first.name,
         follow_poll_interval: deps.config.follow_poll_interval.get(),
         log_polls: Arc::new(logs::LogPolls::new(deps.config.follow_poll_interval.get())),
+        usages: deps.usages,
     });
     let listening = server::Listening {
         listener,

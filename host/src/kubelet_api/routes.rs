@@ -15,6 +15,7 @@ use super::logs::{container_logs, refuse};
 use super::state::{Admitted, ApiState};
 use super::target::Check;
 use super::unsupported::unsupported;
+use super::usage::{resource_metrics, stats_summary};
 
 /// The user a verified client certificate names, put on each request by the connection.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +28,8 @@ pub fn router(state: Arc<ApiState>) -> Router {
             get(container_logs),
         )
         .route("/pods", get(pods))
+        .route("/metrics/resource", get(resource_metrics))
+        .route("/stats/summary", get(stats_summary))
         .route("/healthz", get(|| async { "ok" }))
         .route("/exec/{*rest}", any(unsupported))
         .route("/attach/{*rest}", any(unsupported))

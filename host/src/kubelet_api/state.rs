@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::auth::Gate;
 use super::target::{Check, Target};
+use crate::process::pod_usage::PodUsages;
 use crate::process::served_nodes::{FoundPod, ServedNodes};
 
 /// What every handler reads.
@@ -19,6 +20,8 @@ pub struct ApiState {
     pub follow_poll_interval: Duration,
     /// The reads of `kubectl logs -f` followers, shared per pod, container and cursor.
     pub log_polls: Arc<super::logs::LogPolls>,
+    /// The served pods' usage as last read (`/metrics/resource`, `/stats/summary`).
+    pub usages: Arc<PodUsages>,
 }
 
 impl ApiState {

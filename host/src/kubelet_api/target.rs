@@ -17,13 +17,18 @@ use super::auth::Refusal;
 /// routes do (`/containerLogs/{namespace}/{pod}/{container}`, `/exec/{namespace}/{pod}/...`).
 const POD_PATHS: [&str; 5] = ["containerLogs", "exec", "attach", "portForward", "run"];
 
+/// The paths answered from the pods of every served node the caller may see: the pod list,
+/// and the pods' usage (`/metrics/resource`, `/stats/summary`).
+const SERVED_PODS_PATHS: [&str; 3] = ["/pods", "/metrics/resource", "/stats/summary"];
+
 /// What a request path is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A pod's path: the pod it names, decoded, or `None` when the path names no pod a
     /// router would decode (a missing or empty segment, an encoding that is not UTF-8).
     Pod(Option<PodName>),
-    /// `/pods`: the pods of every served node the caller may see.
+    /// `/pods`, `/metrics/resource`, `/stats/summary`: the pods of every served node the
+    /// caller may see.
     ServedPods,
     /// Anything else (`/healthz`, an unknown path): the node itself, no pod in particular.
     Node,
@@ -40,7 +45,7 @@ impl Target {
     /// What `path` (without its query) is about. The first segment is compared undecoded, as
     /// the router matches its literal segments.
     pub fn of(path: &str) -> Target {
-        if path == "/pods" {
+        if SERVED_PODS_PATHS.contains(&path) {
             return Target::ServedPods;
         }
         let mut segments = path.strip_prefix('/').unwrap_or(path).split('/');
@@ -197,7 +202,11 @@ mod tests {
             // The router matches the literal segment undecoded: no route, no pod.
             ("/container%4Cogs/ns/web-1/main", Target::Node),
             ("/containerlogs/ns/web-1/main", Target::Node),
-            ("/stats/summary", Target::Node),
+            ("/stats/summary", Target::ServedPods),
+            ("/metrics/resource", Target::ServedPods),
+            ("/stats/summary/", Target::Node),
+            ("/metrics", Target::Node),
+            ("/metrics/cadvisor", Target::Node),
         ];
         for (path, expected) in table {
             assert_eq!(Target::of(path), expected, "{path:?}");

@@ -5,6 +5,7 @@ mod ec2;
 mod interruption;
 mod kubelet_api;
 mod node;
+mod pod_gpus;
 mod pods;
 mod policy;
 mod scraped;
@@ -24,6 +25,7 @@ pub use pods::ReconcileMetrics;
 pub use policy::{EvaluationLabels, PluginInfoLabels, PolicyMetrics, ReloadLabels};
 pub use serving::ServingMetrics;
 
+use crate::process::pod_usage::PodUsages;
 use crate::process::served_nodes::ServedNodes;
 use crate::provider::aws::Ec2Calls;
 use crate::spend::NamespaceSpend;
@@ -48,6 +50,7 @@ impl Metrics {
         served: Arc<ServedNodes>,
         requests: Arc<Ec2Calls>,
         spend: Arc<NamespaceSpend>,
+        usages: Arc<PodUsages>,
     ) -> Metrics {
         let mut registry = Registry::default();
         let policy = Arc::new(PolicyMetrics::register(&mut registry));
@@ -62,6 +65,7 @@ impl Metrics {
         registry.register_collector(Box::new(pods::NodesServed(served)));
         registry.register_collector(Box::new(ec2::Ec2Requests(requests)));
         registry.register_collector(Box::new(spend::NamespaceSpendGauges(spend)));
+        registry.register_collector(Box::new(pod_gpus::PodGpus(usages)));
         Metrics {
             policy,
             reconcile,

@@ -14,6 +14,8 @@ pub enum ProcessLoop {
     Census,
     /// Refreshing the instance-type catalogue from EC2.
     CatalogueRefresh,
+    /// Reading the served pods' usage from CloudWatch.
+    PodUsage,
     /// Loading the embedded plugins that failed to load at startup.
     EmbeddedRetry,
     /// Pulling the plugins named by OCI reference.
@@ -48,6 +50,7 @@ impl std::fmt::Display for ProcessLoop {
             ProcessLoop::StraySweep => f.write_str("the sweep for instances of undeclared nodes"),
             ProcessLoop::Census => f.write_str("the census of the cluster's instances"),
             ProcessLoop::CatalogueRefresh => f.write_str("the catalogue refresh"),
+            ProcessLoop::PodUsage => f.write_str("the reading of the pods' usage"),
             ProcessLoop::EmbeddedRetry => f.write_str("the embedded plugins' retry"),
             ProcessLoop::OciRefresh => f.write_str("the OCI plugin refresh"),
             ProcessLoop::PluginWatch => f.write_str("the plugins directory watch"),

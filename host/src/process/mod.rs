@@ -15,6 +15,7 @@ mod loops;
 pub mod node;
 mod parts;
 mod plugin_pulls;
+pub mod pod_usage;
 mod run;
 pub mod served_nodes;
 mod sharing;

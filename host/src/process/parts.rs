@@ -17,11 +17,14 @@ use crate::policy::pipeline::HookChains;
 use crate::policy::registry::PluginRegistry;
 use crate::policy::setup::build_registry;
 use crate::policy::{Pipeline, Planner};
+use crate::process::pod_usage::PodUsages;
 use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
 use crate::provider::aws::logs::LogsApi;
 use crate::provider::aws::logs::sdk::SdkLogs;
 use crate::provider::aws::sdk::SdkEc2;
+use crate::provider::aws::usage::CloudWatchApi;
+use crate::provider::aws::usage::sdk::SdkCloudWatch;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
 use crate::provider::simulated::SimulatedProvider;
@@ -42,6 +45,8 @@ pub struct Parts {
     pub metrics: Metrics,
     /// The nodes served now, for the kubelet API and the metrics.
     pub served: Arc<ServedNodes>,
+    /// The served pods' usage as last read, for the kubelet API and the metrics.
+    pub usages: Arc<PodUsages>,
     pub health: Arc<Health>,
     /// The interruption queue (`provider.aws.interruptionQueue`), when configured.
     pub interruptions: Option<Interruptions>,
@@ -86,7 +91,13 @@ impl Parts {
         ));
         let ec2_calls = Arc::new(Ec2Calls::default());
         let served = Arc::new(ServedNodes::default());
-        let metrics = Metrics::new(served.clone(), ec2_calls.clone(), spend.clone());
+        let usages = Arc::new(PodUsages::default());
+        let metrics = Metrics::new(
+            served.clone(),
+            ec2_calls.clone(),
+            spend.clone(),
+            usages.clone(),
+        );
         // Which instances are this cluster's: read before anything can list or launch one.
         let cluster_id = match config.provider.kind {
             ProviderKind::Simulated => String::new(),
@@ -104,8 +115,11 @@ impl Parts {
             "instance-type catalogue loaded"
         );
         let pipeline = Arc::new(pipeline(&config, &registry, guardrails, &metrics));
-        let logs = shipped_logs(&config).await?;
-        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, logs.as_ref());
+        let cloudwatch = CloudWatch {
+            logs: shipped_logs(&config).await?,
+            usage: published_usage(&config).await,
+        };
+        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, &cloudwatch);
         let interruptions = interruptions(&config).await?;
         Ok(Parts {
             spend,
@@ -121,6 +135,7 @@ impl Parts {
             metrics,
             health: Arc::new(Health::new(served.clone())),
             served,
+            usages,
         })
     }
 }
@@ -179,7 +194,7 @@ fn node_runtimes(
     pipeline: &Arc<Pipeline>,
     ec2: Option<&Arc<dyn Ec2Api>>,
     cluster_id: &str,
-    logs: Option<&Arc<dyn LogsApi>>,
+    cloudwatch: &CloudWatch,
 ) -> Vec<Arc<NodeRuntime>> {
     let declared = config.declared_nodes();
     let several = declared.len() > 1;
@@ -188,7 +203,13 @@ fn node_runtimes(
         .map(|declared| {
             let new_provider = match ec2 {
                 None => simulated_factory(simulated_settings(config, &declared, several)),
-                Some(api) => aws_factory(config, &declared, api.clone(), cluster_id, logs.cloned()),
+                Some(api) => aws_factory(
+                    config,
+                    &declared,
+                    api.clone(),
+                    cluster_id,
+                    cloudwatch.clone(),
+                ),
             };
             let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
                 &declared.node.name,
@@ -220,7 +241,7 @@ fn aws_factory(
     declared: &DeclaredNode,
     api: Arc<dyn Ec2Api>,
     cluster_id: &str,
-    logs: Option<Arc<dyn LogsApi>>,
+    cloudwatch: CloudWatch,
 ) -> ProviderFactory {
     let mut aws = config.provider.aws.clone();
     aws.subnet_ids.clone_from(&declared.subnet_ids);
@@ -233,11 +254,40 @@ fn aws_factory(
     Box::new(move || {
         let mut provider = AwsProvider::new(api.clone(), identity.clone(), aws.clone())
             .with_visibility_grace(grace);
-        if let (Some(api), Some(shipped)) = (&logs, &aws.logs) {
+        if let (Some(api), Some(shipped)) = (&cloudwatch.logs, &aws.logs) {
             provider = provider.with_logs(api.clone(), &shipped.group);
+        }
+        if let (Some(api), Some(metrics)) = (&cloudwatch.usage, &aws.metrics) {
+            provider = provider.with_usage(api.clone(), metrics);
         }
         Ok(Arc::new(provider) as Arc<dyn Provider>)
     })
+}
+
+/// The CloudWatch clients every node's aws provider shares.
+#[derive(Clone, Default)]
+struct CloudWatch {
+    /// With `provider.aws.logs`: containers' output.
+    logs: Option<Arc<dyn LogsApi>>,
+    /// With `provider.aws.metrics`: the pods' usage.
+    usage: Option<Arc<dyn CloudWatchApi>>,
+}
+
+/// CloudWatch, when the aws provider's instances publish the pods' usage there
+/// (`provider.aws.metrics`).
+async fn published_usage(config: &Config) -> Option<Arc<dyn CloudWatchApi>> {
+    let (ProviderKind::Aws, Some(metrics)) = (config.provider.kind, &config.provider.aws.metrics)
+    else {
+        return None;
+    };
+    tracing::info!(
+        namespace = %metrics.namespace,
+        interval = %metrics.interval,
+        "the pods' usage is read from CloudWatch"
+    );
+    Some(Arc::new(
+        SdkCloudWatch::connect(&config.provider.region, metrics.endpoint_url.as_deref()).await,
+    ))
 }
 
 /// CloudWatch Logs, when the aws provider ships containers' output there

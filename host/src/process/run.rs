@@ -12,6 +12,7 @@ use super::error::StartError;
 use super::loops::ProcessLoop;
 use super::node::{NodeRuntime, SharedParts, report_end};
 use super::parts::Parts;
+use super::pod_usage::UsageLoop;
 use super::sharing;
 use super::tasks::ProcessTasks;
 use super::turn::{self, ServingTask, TurnEnd};
@@ -142,6 +143,7 @@ fn kubelet_api(
             .collect(),
         served: parts.served.clone(),
         metrics: parts.metrics.kubelet_api.clone(),
+        usages: parts.usages.clone(),
     };
     let health = parts.health.clone();
     async move {
@@ -179,6 +181,14 @@ fn watch_instances(parts: &Parts, tasks: &mut ProcessTasks, shutdown: &Cancellat
                 ),
             );
         }
+    }
+    if let (Some(_), Some(metrics)) = (&parts.ec2, &parts.config.provider.aws.metrics) {
+        let reading = UsageLoop {
+            served: parts.served.clone(),
+            usages: parts.usages.clone(),
+            period: metrics.interval(),
+        };
+        tasks.spawn_loop(ProcessLoop::PodUsage, reading.run(shutdown.clone()));
     }
     if parts.spend.caps_namespaces() {
         let census: Arc<dyn Census> = match &parts.ec2 {

@@ -94,6 +94,14 @@ impl ServedNodes {
             .collect()
     }
 
+    /// Each node served now, by name, with what it answers from.
+    pub fn each(&self) -> Vec<(String, ServedNode)> {
+        self.read()
+            .iter()
+            .map(|(name, served)| (name.clone(), served.clone()))
+            .collect()
+    }
+
     /// Every pod of every served node.
     pub fn pods(&self) -> Vec<Arc<Pod>> {
         self.read()

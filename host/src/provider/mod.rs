@@ -10,6 +10,7 @@ mod logs;
 pub mod ownership;
 pub mod plan;
 pub mod simulated;
+mod usage;
 pub mod zones;
 
 use async_trait::async_trait;
@@ -20,6 +21,7 @@ pub use launch::{
     LaunchFailed, LaunchProgress, LaunchRequest, Launched, Offering, PassedOver, offerings,
 };
 pub use logs::{LogCursor, LogLine, LogPage, LogStart, timed_lines};
+pub use usage::{ContainerUsage, GpuUsage, PodUsage, Sample, UsageQuery};
 
 /// A backend that runs each pod as one instance.
 ///
@@ -65,6 +67,16 @@ pub trait Provider: Send + Sync + 'static {
         container: &str,
         start: &LogStart,
     ) -> Result<LogPage, ProviderError>;
+    /// What each of `pods` uses, as last sampled, read in as few calls as the backend
+    /// allows; a pod with no figures yet is left out. The default: no figures (a backend
+    /// that samples nothing).
+    ///
+    /// # Errors
+    /// The read failed; the caller keeps the figures it had and asks again later.
+    async fn usage(&self, pods: &[UsageQuery]) -> Result<Vec<PodUsage>, ProviderError> {
+        let _ = pods;
+        Ok(Vec::new())
+    }
     /// Whether the backend answers; drives the node's Ready condition.
     async fn ping(&self) -> Result<(), ProviderError>;
     /// Forgets what it keeps per pod (launch attempts) for pods not in `present` (UIDs): they

@@ -36,6 +36,7 @@ pub mod strays;
 mod template;
 mod token;
 mod unavailable;
+pub mod usage;
 pub mod workload;
 
 #[cfg(test)]
@@ -64,16 +65,18 @@ pub use self::measured::Measured;
 pub use self::rate::RateLimited;
 use self::template::NodeTemplate;
 use self::unavailable::UnavailableOfferings;
+use self::usage::CloudWatchApi;
+use self::usage::read::UsageReader;
 use super::ownership::{
     MANAGED_BY_VALUE, TAG_CLUSTER, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_UID,
 };
 use super::zones::ZoneConstraint;
 use super::{
     Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine, LogPage,
-    LogStart, Offering, PassedOver, PodKey, Provider, ProviderError, Termination, WorkloadExit,
-    offerings,
+    LogStart, Offering, PassedOver, PodKey, PodUsage, Provider, ProviderError, Termination,
+    UsageQuery, WorkloadExit, offerings,
 };
-use crate::config::{AwsConfig, LaunchApi};
+use crate::config::{AwsConfig, LaunchApi, PodMetricsConfig};
 use crate::provider::plan::{LaunchPlan, Market};
 use crate::workload::AMI_ANNOTATION;
 
@@ -131,6 +134,8 @@ pub struct AwsProvider {
     started: Timestamp,
     /// Where containers' output is read from, when it is shipped.
     logs: Option<ShippedLogs>,
+    /// Where the pods' usage is read from, when instances publish it.
+    usage: Option<UsageReader>,
 }
 
 /// The CloudWatch Logs group containers write to, and the client that reads it.
@@ -177,6 +182,7 @@ impl AwsProvider {
             visibility_grace: DEFAULT_VISIBILITY_GRACE,
             started: Timestamp::now(),
             logs: None,
+            usage: None,
             api,
             identity,
             config,
@@ -189,6 +195,21 @@ impl AwsProvider {
     /// forgotten request is given this long before the next token is taken.
     pub fn with_visibility_grace(mut self, grace: Duration) -> AwsProvider {
         self.visibility_grace = grace;
+        self
+    }
+
+    /// Reads the pods' usage from CloudWatch (`provider.aws.metrics`), where the instances
+    /// publish it.
+    pub fn with_usage(
+        mut self,
+        api: Arc<dyn CloudWatchApi>,
+        metrics: &PodMetricsConfig,
+    ) -> AwsProvider {
+        self.usage = Some(UsageReader {
+            api,
+            namespace: metrics.namespace.clone(),
+            period_seconds: metrics.interval_seconds(),
+        });
         self
     }
 
@@ -618,8 +639,13 @@ impl Provider for AwsProvider {
         }
         let shipping = (self.config.logs.as_ref())
             .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
-        let user_data = workload::user_data(&request.workload, shipping.as_ref())
-            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+        let publishing = (self.config.metrics.as_ref())
+            .map(|metrics| workload::MetricPublishing::of(metrics, &request.pod.uid));
+        let user_data =
+            workload::user_data(&request.workload, shipping.as_ref(), publishing.as_ref())
+                .map_err(|error| {
+                    ProviderError::permanent("UnsupportedPodSpec", error.to_string())
+                })?;
         let places = self.places(&request.zones).await?;
         if self.config.launch_api == LaunchApi::Fleet {
             return self
@@ -711,6 +737,19 @@ impl Provider for AwsProvider {
             }
         }
         self.console_page(pod, container, start).await
+    }
+
+    async fn usage(&self, pods: &[UsageQuery]) -> Result<Vec<PodUsage>, ProviderError> {
+        let Some(reader) = &self.usage else {
+            return Ok(Vec::new());
+        };
+        reader
+            .read(pods, Timestamp::now())
+            .await
+            .map_err(|error| match error.transient {
+                true => ProviderError::transient(error.code.clone(), error.message.clone()),
+                false => ProviderError::permanent(error.code.clone(), error.message.clone()),
+            })
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

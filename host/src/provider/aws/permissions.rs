@@ -18,10 +18,17 @@ pub enum Service {
     Sqs,
     Sts,
     Logs,
+    CloudWatch,
 }
 
 impl Service {
-    pub const ALL: [Service; 4] = [Service::Ec2, Service::Sqs, Service::Sts, Service::Logs];
+    pub const ALL: [Service; 5] = [
+        Service::Ec2,
+        Service::Sqs,
+        Service::Sts,
+        Service::Logs,
+        Service::CloudWatch,
+    ];
 
     /// The SDK crate orca calls it through.
     pub fn sdk_crate(self) -> &'static str {
@@ -30,6 +37,7 @@ impl Service {
             Service::Sqs => "aws-sdk-sqs",
             Service::Sts => "aws-sdk-sts",
             Service::Logs => "aws-sdk-cloudwatchlogs",
+            Service::CloudWatch => "aws-sdk-cloudwatch",
         }
     }
 
@@ -40,6 +48,7 @@ impl Service {
             Service::Sqs => "sqs",
             Service::Sts => "sts",
             Service::Logs => "logs",
+            Service::CloudWatch => "cloudwatch",
         }
     }
 }
@@ -249,6 +258,13 @@ pub const ORCA_CALLS: &[AwsCall] = &[
         "GetLogEvents",
         &[needs("logs:GetLogEvents", &[On::LogStream])],
     ),
+    // The pods' usage (`provider.aws.metrics`): CloudWatch's metric actions have no
+    // resource-level permissions.
+    AwsCall {
+        service: Service::CloudWatch,
+        operation: "GetMetricData",
+        needs: &[needs("cloudwatch:GetMetricData", &[On::Any])],
+    },
     // Needs no permission: AWS answers it for any valid credentials, even under an explicit
     // deny.
     AwsCall {
@@ -259,13 +275,20 @@ pub const ORCA_CALLS: &[AwsCall] = &[
 ];
 
 /// Every call the workload's instance makes with its role (`deploy/iam/workload.json`): the
-/// bootstrap tags its own instance with the exit code, and Docker's `awslogs` driver writes
-/// each container's output ([`LOG_DRIVER_CALLS`]).
+/// bootstrap tags its own instance with the exit code and publishes the pod's usage
+/// (`provider.aws.metrics`; no resource-level permissions, so the policy holds it to the
+/// namespace with `cloudwatch:namespace`), and Docker's `awslogs` driver writes each
+/// container's output ([`LOG_DRIVER_CALLS`]).
 pub const WORKLOAD_CALLS: &[AwsCall] = &[
     ec2(
         "CreateTags",
         &[needs("ec2:CreateTags", &[On::Ec2("instance")])],
     ),
+    AwsCall {
+        service: Service::CloudWatch,
+        operation: "PutMetricData",
+        needs: &[needs("cloudwatch:PutMetricData", &[On::Any])],
+    },
     LOG_DRIVER_CALLS[0],
     LOG_DRIVER_CALLS[1],
 ];

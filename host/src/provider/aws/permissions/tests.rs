@@ -653,3 +653,20 @@ fn the_policies_name_what_the_shipped_base_deploys() {
         "sts:AssumeRoleWithWebIdentity"
     );
 }
+
+#[test]
+fn the_workload_may_publish_metrics_only_to_the_namespace_orca_reads_by_default() {
+    let workload = policy("deploy/iam/workload.json");
+    let statement = workload["Statement"]
+        .as_array()
+        .expect("Statement")
+        .iter()
+        .find(|s| s["Sid"] == "PublishThePodsMetrics")
+        .expect("the statement PublishThePodsMetrics");
+    assert_eq!(
+        statement["Condition"]["StringEquals"]["cloudwatch:namespace"],
+        crate::config::PodMetricsConfig::default().namespace,
+        "PutMetricData has no resource-level permissions: the namespace condition is what \
+         keeps an instance from writing other metrics"
+    );
+}

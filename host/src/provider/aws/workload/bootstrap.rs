@@ -1,12 +1,13 @@
 //! The instance's user data: `bootstrap.sh` (the logic, the same for every pod) with the pod's
 //! data (containers, arguments, volume contents) rendered as shell words in front of its main
 //! function. Comment lines and indentation of the template are dropped, as EC2 allows only
-//! 16 KiB of user data.
+//! 16 KiB of user data, and so is its metric sampler for pods that do not publish their usage.
 
 use std::fmt::Write as _;
 
 use super::docker_args::docker_args;
 use super::log_shipping::LogShipping;
+use super::metric_publishing::MetricPublishing;
 use super::quote::quote;
 use crate::workload::{ContainerSpec, EnvPart, EnvValue, VolumeSpec, WorkloadSpec};
 
@@ -20,6 +21,9 @@ pub const USER_DATA_LIMIT: usize = 16 * 1024;
 const TEMPLATE: &str = include_str!("bootstrap.sh");
 /// Where in the template the pod's data goes.
 const WORKLOAD_MARKER: &str = "# @WORKLOAD@\n";
+/// Where the metric sampler starts: from there to the pod's data, the template is only for pods
+/// that publish their usage.
+const SAMPLER_MARKER: &str = "# @SAMPLER@\n";
 
 /// Why a workload cannot be turned into user data.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +46,8 @@ pub enum BootstrapError {
 /// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance.
 /// With `shipping`, every container's output also goes to CloudWatch Logs (Docker's `awslogs`
 /// driver, one stream per container); without, Docker keeps it in rotated `json-file` logs.
-/// Either way it is copied to the serial console.
+/// Either way it is copied to the serial console. With `publishing`, the instance samples its
+/// containers' and GPUs' usage every interval and publishes it to CloudWatch.
 ///
 /// # Guarantees
 /// - Every value from the pod reaches Docker as one argument, byte for byte; none is
@@ -55,12 +60,20 @@ pub enum BootstrapError {
 pub fn user_data(
     spec: &WorkloadSpec,
     shipping: Option<&LogShipping>,
+    publishing: Option<&MetricPublishing>,
 ) -> Result<String, BootstrapError> {
     check_nul(spec)?;
     let (head, tail) = TEMPLATE
         .split_once(WORKLOAD_MARKER)
         .expect("bootstrap.sh has the workload marker");
-    let parts = workload_parts(spec, shipping);
+    let (head, sampler) = head
+        .split_once(SAMPLER_MARKER)
+        .expect("bootstrap.sh has the sampler marker");
+    let mut parts = Vec::new();
+    if publishing.is_some() {
+        parts.push(("the metric sampler".to_owned(), minify(sampler)));
+    }
+    parts.extend(workload_parts(spec, shipping, publishing));
     let mut script = minify(head);
     for (_, text) in &parts {
         script.push_str(text);
@@ -82,7 +95,11 @@ pub fn user_data(
 }
 
 /// The pod's data as shell assignments and functions, each with a label for size reports.
-fn workload_parts(spec: &WorkloadSpec, shipping: Option<&LogShipping>) -> Vec<(String, String)> {
+fn workload_parts(
+    spec: &WorkloadSpec,
+    shipping: Option<&LogShipping>,
+    publishing: Option<&MetricPublishing>,
+) -> Vec<(String, String)> {
     let all: Vec<(&ContainerSpec, &str)> = spec
         .init_containers
         .iter()
@@ -125,6 +142,9 @@ fn workload_parts(spec: &WorkloadSpec, shipping: Option<&LogShipping>) -> Vec<(S
     if let Some(shipping) = shipping {
         parts.push(("the log options".to_owned(), log_lines(shipping, &all)));
     }
+    if let Some(publishing) = publishing {
+        parts.push(("the metric options".to_owned(), metric_lines(publishing)));
+    }
 
     parts.push((
         "the volume helpers".to_owned(),
@@ -160,6 +180,16 @@ fn log_lines(shipping: &LogShipping, all: &[(&ContainerSpec, &str)]) -> String {
         "orca_log=({})\norca_streams=({})\n",
         options.join(" "),
         streams.join(" ")
+    )
+}
+
+/// What the script's sampler publishes, and how often; it runs only when these are set.
+fn metric_lines(publishing: &MetricPublishing) -> String {
+    format!(
+        "orca_metrics_namespace={}\norca_metrics_interval={}\norca_metrics_pod_uid={}\n",
+        quote(&publishing.namespace),
+        publishing.interval_seconds,
+        quote(&publishing.pod_uid)
     )
 }
 

@@ -4,8 +4,8 @@
 #
 # This file is a template: orca drops comment lines and indentation to save user-data bytes, and
 # puts the pod's data where the WORKLOAD marker is. It must not use heredocs or strings that span
-# lines, since indentation is stripped. ORCA_ROOT, ORCA_CONSOLE, ORCA_IMDS, ORCA_BACKOFF_SECONDS
-# and ORCA_DRAIN_SECONDS exist for tests; cloud-init sets none of them.
+# lines, since indentation is stripped. ORCA_ROOT, ORCA_CONSOLE, ORCA_IMDS, ORCA_BACKOFF_SECONDS,
+# ORCA_DRAIN_SECONDS and ORCA_CGROUP exist for tests; cloud-init sets none of them.
 #
 # Serial-console lines (read back with GetConsoleOutput):
 #   orca[CONTAINER] TIMESTAMP LINE   a line of a container's output, with docker's timestamp
@@ -38,6 +38,11 @@ orca_docker=(--network host)
 # Either way `docker logs` reads it back for the console (with awslogs, from Docker's cache).
 orca_log=(--log-driver json-file --log-opt max-size=100m --log-opt max-file=3)
 orca_streams=()
+# Resource usage is sampled and published to CloudWatch only when the pod's data sets
+# orca_metrics_interval (seconds), with orca_metrics_namespace and orca_metrics_pod_uid;
+# orca_sampler is then the sampler's process.
+orca_metrics_interval=0
+orca_sampler=
 
 orca_now() {
   date -u +%Y-%m-%dT%H:%M:%S.%NZ
@@ -87,9 +92,9 @@ orca_facts() {
   orca_memory_bytes=$((${kb:-0} * 1024))
   disk=$(df -B1 --output=size / | tail -n 1)
   orca_disk_bytes=$((${disk:-0}))
-  # For awslogs; without it Docker asks IMDS itself.
+  # For awslogs and the metrics; without it Docker and the AWS CLI ask IMDS themselves.
   orca_region=
-  if [ ${#orca_streams[@]} -gt 0 ]; then
+  if [ ${#orca_streams[@]} -gt 0 ] || [ "$orca_metrics_interval" -gt 0 ]; then
     orca_region=$(orca_imds placement/region) || orca_region=
   fi
 }
@@ -219,6 +224,7 @@ orca_run() {
 orca_stop() {
   local k
   touch "$orca_state/stopping"
+  [ -n "$orca_sampler" ] && kill "$orca_sampler" 2>/dev/null
   for ((k = ${#orca_sidecars[@]} - 1; k >= 0; k--)); do
     docker stop -t 10 "orca-${orca_names[${orca_sidecars[$k]}]}" >/dev/null 2>&1
   done
@@ -247,6 +253,37 @@ orca_finish() {
   exit "$code"
 }
 
+# @SAMPLER@
+# orca_sample: until the pod stops, every orca_metrics_interval seconds (on the clock's multiples
+# of it), each running container's CPU time and working set from its cgroup (v2: Docker's systemd
+# driver's path, else its cgroupfs one), and each GPU's use and the pod's from nvidia-smi (in
+# MiB), published to CloudWatch in calls of at most 1000 data. A container whose cgroup files
+# are gone (it just ended) is skipped; a failed publish is only reported. Each datum is first a
+# line "METRIC UNIT VALUE [DIMENSION VALUE]" of $orca_state/sample. The names are those of
+# MetricPublishing; pod UIDs and container names need no escaping in JSON.
+# orca keeps this function (up to the pod's data) only for pods that publish their usage.
+orca_sample() {
+  local n=$orca_metrics_interval cg=${ORCA_CGROUP:-/sys/fs/cgroup} s=$orca_state/sample name id dir file
+  while [ ! -e "$orca_state/stopping" ]; do
+    rm -f "$s".*
+    : >"$s"
+    for name in "${orca_names[@]}"; do
+      id=$(docker inspect -f '{{if .State.Running}}{{.Id}}{{end}}' "orca-$name" 2>/dev/null) && [ -n "$id" ] || continue
+      dir=$cg/system.slice/docker-$id.scope
+      [ -d "$dir" ] || dir=$cg/docker/$id
+      awk -v c="Container $name" 'FNR==1{k++} $1=="usage_usec"{u=$2} NF==1{w=$1} $1=="inactive_file"{w-=$2} END{if(k>2)printf "CpuUsageSeconds Seconds %.6f %s\nMemoryWorkingSetBytes Bytes %.0f %s\n",u/1e6,c,(w>0?w:0),c}' "$dir/cpu.stat" "$dir/memory.current" "$dir/memory.stat" >>"$s" 2>/dev/null
+    done
+    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits 2>/dev/null | awk -F', *' '/^[0-9]+, *[0-9.]+, *[0-9.]+ *$/{printf "GpuUtilization Percent %s Gpu %s\nGpuMemoryUsedBytes Bytes %.0f Gpu %s\n",$2,$1,$3*1048576,$1;u+=$2;m+=$3;k++} END{if(k)printf "GpuUtilization Percent %.2f\nGpuMemoryUsedBytes Bytes %.0f\n",u/k,m*1048576}' >>"$s"
+    awk -v f="$s" -v p="$orca_metrics_pod_uid" -v t="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -v r="$([ "$n" -lt 60 ] && echo ',"StorageResolution":1')" -v j='{"MetricName":"%s","Dimensions":[{"Name":"PodUID","Value":"%s"}%s],"Timestamp":"%s","Value":%s,"Unit":"%s"%s}' -v d=',{"Name":"%s","Value":"%s"}' '(NR-1)%1000==0{if(o)print "]">o;o=f"."NR;printf "[">o;c=""} {printf "%s" j,c,$1,p,(NF>3?sprintf(d,$4,$5):""),t,$3,$2,r>o;c=","} END{if(o)print "]">o}' "$s"
+    for file in "$s".*; do
+      [ -e "$file" ] || continue
+      aws cloudwatch put-metric-data ${orca_region:+--region "$orca_region"} --namespace "$orca_metrics_namespace" --metric-data "file://$file" >/dev/null 2>"$orca_state/publish.err" ||
+        echo "orca: publishing the pod's metrics failed: $(tail -n 1 "$orca_state/publish.err")"
+    done
+    orca_sleep $((n - $(date +%s) % n))
+  done
+}
+
 # @WORKLOAD@
 
 orca_main() {
@@ -257,6 +294,10 @@ orca_main() {
   # Whatever goes wrong below, the instance must still report and power off.
   trap 'orca_finish 125' EXIT
   orca_facts
+  if [ "$orca_metrics_interval" -gt 0 ]; then
+    orca_sample &
+    orca_sampler=$!
+  fi
   if ! orca_docker_ready; then
     orca_say "$orca_default" "Docker is not running on this instance; orca needs an AMI with Docker, curl and the AWS CLI v2"
     orca_finish 125

@@ -18,6 +18,13 @@
 //!   read a container that logs to CloudWatch), and an instance profile also allowed
 //!   `logs:CreateLogStream` and `logs:PutLogEvents` on the group
 //!   (statement `ShipTheContainersLogs` of `deploy/iam/workload.json`);
+//! - with `provider.aws.metrics`: **cgroup v2** (Amazon Linux 2023 has it), where the bootstrap
+//!   reads each container's `cpu.stat`, `memory.current` and `memory.stat` under
+//!   `/sys/fs/cgroup/system.slice/docker-<full id>.scope` (Docker's systemd cgroup driver), or
+//!   else `/sys/fs/cgroup/docker/<full id>` (its cgroupfs driver); `nvidia-smi` on GPU AMIs
+//!   for the GPU figures (without it they are left out); and an instance profile also allowed
+//!   `cloudwatch:PutMetricData` for the namespace (statement `PublishThePodsMetrics` of
+//!   `deploy/iam/workload.json`), which the AWS CLI v2 uses;
 //! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
 //!   `docker run --gpus all` works;
 //! - for private registries: credentials Docker finds on its own (e.g. the Amazon ECR credential
@@ -50,6 +57,11 @@
 //!   `<pod UID>/<container>` ([`log_stream`]) of the configured group, through Docker's
 //!   `awslogs` driver ([`LogShipping`]); without, Docker keeps it in rotated `json-file` logs
 //!   (3 × 100 MB).
+//! - With `provider.aws.metrics`, every interval (on the clock's multiples of it) the bootstrap
+//!   samples each running container's CPU time and working set from its cgroup, and the GPUs'
+//!   utilization and memory with `nvidia-smi`, and publishes them to the configured namespace
+//!   with `aws cloudwatch put-metric-data` ([`MetricPublishing`], where the names are). A
+//!   failed publish is only reported on cloud-init's output; sampling stops with the pod.
 //! - A volume is a directory of the instance (`/var/lib/orca/volumes/<name>`), bind-mounted
 //!   into the containers that mount it; configMap and secret files are written at boot from
 //!   the content the user data carries.
@@ -66,11 +78,16 @@ mod bootstrap;
 pub mod console;
 mod docker_args;
 mod log_shipping;
+mod metric_publishing;
 mod quote;
 
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
 pub use log_shipping::{LogShipping, log_stream};
+pub use metric_publishing::{
+    DIMENSION_CONTAINER, DIMENSION_GPU, DIMENSION_POD, METRIC_CPU, METRIC_GPU_MEMORY,
+    METRIC_GPU_UTILIZATION, METRIC_MEMORY, MetricPublishing,
+};
 
 /// Where volumes live on the instance.
 pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";

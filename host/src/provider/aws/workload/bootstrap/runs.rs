@@ -1,10 +1,11 @@
 //! The script checked by bash itself: `bash -n` for syntax, and whole runs against stand-ins
-//! for Docker, IMDS, the AWS CLI, `mount` and `shutdown` (`fakes/`) that record what they were
-//! asked and play back what a test sets up.
+//! for Docker, IMDS, the AWS CLI, `mount`, `shutdown` and `nvidia-smi` (`fakes/`) that record
+//! what they were asked and play back what a test sets up, and a cgroup tree of files.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -13,6 +14,10 @@ use serde_json::{Value, json};
 use super::*;
 use crate::config::{LogDelivery, LogsConfig};
 use crate::provider::aws::workload::console::{container_exit_codes, container_lines, exit_code};
+use crate::provider::aws::workload::metric_publishing::{
+    DIMENSION_CONTAINER, DIMENSION_GPU, DIMENSION_POD, METRIC_CPU, METRIC_GPU_MEMORY,
+    METRIC_GPU_UTILIZATION, METRIC_MEMORY,
+};
 use crate::workload::source::fake::FakeSource;
 use crate::workload::workload_spec;
 
@@ -20,13 +25,14 @@ use crate::workload::workload_spec;
 const HOSTILE: &str =
     "it's $(touch \"$FAKE_DIR/pwned\") `touch \"$FAKE_DIR/pwned\"` \"q\"\nline 2 ${HOME} \\";
 
-const FAKES: [(&str, &str); 6] = [
+const FAKES: [(&str, &str); 7] = [
     ("docker", include_str!("fakes/docker")),
     ("curl", include_str!("fakes/curl")),
     ("aws", include_str!("fakes/aws")),
     ("shutdown", include_str!("fakes/shutdown")),
     ("mount", include_str!("fakes/mount")),
     ("systemctl", include_str!("fakes/systemctl")),
+    ("nvidia-smi", include_str!("fakes/nvidia-smi")),
 ];
 
 fn source() -> FakeSource {
@@ -84,12 +90,20 @@ fn training_pod(restart_policy: &str) -> Value {
 }
 
 async fn script_for(spec: Value) -> String {
-    script_shipping(spec, None).await
+    script_with(spec, None, None).await
 }
 
 async fn script_shipping(spec: Value, shipping: Option<&LogShipping>) -> String {
+    script_with(spec, shipping, None).await
+}
+
+async fn script_with(
+    spec: Value,
+    shipping: Option<&LogShipping>,
+    publishing: Option<&MetricPublishing>,
+) -> String {
     let spec = workload_spec(&pod(spec), &source()).await.unwrap();
-    user_data(&spec, shipping).unwrap()
+    user_data(&spec, shipping, publishing).unwrap()
 }
 
 /// Shipping to a group whose name needs quoting, for the pod `u-1`.
@@ -104,11 +118,23 @@ fn shipping(delivery: LogDelivery) -> LogShipping {
     LogShipping::of(&logs, "u-1")
 }
 
+/// Publishing every `interval_seconds` to a namespace that needs quoting, for the pod `u-1`.
+fn publishing(interval_seconds: u32) -> MetricPublishing {
+    MetricPublishing {
+        namespace: "Orca/Pods #1".to_owned(),
+        interval_seconds,
+        pod_uid: "u-1".to_owned(),
+    }
+}
+
 /// One run of a script against the fakes.
 struct Run {
     dir: tempfile::TempDir,
     status: i32,
     console: String,
+    /// What cloud-init would log.
+    stdout: String,
+    elapsed: Duration,
 }
 
 impl Run {
@@ -141,6 +167,41 @@ impl Run {
             .map(|(_, line)| line)
             .collect()
     }
+
+    /// The metric data of each `put-metric-data` call, in the order of the calls.
+    fn published(&self) -> Vec<Vec<Value>> {
+        let Ok(files) = std::fs::read_dir(self.path("metric-data")) else {
+            return Vec::new();
+        };
+        let mut calls: Vec<(u32, PathBuf)> = files
+            .map(|file| file.unwrap().path())
+            .filter_map(|path| Some((path.file_stem()?.to_str()?.parse().ok()?, path)))
+            .collect();
+        calls.sort();
+        calls
+            .into_iter()
+            .map(|(call, path)| {
+                let data = std::fs::read_to_string(path).unwrap();
+                serde_json::from_str(&data).unwrap_or_else(|e| panic!("call {call}: {e}: {data}"))
+            })
+            .collect()
+    }
+
+    /// Every datum published, across calls and samples.
+    fn data(&self) -> Vec<Value> {
+        self.published().into_iter().flatten().collect()
+    }
+}
+
+/// The data named `metric` whose dimensions are exactly `dimensions`.
+fn data_of<'a>(data: &'a [Value], metric: &str, dimensions: &[(&str, &str)]) -> Vec<&'a Value> {
+    let dimensions: Vec<Value> = dimensions
+        .iter()
+        .map(|(name, value)| json!({"Name": name, "Value": value}))
+        .collect();
+    data.iter()
+        .filter(|datum| datum["MetricName"] == metric && datum["Dimensions"] == json!(dimensions))
+        .collect()
 }
 
 /// Runs `script` with the fakes first on PATH; `prepare` writes their behaviour files.
@@ -165,6 +226,7 @@ fn run_with(script: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> 
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let started = Instant::now();
     let output = Command::new("timeout")
         .arg("60")
         .arg("bash")
@@ -175,9 +237,11 @@ fn run_with(script: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> 
         .env("ORCA_CONSOLE", dir.path().join("console"))
         .env("ORCA_IMDS", "http://imds.test")
         .env("ORCA_BACKOFF_SECONDS", "0")
+        .env("ORCA_CGROUP", dir.path().join("cgroup"))
         .envs(env.iter().copied())
         .output()
         .expect("bash runs");
+    let elapsed = started.elapsed();
     let status = output.status.code().expect("the script exits by itself");
     assert_ne!(status, 124, "the script timed out: {output:?}");
     let console = std::fs::read_to_string(dir.path().join("console")).unwrap_or_default();
@@ -185,6 +249,8 @@ fn run_with(script: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> 
         dir,
         status,
         console,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        elapsed,
     }
 }
 
@@ -194,6 +260,20 @@ fn write(dir: &Path, name: &str, text: &str) {
 
 #[tokio::test]
 async fn a_realistic_pod_becomes_valid_bash_within_the_size_limit() {
+    // With everything the config can add, too: the awslogs options and the metric sampler.
+    let shipped = script_with(
+        training_pod("Never"),
+        Some(&shipping(LogDelivery::NonBlocking)),
+        Some(&publishing(60)),
+    )
+    .await;
+    assert!(shipped.len() <= USER_DATA_LIMIT, "{} bytes", shipped.len());
+    let output = Command::new("bash")
+        .args(["-n", "-c", &shipped])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+
     let script = script_for(training_pod("Never")).await;
     assert!(script.starts_with("#!/bin/bash\n"));
     assert!(script.len() <= USER_DATA_LIMIT, "{} bytes", script.len());
@@ -616,4 +696,256 @@ async fn without_a_region_from_imds_docker_is_left_to_find_its_own() {
     );
     assert_eq!(run.output("trainer"), ["step 1"]);
     assert_eq!(exit_code(&run.console), Some(0));
+}
+
+/// Three containers that run for 4 s: `trainer` (exit code 3) in the cgroup Docker's systemd
+/// driver gives it, `eval` in its cgroupfs one, with more inactive file cache than memory (the
+/// two files are read at different moments), and `probe`, whose cgroup files are gone.
+fn metrics_pod() -> Value {
+    json!({
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "trainer", "image": "python:3.12"},
+            {"name": "eval", "image": "python:3.12"},
+            {"name": "probe", "image": "busybox:1.36"},
+        ],
+    })
+}
+
+fn prepare_metrics(dir: &Path) {
+    for container in ["trainer", "eval", "probe"] {
+        write(dir, &format!("{container}.seconds"), "4");
+    }
+    write(dir, "trainer.out", "step 1\n");
+    write(dir, "trainer.exits", "3\n");
+    cgroup(
+        dir,
+        "system.slice/docker-trainer-id.scope",
+        2_500_000,
+        1_000_000,
+        250_000,
+    );
+    cgroup(dir, "docker/eval-id", 1, 1_000, 5_000);
+}
+
+/// A container's cgroup (v2) files at `path` of the fake `/sys/fs/cgroup`, with look-alike
+/// lines around the ones that count.
+fn cgroup(dir: &Path, path: &str, usage_usec: u64, current: u64, inactive_file: u64) {
+    let cgroup = dir.join("cgroup").join(path);
+    std::fs::create_dir_all(&cgroup).unwrap();
+    let cpu = format!("usage_usec {usage_usec}\nuser_usec 7\nsystem_usec 9\nnr_periods 0\n");
+    write(&cgroup, "cpu.stat", &cpu);
+    write(&cgroup, "memory.current", &format!("{current}\n"));
+    let memory = format!(
+        "anon 4096\nfile 99\ninactive_anon 11\nactive_file 13\ninactive_file {inactive_file}\n"
+    );
+    write(&cgroup, "memory.stat", &memory);
+}
+
+/// `nvidia-smi`'s answer for `gpus` GPUs: GPU i at i % 101 percent, using i MiB.
+fn gpus(dir: &Path, gpus: usize) {
+    let lines: String = (0..gpus)
+        .map(|i| format!("{i}, {}, {i}\n", i % 101))
+        .collect();
+    write(dir, "nvidia-smi.out", &lines);
+}
+
+fn value(datum: &Value) -> f64 {
+    datum["Value"].as_f64().unwrap_or_else(|| panic!("{datum}"))
+}
+
+#[tokio::test]
+async fn a_published_pod_sends_each_running_containers_cpu_time_and_working_set() {
+    let script = script_with(metrics_pod(), None, Some(&publishing(1))).await;
+    let run = run(&script, prepare_metrics);
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    let data = run.data();
+
+    let pod = (DIMENSION_POD, "u-1");
+    let trainer = [pod, (DIMENSION_CONTAINER, "trainer")];
+    let eval = [pod, (DIMENSION_CONTAINER, "eval")];
+    // usage_usec in seconds; memory.current less inactive_file, and never below 0.
+    let cases = [
+        (METRIC_CPU, trainer, "Seconds", 2.5),
+        (METRIC_MEMORY, trainer, "Bytes", 750_000.0),
+        (METRIC_CPU, eval, "Seconds", 0.000_001),
+        (METRIC_MEMORY, eval, "Bytes", 0.0),
+    ];
+    for (metric, dimensions, unit, expected) in cases {
+        let found = data_of(&data, metric, &dimensions);
+        assert!(!found.is_empty(), "{metric} {dimensions:?} in {data:?}");
+        for datum in found {
+            assert_eq!(value(datum), expected, "{datum}");
+            assert_eq!(datum["Unit"], unit, "{datum}");
+        }
+    }
+    // Every second while the containers run: more than one sample of each.
+    let samples: std::collections::BTreeSet<&str> = data_of(&data, METRIC_CPU, &trainer)
+        .iter()
+        .map(|datum| datum["Timestamp"].as_str().unwrap())
+        .collect();
+    assert!(samples.len() >= 2, "{samples:?}");
+    // High resolution below a minute; the time of the sample, in UTC.
+    for datum in &data {
+        assert_eq!(datum["StorageResolution"], 1, "{datum}");
+        let time = datum["Timestamp"].as_str().unwrap();
+        assert!(time.ends_with('Z'), "{datum}");
+        time.parse::<Timestamp>().unwrap();
+    }
+    // Nothing for `probe`, whose cgroup is gone, and no GPU figures where nvidia-smi fails.
+    assert_eq!(
+        data.len(),
+        data_of(&data, METRIC_CPU, &trainer).len()
+            + data_of(&data, METRIC_MEMORY, &trainer).len()
+            + data_of(&data, METRIC_CPU, &eval).len()
+            + data_of(&data, METRIC_MEMORY, &eval).len(),
+        "{data:?}"
+    );
+    assert!(
+        run.read("nvidia-smi.calls").contains(
+            "--query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits"
+        )
+    );
+    // Each call names the namespace (one argument) and the instance's region.
+    let calls = run.read("cloudwatch.calls");
+    assert!(
+        calls.lines().all(|call| call.starts_with(
+            "cloudwatch put-metric-data --region eu-west-1 --namespace Orca/Pods #1 --metric-data file://"
+        )),
+        "{calls}"
+    );
+    assert_eq!(run.output("trainer"), ["step 1"]);
+}
+
+#[tokio::test]
+async fn gpu_figures_are_published_per_gpu_and_for_the_pod_where_nvidia_smi_answers() {
+    let script = script_with(metrics_pod(), None, Some(&publishing(1))).await;
+    let run = run(&script, |dir| {
+        prepare_metrics(dir);
+        write(dir, "nvidia-smi.out", "0, 50, 1024\n1, 100, 2048\n");
+    });
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    let data = run.data();
+    let pod = (DIMENSION_POD, "u-1");
+    let gpu = |index| vec![pod, (DIMENSION_GPU, index)];
+    const MIB: f64 = 1024.0 * 1024.0;
+    let cases = [
+        (METRIC_GPU_UTILIZATION, gpu("0"), "Percent", 50.0),
+        (METRIC_GPU_UTILIZATION, gpu("1"), "Percent", 100.0),
+        (METRIC_GPU_MEMORY, gpu("0"), "Bytes", 1024.0 * MIB),
+        (METRIC_GPU_MEMORY, gpu("1"), "Bytes", 2048.0 * MIB),
+        // The pod's: the mean utilization, the memory in all.
+        (METRIC_GPU_UTILIZATION, vec![pod], "Percent", 75.0),
+        (METRIC_GPU_MEMORY, vec![pod], "Bytes", 3072.0 * MIB),
+    ];
+    for (metric, dimensions, unit, expected) in cases {
+        let found = data_of(&data, metric, &dimensions);
+        assert!(!found.is_empty(), "{metric} {dimensions:?} in {data:?}");
+        for datum in found {
+            assert_eq!(value(datum), expected, "{datum}");
+            assert_eq!(datum["Unit"], unit, "{datum}");
+            assert_eq!(datum["StorageResolution"], 1, "{datum}");
+        }
+    }
+    // The containers' figures as without GPUs.
+    let trainer = [pod, (DIMENSION_CONTAINER, "trainer")];
+    assert!(!data_of(&data, METRIC_CPU, &trainer).is_empty(), "{data:?}");
+
+    // The sampler ended with the pod: with every sample published, no call comes after.
+    let calls = run.read("cloudwatch.calls").lines().count();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(run.read("cloudwatch.calls").lines().count(), calls);
+}
+
+#[tokio::test]
+async fn a_minute_interval_publishes_standard_resolution_data_and_does_not_delay_the_end() {
+    let script = script_with(metrics_pod(), None, Some(&publishing(60))).await;
+    let run = run(&script, |dir| {
+        prepare_metrics(dir);
+        gpus(dir, 2);
+    });
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    assert_eq!(exit_code(&run.console), Some(3));
+    // The first sample is taken at once, the GPUs' at least.
+    let data = run.data();
+    let pod = [(DIMENSION_POD, "u-1")];
+    assert!(
+        !data_of(&data, METRIC_GPU_MEMORY, &pod).is_empty(),
+        "{data:?}"
+    );
+    for datum in &data {
+        assert!(datum.get("StorageResolution").is_none(), "{datum}");
+    }
+    // The pod's 4 s, not the sampler's minute.
+    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
+}
+
+#[tokio::test]
+async fn more_than_1000_data_are_published_in_several_calls() {
+    let script = script_with(metrics_pod(), None, Some(&publishing(60))).await;
+    let run = run(&script, |dir| {
+        prepare_metrics(dir);
+        gpus(dir, 600);
+    });
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    let published = run.published();
+    assert!(published.iter().all(|call| call.len() <= 1000));
+    // The first sample: 1202 GPU figures (and maybe the containers'), in two calls.
+    let first = &published[0][0]["Timestamp"];
+    let sample: Vec<&Value> = published
+        .iter()
+        .flatten()
+        .filter(|datum| datum["Timestamp"] == *first)
+        .collect();
+    assert_eq!(published[0].len(), 1000);
+    assert_eq!(published[1][0]["Timestamp"], *first);
+    let gpu =
+        |datum: &&&Value| datum["MetricName"] != METRIC_CPU && datum["MetricName"] != METRIC_MEMORY;
+    assert_eq!(sample.iter().filter(gpu).count(), 1202);
+    let pod = [(DIMENSION_POD, "u-1")];
+    let all: Vec<Value> = sample.into_iter().cloned().collect();
+    // GPU i uses i MiB: 0 + 1 + … + 599.
+    let memory = data_of(&all, METRIC_GPU_MEMORY, &pod);
+    assert_eq!(value(memory[0]), (599.0 * 600.0 / 2.0) * 1024.0 * 1024.0);
+}
+
+#[tokio::test]
+async fn a_failed_publish_is_reported_and_changes_nothing_of_the_pod() {
+    let script = script_with(metrics_pod(), None, Some(&publishing(1))).await;
+    let run = run(&script, |dir| {
+        prepare_metrics(dir);
+        gpus(dir, 2);
+        write(dir, "cloudwatch-fails", "");
+    });
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    assert_eq!(exit_code(&run.console), Some(3));
+    assert_eq!(
+        container_exit_codes(&run.console),
+        std::collections::BTreeMap::from(
+            [("eval", 0), ("probe", 0), ("trainer", 3)].map(|(k, v)| (k.to_owned(), v))
+        )
+    );
+    assert_eq!(run.output("trainer"), ["step 1"]);
+    assert!(run.output("eval").is_empty() && run.output("probe").is_empty());
+    assert!(!run.console.contains("metric"), "{}", run.console);
+    // Reported on cloud-init's output, each time (every sample has the GPUs'): the sampler went
+    // on.
+    let failed = "orca: publishing the pod's metrics failed: An error occurred (AccessDenied)";
+    assert!(run.stdout.matches(failed).count() >= 2, "{}", run.stdout);
+    assert_eq!(run.read("shutdown.calls"), "-h now\n");
+}
+
+#[tokio::test]
+async fn without_publishing_nothing_is_sampled_or_published() {
+    let script = script_for(metrics_pod()).await;
+    assert!(!script.contains("orca_sample()"));
+    let run = run(&script, |dir| {
+        prepare_metrics(dir);
+        gpus(dir, 2);
+    });
+    assert_eq!(run.status, 3, "console:\n{}", run.console);
+    assert!(!run.read("aws.args").contains("cloudwatch"));
+    assert!(!run.path("metric-data").exists());
+    assert_eq!(run.read("nvidia-smi.calls"), "");
+    assert!(!run.read("docker.calls").contains("inspect -f"));
 }

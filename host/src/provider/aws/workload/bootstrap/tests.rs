@@ -28,7 +28,7 @@ async fn too_much_data_names_the_largest_part() {
     )
     .await
     .unwrap();
-    let error = user_data(&spec, None).unwrap_err();
+    let error = user_data(&spec, None, None).unwrap_err();
     let BootstrapError::TooLarge {
         bytes,
         limit,
@@ -55,7 +55,7 @@ async fn a_nul_byte_is_refused_with_its_place() {
     .await
     .unwrap();
     assert_eq!(
-        user_data(&spec, None).unwrap_err().to_string(),
+        user_data(&spec, None, None).unwrap_err().to_string(),
         r#"container "trainer": env K contains a NUL byte, which cannot be passed to a container"#
     );
 }
@@ -89,7 +89,7 @@ async fn the_log_options_reach_bash_as_one_word_per_value() {
         endpoint_url: None,
     };
     let shipping = LogShipping::of(&logs, "u-1");
-    let script = user_data(&spec, Some(&shipping)).unwrap();
+    let script = user_data(&spec, Some(&shipping), None).unwrap();
     assert_eq!(
         assigned_words(&script, "orca_log", r#""${orca_log[@]}""#),
         shipping.docker_options()
@@ -100,17 +100,72 @@ async fn the_log_options_reach_bash_as_one_word_per_value() {
     );
 
     // Without shipping the pod's data sets neither: the script's json-file default stays.
-    let plain = user_data(&spec, None).unwrap();
+    let plain = user_data(&spec, None, None).unwrap();
     let (_, data) = plain.split_once("orca_pod=").unwrap();
     assert!(!data.contains("orca_log=") && !data.contains("orca_streams=("));
     assert!(plain.contains("orca_log=(--log-driver json-file --log-opt max-size=100m"));
 }
 
+#[tokio::test]
+async fn the_metric_options_reach_bash_only_when_the_pod_publishes() {
+    let spec = workload_spec(
+        &pod(json!({"containers": [{"name": "trainer", "image": "python:3.12"}]})),
+        &FakeSource::default(),
+    )
+    .await
+    .unwrap();
+    let publishing = |namespace: &str, interval_seconds| MetricPublishing {
+        namespace: namespace.to_owned(),
+        interval_seconds,
+        pod_uid: "0f8e4a3c-5b7d-4e21-9c6a-1d2e3f4a5b6c".to_owned(),
+    };
+    // The interval, the namespace and the pod's UID; an interval of 0 keeps the sampler off.
+    let cases = [
+        (None, ["0", "unset", "unset"]),
+        (
+            Some(publishing("Orca/Pods", 60)),
+            ["60", "Orca/Pods", "0f8e4a3c-5b7d-4e21-9c6a-1d2e3f4a5b6c"],
+        ),
+        (
+            Some(publishing("team #1: it's $(pods)", 1)),
+            [
+                "1",
+                "team #1: it's $(pods)",
+                "0f8e4a3c-5b7d-4e21-9c6a-1d2e3f4a5b6c",
+            ],
+        ),
+    ];
+    for (publishing, expected) in cases {
+        let script = user_data(&spec, None, publishing.as_ref()).unwrap();
+        // Everything but the call of orca_main: the template's defaults, then the pod's data.
+        let setup = script.strip_suffix("orca_main\n").unwrap();
+        let words = bash_words(
+            setup,
+            r#""$orca_metrics_interval" "${orca_metrics_namespace-unset}" "${orca_metrics_pod_uid-unset}""#,
+        );
+        assert_eq!(words, expected, "{publishing:?}");
+        assert_eq!(
+            script.contains("orca_sample() {"),
+            publishing.is_some(),
+            "the sampler only with {publishing:?}"
+        );
+    }
+}
+
 #[test]
 fn the_template_leaves_room_for_the_pod_and_survives_minifying() {
     let (head, tail) = TEMPLATE.split_once(WORKLOAD_MARKER).unwrap();
+    let (head, sampler) = head.split_once(SAMPLER_MARKER).unwrap();
     let logic = minify(head).len() + minify(tail).len();
     assert!(logic < 8 * 1024, "the fixed part is {logic} bytes");
+    // Only pods that publish their usage carry the sampler.
+    let sampler = minify(sampler);
+    assert!(
+        sampler.len() < 2 * 1024,
+        "the sampler is {} bytes",
+        sampler.len()
+    );
+    assert!(sampler.starts_with("orca_sample() {\n") && sampler.ends_with("}\n"));
     // Stripping indentation is only safe without heredocs or multi-line strings.
     assert!(!TEMPLATE.contains("<<"));
     assert!(TEMPLATE.contains(r#"printf 'orca[%s] %s orca: %s\n'"#));

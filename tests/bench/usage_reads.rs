@@ -1,0 +1,291 @@
+//! The cost of reading the pods' usage back from CloudWatch (issue 43): orca with
+//! `provider.aws.metrics` (interval 10 s) on moto, behind a recording proxy, with N pods
+//! Running. Every interval the bench publishes what each pod's instance would (its
+//! container's CPU seconds and working set), then for S seconds measures:
+//!
+//! - the `GetMetricData` calls orca sends per interval, and the metrics each call reads (the
+//!   count must stay at one call per 500 metrics, whatever N is below that);
+//! - orca's CPU share while reading, and its memory (RSS);
+//! - that every pod's figures are served on `/metrics/resource` (the pods counted there).
+//!
+//!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
+//!
+//! Defaults: 3 rounds of 60 s, for 100 and 1000 pods.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use aws_sdk_cloudwatch::primitives::DateTime;
+use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
+use futures::{StreamExt, TryStreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::ListParams;
+use orca_e2e::cluster::kubectl_ok;
+use orca_e2e::http::curl_status;
+use orca_e2e::pods::{self, burst_pod};
+use orca_e2e::proxy::Proxy;
+use orca_e2e::wait::poll_until;
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+
+const MIB: f64 = 1024.0 * 1024.0;
+const INTERVAL_SECONDS: u64 = 10;
+
+struct Settings {
+    rounds: usize,
+    seconds: u64,
+    pods: Vec<usize>,
+}
+
+struct Round {
+    calls_per_interval: f64,
+    metrics_per_call: f64,
+    cpu: f64,
+    rss: f64,
+    served: usize,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let settings = settings()?;
+    println!(
+        "pods | round | GetMetricData calls per interval | metrics per call | orca CPU | RSS | pods served"
+    );
+    for &count in &settings.pods {
+        let mut rounds = Vec::new();
+        for round in 1..=settings.rounds {
+            let r = one_round(count, settings.seconds)
+                .await
+                .with_context(|| format!("{count} pods, round {round}"))?;
+            println!(
+                "{count} | {round} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | {}/{count}",
+                r.calls_per_interval,
+                r.metrics_per_call,
+                r.cpu * 100.0,
+                r.rss,
+                r.served
+            );
+            rounds.push(r);
+        }
+        let median = |value: &dyn Fn(&Round) -> f64| {
+            let mut values: Vec<f64> = rounds.iter().map(value).collect();
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        println!(
+            "{count} | median | {:.2} | {:.0} | {:.1} % | {:.1} MiB |",
+            median(&|r| r.calls_per_interval),
+            median(&|r| r.metrics_per_call),
+            median(&|r| r.cpu) * 100.0,
+            median(&|r| r.rss),
+        );
+    }
+    Ok(())
+}
+
+fn settings() -> Result<Settings> {
+    let mut settings = Settings {
+        rounds: 3,
+        seconds: 60,
+        pods: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let number = |value: Option<String>| -> Result<u64> {
+            value
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("{arg} needs a number"))
+        };
+        match arg.as_str() {
+            "--rounds" => settings.rounds = usize::try_from(number(args.next())?)?,
+            "--seconds" => settings.seconds = number(args.next())?,
+            count => settings
+                .pods
+                .push(count.parse().context("pod counts are numbers")?),
+        }
+    }
+    if settings.pods.is_empty() {
+        settings.pods = vec![100, 1000];
+    }
+    if settings.rounds == 0 || settings.seconds < 2 * INTERVAL_SECONDS {
+        bail!("at least one round of two intervals");
+    }
+    Ok(settings)
+}
+
+fn datum(name: &str, uid: &str, at: Timestamp, value: f64, unit: StandardUnit) -> MetricDatum {
+    MetricDatum::builder()
+        .metric_name(name)
+        .dimensions(Dimension::builder().name("PodUID").value(uid).build())
+        .dimensions(Dimension::builder().name("Container").value("main").build())
+        .timestamp(DateTime::from_secs(at.as_second()))
+        .value(value)
+        .unit(unit)
+        .storage_resolution(1)
+        .build()
+}
+
+/// What every pod's instance publishes once an interval: CPU seconds and the working set,
+/// 1,000 data to a call as the bootstrap sends them.
+async fn publish(
+    cloudwatch: &aws_sdk_cloudwatch::Client,
+    namespace: &str,
+    uids: &[String],
+    tick: u64,
+) -> Result<()> {
+    let at = Timestamp::now();
+    let data: Vec<MetricDatum> = uids
+        .iter()
+        .flat_map(|uid| {
+            [
+                datum(
+                    "CpuUsageSeconds",
+                    uid,
+                    at,
+                    5.0 * tick as f64,
+                    StandardUnit::Seconds,
+                ),
+                datum("MemoryWorkingSetBytes", uid, at, 1.0e8, StandardUnit::Bytes),
+            ]
+        })
+        .collect();
+    for chunk in data.chunks(1000) {
+        cloudwatch
+            .put_metric_data()
+            .namespace(namespace)
+            .set_metric_data(Some(chunk.to_vec()))
+            .send()
+            .await?;
+    }
+    Ok(())
+}
+
+async fn one_round(count: usize, seconds: u64) -> Result<Round> {
+    let cluster = TestCluster::shared();
+    let client = cluster.kube_client().await?;
+    let cloudwatch = cluster.cloudwatch_client().await;
+    let proxy = Proxy::http(cluster.var("AWS_ENDPOINT_URL")).await?;
+    let node = unique_node_name("usage-reads");
+    let namespace_name = format!("Orca/Bench/{node}");
+    let extra = format!(
+        "metrics:\n  namespace: {namespace_name}\n  interval: {INTERVAL_SECONDS}s\n  endpointUrl: {}\n",
+        proxy.url
+    );
+    let orca = OrcaProcess::start(&node, |_| {
+        format!(
+            "{}logging:\n  level: warn\n",
+            aws_test_config(&node, &extra)
+        )
+    })?;
+    orca.wait_ready(Duration::from_secs(30)).await?;
+    let namespace = TestNamespace::create(&client, "bench-usage-reads").await?;
+    let ns = namespace.name.clone();
+    let pods_api: Api<Pod> = Api::namespaced(client, &ns);
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api = pods_api.clone();
+            let pod = burst_pod(&format!("p{i:04}"), &node, &[]);
+            async move { pods::create(&api, &pod).await }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let uids = poll_until(
+        "every pod Running",
+        Duration::from_secs(600),
+        Duration::from_secs(1),
+        || async {
+            let pods = pods_api.list(&ListParams::default()).await?;
+            let running: Vec<String> = pods
+                .items
+                .iter()
+                .filter(|p| pods::phase(p) == "Running")
+                .filter_map(|p| p.metadata.uid.clone())
+                .collect();
+            Ok((running.len() == count).then_some(running))
+        },
+    )
+    .await?;
+
+    // A reader of /metrics/resource, as metrics-server is.
+    let reader = format!("{node}-reader");
+    kubectl_ok(&["create", "serviceaccount", "-n", &ns, "reader"])?;
+    kubectl_ok(&[
+        "create",
+        "clusterrole",
+        &reader,
+        "--verb=get",
+        "--resource=nodes/metrics",
+    ])?;
+    kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        &reader,
+        &format!("--clusterrole={reader}"),
+        &format!("--serviceaccount={ns}:reader"),
+    ])?;
+    let token = kubectl_ok(&["create", "token", "-n", &ns, "reader"])?;
+    let bearer = format!("Authorization: Bearer {}", token.trim());
+    let url = format!("https://127.0.0.1:{}/metrics/resource", orca.kubelet_port);
+    let served = || -> Result<usize> {
+        let (status, body) = curl_status(&url, &["-k", "-H", &bearer])?;
+        ensure!(status == 200, "/metrics/resource: {status} {body}");
+        Ok(body
+            .lines()
+            .filter(|l| l.starts_with("pod_cpu_usage_seconds_total{"))
+            .count())
+    };
+
+    // Published for two intervals before measuring, so every pod has figures to read.
+    let mut tick = 0;
+    for _ in 0..2 {
+        tick += 1;
+        publish(&cloudwatch, &namespace_name, &uids, tick).await?;
+        tokio::time::sleep(Duration::from_secs(INTERVAL_SECONDS)).await;
+    }
+    let cpu_before = orca.cpu_seconds().context("CPU")?;
+    let (at, started) = (Timestamp::now(), Instant::now());
+    while started.elapsed() < Duration::from_secs(seconds) {
+        tick += 1;
+        publish(&cloudwatch, &namespace_name, &uids, tick).await?;
+        tokio::time::sleep(Duration::from_secs(INTERVAL_SECONDS)).await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = (orca.cpu_seconds().context("CPU")? - cpu_before) / elapsed;
+    let rss = orca.rss_bytes().context("RSS")? as f64 / MIB;
+    let calls = proxy.calls_since(at, &["GetMetricData"]);
+    let intervals = elapsed / INTERVAL_SECONDS as f64;
+    // The query protocol names each metric of a call `MetricDataQueries.member.N.Id=…`.
+    let metrics_in = |body: &str| {
+        body.split('&')
+            .filter(|pair| pair.starts_with("MetricDataQueries.member.") && pair.contains(".Id="))
+            .count()
+    };
+    let largest = calls
+        .iter()
+        .map(|call| metrics_in(&call.body))
+        .max()
+        .unwrap_or(0);
+    let queries_per_call = calls
+        .iter()
+        .map(|call| metrics_in(&call.body))
+        .sum::<usize>() as f64
+        / calls.len().max(1) as f64;
+    let served = served()?;
+    let _ = cluster
+        .kubectl()
+        .args(["delete", "clusterrolebinding,clusterrole", &reader])
+        .output();
+    ensure!(
+        largest <= 500,
+        "{largest} metrics in one call, over CloudWatch's 500"
+    );
+    Ok(Round {
+        calls_per_interval: calls.len() as f64 / intervals,
+        metrics_per_call: queries_per_call,
+        cpu,
+        rss,
+        served,
+    })
+}
