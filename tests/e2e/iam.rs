@@ -2,10 +2,12 @@
 //! IAM user holding what moto can check of `deploy/iam/orca.json` (its projection, see
 //! `orca_e2e::iam`), down every path it has: a launch through EC2 Fleet and one through
 //! RunInstances, a zone-constrained pod on a node with `subnetIds`, the catalogue refresh, the
-//! health ping, `kubectl logs`, the interruption queue, and terminations. No request may be
-//! refused, and each path must have happened. The workload role's part, the bootstrap's
-//! `aws ec2 create-tags` of the exit code, runs from the user data orca launched, with the real
-//! AWS CLI as a second user holding the projection of `deploy/iam/workload.json`.
+//! health ping, `kubectl logs`, the interruption queue, the pods' usage read from CloudWatch,
+//! and terminations. No request may be refused, and each path must have happened. The workload
+//! role's part, the bootstrap's `aws ec2 create-tags` of the exit code and its
+//! `aws cloudwatch put-metric-data` of the pod's usage, runs from the user data orca launched,
+//! with the real AWS CLI as a second user holding the projection of
+//! `deploy/iam/workload.json`.
 //!
 //! moto checks actions (and SQS's queue ARN), not EC2's resource ARNs, conditions or
 //! `iam:PassRole`: those parts of the policies rest on AWS's documentation (see
@@ -187,7 +189,14 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
     })?
     .declaring(std::slice::from_ref(&fleet_node));
     let run_orca = OrcaProcess::start_with_env(&run_node, &orca_env, |_| {
-        aws_test_config_at(&run_node, moto.endpoint(), "launchApi: runInstances\n")
+        aws_test_config_at(
+            &run_node,
+            moto.endpoint(),
+            &format!(
+                "launchApi: runInstances\nmetrics:\n  interval: 1s\n  endpointUrl: {}\n",
+                moto.endpoint()
+            ),
+        )
     })?;
     for orca in [&fleet_orca, &run_orca] {
         orca.wait_ready(Duration::from_secs(30))
@@ -275,13 +284,54 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
     let logs = kubectl_ok(&["logs", "-n", &namespace.name, "fleet"])?;
     ensure!(logs.starts_with("Linux version"), "{logs}");
 
-    // The workload role: the run pod's own user data, run as its instance would.
+    // The workload role: the run pod's own user data, run as its instance would. Its sampler
+    // publishes the pod's usage while the container runs (orca reads it meanwhile, with
+    // GetMetricData every second).
     let run = run_user_data(&moto, &ec2, &running["run"]).await?;
+    let run_uid = pods_api.get("run").await?.metadata.uid.context("uid")?;
+    let published = aws_sdk_cloudwatch::Client::new(&admin)
+        .list_metrics()
+        .namespace("Orca/Pods")
+        .dimensions(
+            aws_sdk_cloudwatch::types::DimensionFilter::builder()
+                .name("PodUID")
+                .value(&run_uid)
+                .build(),
+        )
+        .send()
+        .await?;
+    let names: BTreeSet<&str> = published
+        .metrics()
+        .iter()
+        .filter_map(|m| m.metric_name())
+        .collect();
+    ensure!(
+        names == BTreeSet::from(["CpuUsageSeconds", "MemoryWorkingSetBytes"]),
+        "the bootstrap published the pod's usage with the workload user's PutMetricData: \
+         {names:?}\n{run}"
+    );
     let tags = tags_of(&orca_e2e::ec2::instance(&ec2, &running["run"]).await?);
     ensure!(
         tags.get(EXIT_CODE_TAG).map(String::as_str) == Some("0"),
         "the bootstrap tagged its exit code with the workload user's CreateTags: {tags:?}\n{run}"
     );
+    // orca read it back with its own role's GetMetricData.
+    poll_until(
+        "the run pod's usage read back by orca",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            Ok(run_orca
+                .log()
+                .lines()
+                .any(|line| {
+                    line.contains("read the pods' usage") && line.contains("with_figures=1")
+                })
+                .then_some(()))
+        },
+    )
+    .await
+    .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", run_orca.log()))?;
     // `shutdown -h now` on an instance launched to terminate on shutdown: EC2 terminates it.
     ec2.terminate_instances()
         .instance_ids(&running["run"])
@@ -404,6 +454,20 @@ async fn run_user_data(
     let fakes = repo_root().join("host/src/provider/aws/workload/bootstrap/fakes");
     // Copied executable (the repository keeps them as plain files, the unit tests write them
     // out the same way): never the machine's own `shutdown` or `systemctl`.
+    // The container runs 3 s, long enough for the sampler (every second) to find it, with a
+    // cgroup of its own.
+    std::fs::write(dir.path().join("main.seconds"), "3")?;
+    let cgroup = dir.path().join("cgroup/system.slice/docker-main-id.scope");
+    std::fs::create_dir_all(&cgroup)?;
+    std::fs::write(
+        cgroup.join("cpu.stat"),
+        "usage_usec 2500000\nuser_usec 2000000\n",
+    )?;
+    std::fs::write(cgroup.join("memory.current"), "104857600\n")?;
+    std::fs::write(
+        cgroup.join("memory.stat"),
+        "anon 52428800\ninactive_file 4194304\n",
+    )?;
     for fake in ["docker", "mount", "systemctl", "shutdown"] {
         let to = bin.join(fake);
         std::fs::copy(fakes.join(fake), &to)?;
@@ -450,6 +514,9 @@ async fn run_user_data(
         .env("ORCA_IMDS", imds.url())
         .env("ORCA_BACKOFF_SECONDS", "0")
         .env("ORCA_DRAIN_SECONDS", "1")
+        .env("ORCA_CGROUP", dir.path().join("cgroup"))
+        // The AWS CLI installed above, not a second install under this HOME.
+        .env("ORCA_CACHE", orca_cache())
         .env("AWS_CONFIG_FILE", dir.path().join("no-aws-config"))
         .env(
             "AWS_SHARED_CREDENTIALS_FILE",
@@ -459,11 +526,18 @@ async fn run_user_data(
         .output()
         .await?;
     let console = std::fs::read_to_string(dir.path().join("console")).unwrap_or_default();
+    let state = |name: &str| {
+        std::fs::read_to_string(dir.path().join("root/state").join(name)).unwrap_or_default()
+    };
     let text = format!(
-        "bootstrap exited {}\nstdout:\n{}\nstderr:\n{}\nconsole:\n{console}",
+        "bootstrap exited {}\nstdout:\n{}\nstderr:\n{}\nconsole:\n{console}\nlast sample:\n{}\n\
+         last publish's errors:\n{}\ndocker calls:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+        String::from_utf8_lossy(&output.stderr),
+        state("sample"),
+        state("publish.err"),
+        std::fs::read_to_string(dir.path().join("docker.calls")).unwrap_or_default(),
     );
     ensure!(output.status.success(), "{text}");
     ensure!(console.contains("orca-exit-code=0"), "{text}");
@@ -473,6 +547,17 @@ async fn run_user_data(
         "the bootstrap powered off: {text}"
     );
     Ok(text)
+}
+
+/// Where the harness caches what it installs (`tests/cluster/lib/common.sh`).
+fn orca_cache() -> std::path::PathBuf {
+    std::env::var_os("ORCA_CACHE").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/orca")
+        },
+        std::path::PathBuf::from,
+    )
 }
 
 fn shutdown_asked(dir: &Path) -> bool {

@@ -24,6 +24,11 @@
 //!   allows the single calls.
 //! - **CloudWatch Logs is authorized against resource `*`**, as EC2 is (`logs/responses.py` has
 //!   no `_determine_resource`): the log group statements are checked for their actions only.
+//! - **CloudWatch is authorized as `monitoring:…`**: moto names an action after the service of
+//!   the request's SigV4 credential scope, and CloudWatch signs as `monitoring`, where IAM
+//!   names its actions `cloudwatch:…`. Its metric actions have no resource-level permissions
+//!   on AWS either (resource `*`): the projection renames each `cloudwatch:` action so moto
+//!   checks it, and drops the `cloudwatch:namespace` condition with the others.
 //! - `sts:GetCallerIdentity` is always allowed, as on AWS.
 //! - `iam:PassRole` is never checked: moto does not authorize the instance profile a
 //!   `RunInstances` or a launch template passes. The projection keeps the statement (on `*`),
@@ -31,7 +36,8 @@
 //! - Resource-based policies (the queue's, `deploy/iam/interruption-queue.json`) and trust
 //!   policies of service principals are not evaluated.
 //!
-//! So [`moto_projection`] makes of a policy what moto can check: each EC2, IAM or Logs statement
+//! So [`moto_projection`] makes of a policy what moto can check: each EC2, IAM, Logs or
+//! CloudWatch statement
 //! becomes its actions on `Resource: "*"` with no condition (the actions are checked, the
 //! scoping rests on AWS's documentation); each SQS statement is kept whole (actions and queue
 //! ARN are checked). A statement for any other service, a `Deny`, `NotAction`, `NotResource`,
@@ -138,12 +144,19 @@ pub fn moto_projection(policy: &Value) -> Result<Value> {
         let (sqs, scoped_by_docs): (Vec<String>, Vec<String>) =
             actions.into_iter().partition(|a| a.starts_with("sqs:"));
         if let Some(other) = scoped_by_docs.iter().find(|a| {
-            !["ec2:", "iam:", "logs:"]
+            !["ec2:", "iam:", "logs:", "cloudwatch:"]
                 .iter()
                 .any(|service| a.starts_with(service))
         }) {
             bail!("{sid}: {other}: moto's authorization of this service is not documented here");
         }
+        let scoped_by_docs: Vec<String> = scoped_by_docs
+            .into_iter()
+            .map(|a| match a.strip_prefix("cloudwatch:") {
+                Some(action) => format!("monitoring:{action}"),
+                None => a,
+            })
+            .collect();
         if !scoped_by_docs.is_empty() {
             projected.push(json!({
                 "Sid": sid,
@@ -450,6 +463,23 @@ mod tests {
                 {"Sid": "Queue", "Effect": "Allow",
                  "Action": ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:DeleteMessageBatch"],
                  "Resource": "arn:aws:sqs:r:a:q"}
+            ]})
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn cloudwatch_actions_are_projected_under_the_name_moto_authorizes() -> Result<()> {
+        let policy = json!({"Statement": [
+            {"Sid": "Publish", "Effect": "Allow", "Action": "cloudwatch:PutMetricData",
+             "Resource": "*",
+             "Condition": {"StringEquals": {"cloudwatch:namespace": "Orca/Pods"}}}
+        ]});
+        assert_eq!(
+            moto_projection(&policy)?,
+            json!({"Version": "2012-10-17", "Statement": [
+                {"Sid": "Publish", "Effect": "Allow",
+                 "Action": ["monitoring:PutMetricData"], "Resource": "*"}
             ]})
         );
         Ok(())

@@ -17,6 +17,7 @@ pub mod inprocess;
 pub mod journal;
 pub mod kubelet_conn;
 pub mod metrics;
+pub mod metrics_server;
 pub mod model_ec2;
 pub mod model_queue;
 pub mod namespace;

@@ -134,7 +134,15 @@ impl UsageLoop {
                 continue;
             }
             match served.provider.usage(&asked).await {
-                Ok(fresh) => self.usages.replace(&asked, fresh),
+                Ok(fresh) => {
+                    tracing::debug!(
+                        %node,
+                        pods = asked.len(),
+                        with_figures = fresh.len(),
+                        "read the pods' usage"
+                    );
+                    self.usages.replace(&asked, fresh);
+                }
                 Err(error) => tracing::warn!(
                     %node,
                     pods = asked.len(),

@@ -105,6 +105,20 @@ build_etcd() {
   rm -rf "$ETCD_BIN" && mv "$out" "$ETCD_BIN"
 }
 
+# metrics-server's module has no local replaces: `go install` builds it at its version as is.
+build_metrics_server() {
+  if [[ -x "$METRICS_SERVER_BIN/metrics-server" ]]; then return; fi
+  log "building metrics-server $METRICS_SERVER_VERSION from the Go module proxy (once; cached in $METRICS_SERVER_BIN)"
+  local out="$METRICS_SERVER_BIN.tmp.$$" gomod
+  gomod=$(go mod download -json "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  check_go_floor "$gomod"
+  mkdir -p "$out"
+  GOBIN="$out" go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/metrics-server/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+    "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+  rm -rf "$METRICS_SERVER_BIN" && mv "$out" "$METRICS_SERVER_BIN"
+}
+
 # install_venv VENV CONSTRAINTS REQUIREMENT: a pinned Python package with its pinned dependencies
 # in a venv of its own, installed once. The stamp is written last: a venv without it is a half
 # install and is rebuilt.

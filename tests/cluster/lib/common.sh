@@ -15,6 +15,7 @@ K8S_BIN="$ORCA_CACHE/controlplane/kubernetes-$K8S_VERSION"
 ETCD_BIN="$ORCA_CACHE/controlplane/etcd-$ETCD_VERSION"
 MOTO_VENV="$ORCA_CACHE/venv/moto-$MOTO_VERSION"
 AWSCLI_VENV="$ORCA_CACHE/venv/awscli-$AWSCLI_VERSION"
+METRICS_SERVER_BIN="$ORCA_CACHE/controlplane/metrics-server-$METRICS_SERVER_VERSION"
 
 # Runtime state of one running cluster (certificates, data, logs, pids). `down` removes it.
 STATE_DIR="${ORCA_CLUSTER_STATE:-${TMPDIR:-/tmp}/orca-cluster-$(id -u)}"

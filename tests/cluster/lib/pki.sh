@@ -68,6 +68,12 @@ make_pki() {
   sign_cert "$pki" virtual-kubelet "/O=system:masters/CN=virtual-kubelet" clientAuth
   # The apiserver presents this to kubelets (orca's kubelet API) for logs, exec and proxy.
   sign_cert "$pki" apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+  # The aggregation layer: the apiserver proxies metrics.k8s.io (metrics-server) with this client
+  # certificate, of a CA of its own, as kubeadm sets it up.
+  mkdir -p "$pki/front-proxy"
+  make_ca "$pki/front-proxy"
+  sign_cert "$pki/front-proxy" client "/CN=front-proxy-client" clientAuth
+  chmod 600 "$pki"/front-proxy/*.key
   # Service-account token signing key pair.
   new_key "$pki/sa.key"
   openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
