@@ -3,8 +3,9 @@
 //! Running. Every interval the bench publishes what each pod's instance would (its
 //! container's CPU seconds and working set), then for S seconds measures:
 //!
-//! - the `GetMetricData` calls orca sends per interval, and the metrics each call reads (the
-//!   count must stay at one call per 500 metrics, whatever N is below that);
+//! - the reads orca makes per interval, the `GetMetricData` calls per read and the metrics
+//!   each call asks for (one call per 500 metrics, whatever N is; a read's first call is the
+//!   one whose first metric is `q0`);
 //! - orca's CPU share while reading, and its memory (RSS);
 //! - that every pod's figures are served on `/metrics/resource` (the pods counted there).
 //!
@@ -39,7 +40,8 @@ struct Settings {
 }
 
 struct Round {
-    calls_per_interval: f64,
+    reads_per_interval: f64,
+    calls_per_read: f64,
     metrics_per_call: f64,
     cpu: f64,
     rss: f64,
@@ -50,7 +52,7 @@ struct Round {
 async fn main() -> Result<()> {
     let settings = settings()?;
     println!(
-        "pods | round | GetMetricData calls per interval | metrics per call | orca CPU | RSS | pods served"
+        "pods | round | reads per interval | GetMetricData calls per read | metrics per call | orca CPU | RSS | pods served"
     );
     for &count in &settings.pods {
         let mut rounds = Vec::new();
@@ -59,8 +61,9 @@ async fn main() -> Result<()> {
                 .await
                 .with_context(|| format!("{count} pods, round {round}"))?;
             println!(
-                "{count} | {round} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | {}/{count}",
-                r.calls_per_interval,
+                "{count} | {round} | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | {}/{count}",
+                r.reads_per_interval,
+                r.calls_per_read,
                 r.metrics_per_call,
                 r.cpu * 100.0,
                 r.rss,
@@ -74,8 +77,9 @@ async fn main() -> Result<()> {
             values[values.len() / 2]
         };
         println!(
-            "{count} | median | {:.2} | {:.0} | {:.1} % | {:.1} MiB |",
-            median(&|r| r.calls_per_interval),
+            "{count} | median | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB |",
+            median(&|r| r.reads_per_interval),
+            median(&|r| r.calls_per_read),
             median(&|r| r.metrics_per_call),
             median(&|r| r.cpu) * 100.0,
             median(&|r| r.rss),
@@ -255,7 +259,6 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let cpu = (orca.cpu_seconds().context("CPU")? - cpu_before) / elapsed;
     let rss = orca.rss_bytes().context("RSS")? as f64 / MIB;
     let calls = proxy.calls_since(at, &["GetMetricData"]);
-    let intervals = elapsed / INTERVAL_SECONDS as f64;
     // The query protocol names each metric of a call `MetricDataQueries.member.N.Id=…`.
     let metrics_in = |body: &str| {
         body.split('&')
@@ -281,8 +284,29 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         largest <= 500,
         "{largest} metrics in one call, over CloudWatch's 500"
     );
+    // Whole reads only: from the first read that began in the window to the last one that
+    // began there (which may still be under way, so it is left out).
+    let firsts: Vec<usize> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, call)| {
+            call.body
+                .split('&')
+                .any(|pair| pair == "MetricDataQueries.member.1.Id=q0")
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let (reads, calls_in_reads, between) = match (firsts.first(), firsts.last()) {
+        (Some(&first), Some(&last)) if first < last => (
+            firsts.len() - 1,
+            last - first,
+            calls[last].at.duration_since(calls[first].at).as_secs_f64(),
+        ),
+        _ => bail!("fewer than two reads in {seconds} s"),
+    };
     Ok(Round {
-        calls_per_interval: calls.len() as f64 / intervals,
+        reads_per_interval: reads as f64 / (between / INTERVAL_SECONDS as f64),
+        calls_per_read: calls_in_reads as f64 / reads as f64,
         metrics_per_call: queries_per_call,
         cpu,
         rss,

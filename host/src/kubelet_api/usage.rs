@@ -86,7 +86,7 @@ fn covered(
     Some((covered, node))
 }
 
-/// When the container last started, from the pod's status, in seconds since the epoch.
+/// When the container last started, as the pod's status says.
 fn started(pod: &Pod, container: &str) -> Option<Timestamp> {
     let status = pod.status.as_ref()?;
     status
