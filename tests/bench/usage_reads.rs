@@ -23,8 +23,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use orca_e2e::cluster::kubectl_ok;
 use orca_e2e::http::curl_status;
+use orca_e2e::node_reader::NodeReader;
 use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::proxy::Proxy;
 use orca_e2e::wait::poll_until;
@@ -213,24 +213,8 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     .await?;
 
     // A reader of /metrics/resource, as metrics-server is.
-    let reader = format!("{node}-reader");
-    kubectl_ok(&["create", "serviceaccount", "-n", &ns, "reader"])?;
-    kubectl_ok(&[
-        "create",
-        "clusterrole",
-        &reader,
-        "--verb=get",
-        "--resource=nodes/metrics",
-    ])?;
-    kubectl_ok(&[
-        "create",
-        "clusterrolebinding",
-        &reader,
-        &format!("--clusterrole={reader}"),
-        &format!("--serviceaccount={ns}:reader"),
-    ])?;
-    let token = kubectl_ok(&["create", "token", "-n", &ns, "reader"])?;
-    let bearer = format!("Authorization: Bearer {}", token.trim());
+    let reader = NodeReader::create(&ns, &format!("{node}-reader"), "nodes/metrics")?;
+    let bearer = reader.bearer();
     let url = format!("https://127.0.0.1:{}/metrics/resource", orca.kubelet_port);
     let served = || -> Result<usize> {
         let (status, body) = curl_status(&url, &["-k", "-H", &bearer])?;
@@ -276,10 +260,7 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         .sum::<usize>() as f64
         / calls.len().max(1) as f64;
     let served = served()?;
-    let _ = cluster
-        .kubectl()
-        .args(["delete", "clusterrolebinding,clusterrole", &reader])
-        .output();
+    drop(reader);
     ensure!(
         largest <= 500,
         "{largest} metrics in one call, over CloudWatch's 500"

@@ -14,6 +14,7 @@ use kube::api::DeleteParams;
 use orca_e2e::cluster::kubectl_ok;
 use orca_e2e::http::curl_status;
 use orca_e2e::kubelet_conn::{closed_by_peer, connector, open};
+use orca_e2e::node_reader::NodeReader;
 use orca_e2e::pods::{self, burst_pod, phase};
 use orca_e2e::{
     OrcaProcess, Scenario, TestCluster, TestNamespace, aws_test_config, unique_node_name,
@@ -181,25 +182,9 @@ async fn strangers_get_401_and_the_unauthorized_403() -> Result<()> {
     assert!(body.contains("nodes") && body.contains("proxy"), "{body}");
 
     // Granted nodes/proxy on nodes, as the kubelet requires for these paths: allowed.
-    let reader = format!("{}-reader", scenario.node());
-    kubectl_ok(&[
-        "create",
-        "clusterrole",
-        &reader,
-        "--verb=get",
-        "--resource=nodes/proxy",
-    ])?;
-    kubectl_ok(&[
-        "create",
-        "clusterrolebinding",
-        &reader,
-        &format!("--clusterrole={reader}"),
-        &format!("--serviceaccount={ns}:reader"),
-    ])?;
-    kubectl_ok(&["create", "serviceaccount", "-n", &ns, "reader"])?;
-    let token = kubectl_ok(&["create", "token", "-n", &ns, "reader"])?;
-    let (status, body) = kubelet_get(&scenario.orca, "/pods", Some(token.trim()))?;
-    let _ = kubectl(&["delete", "clusterrolebinding,clusterrole", &reader]);
+    let reader = NodeReader::create(&ns, &format!("{}-reader", scenario.node()), "nodes/proxy")?;
+    let (status, body) = kubelet_get(&scenario.orca, "/pods", Some(&reader.token))?;
+    drop(reader);
     assert_eq!(status, 200, "{body}");
     let list: serde_json::Value = serde_json::from_str(&body)?;
     assert_eq!(list["kind"], "PodList");

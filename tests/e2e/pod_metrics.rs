@@ -13,8 +13,8 @@ use aws_sdk_cloudwatch::primitives::DateTime;
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use orca_e2e::cluster::kubectl_ok;
 use orca_e2e::http::curl_status;
+use orca_e2e::node_reader::NodeReader;
 use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
@@ -109,24 +109,12 @@ async fn a_pods_usage_published_to_cloudwatch_is_served_on_its_node() -> Result<
         .await?;
 
     // A reader with what metrics-server's ClusterRole grants.
-    let reader = format!("{node}-metrics-reader");
-    kubectl_ok(&["create", "serviceaccount", "-n", &ns, "reader"])?;
-    kubectl_ok(&[
-        "create",
-        "clusterrole",
-        &reader,
-        "--verb=get",
-        "--resource=nodes/metrics,nodes/stats",
-    ])?;
-    kubectl_ok(&[
-        "create",
-        "clusterrolebinding",
-        &reader,
-        &format!("--clusterrole={reader}"),
-        &format!("--serviceaccount={ns}:reader"),
-    ])?;
-    let token = kubectl_ok(&["create", "token", "-n", &ns, "reader"])?;
-    let bearer = format!("Authorization: Bearer {}", token.trim());
+    let reader = NodeReader::create(
+        &ns,
+        &format!("{node}-metrics-reader"),
+        "nodes/metrics,nodes/stats",
+    )?;
+    let bearer = reader.bearer();
     let port = orca.kubelet_port;
     let get = |path: &str| -> Result<String> {
         let url = format!("https://127.0.0.1:{port}{path}");
@@ -204,9 +192,6 @@ async fn a_pods_usage_published_to_cloudwatch_is_served_on_its_node() -> Result<
     )
     .await
     .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", orca.log()))?;
-    let _ = cluster
-        .kubectl()
-        .args(["delete", "clusterrolebinding,clusterrole", &reader])
-        .output();
+    drop(reader);
     Ok(())
 }

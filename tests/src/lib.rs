@@ -21,6 +21,7 @@ pub mod metrics_server;
 pub mod model_ec2;
 pub mod model_queue;
 pub mod namespace;
+pub mod node_reader;
 pub mod nodes;
 pub mod notices;
 pub mod orca;
