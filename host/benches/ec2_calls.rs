@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use orca::config::{AwsConfig, RateLimitConfig};
 use orca::provider::aws::sdk::SdkEc2;
@@ -26,20 +25,7 @@ use orca::provider::ownership::ownership_tags;
 use orca::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::zones::ZoneConstraint;
 use orca::provider::{LaunchRequest, PodKey, Provider};
-use orca::workload::{EnvSource, EnvSourceError, ObjectData, launch_request};
-
-struct NoObjects;
-
-#[async_trait]
-impl EnvSource for NoObjects {
-    async fn config_map(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-        Ok(None)
-    }
-
-    async fn secret(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-        Ok(None)
-    }
-}
+use orca::workload::{NoObjects, launch_request};
 
 fn main() {
     let mut args = std::env::args()

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use async_trait::async_trait;
 use futures::future::join_all;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
@@ -27,7 +26,7 @@ use orca::provider::aws::{AwsProvider, Identity, Measured};
 use orca::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use orca::provider::zones::ZoneConstraint;
 use orca::provider::{PodKey, Provider};
-use orca::workload::{EnvSource, EnvSourceError, ObjectData, launch_request};
+use orca::workload::{NoObjects, launch_request};
 use orca_e2e::model_ec2::ModelEc2;
 use orca_ec2_model::{Behaviour, Ec2Model};
 use prometheus_client::registry::Registry;
@@ -38,19 +37,6 @@ const SUBNETS: [&str; 3] = [
     "subnet-0b0b0b0b0b0b0b0b0",
     "subnet-0c0c0c0c0c0c0c0c0",
 ];
-
-struct NoObjects;
-
-#[async_trait]
-impl EnvSource for NoObjects {
-    async fn config_map(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-        Ok(None)
-    }
-
-    async fn secret(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-        Ok(None)
-    }
-}
 
 struct Tally {
     requests_per_pod: f64,

@@ -9,6 +9,12 @@
 //! - orca's CPU share while reading, and its memory (RSS);
 //! - that every pod's figures are served on `/metrics/resource` (the pods counted there).
 //!
+//! The pods' instances are made before the pods reach orca's node (each pod held back by a
+//! scheduling gate until its instance, tagged for it, exists in moto), so orca finds them
+//! Running in its first listing: moto launches about one instance a second while orca lists
+//! a thousand every second, and launching is what `scale-bench` measures, not this. What is
+//! measured is the same either way: orca serving N running pods' usage.
+//!
 //!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
 //!
 //! Defaults: 3 rounds of 60 s, for 100 and 1000 pods.
@@ -23,12 +29,17 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
+use orca::provider::PodKey;
+use orca::provider::ownership::{TAG_CLUSTER_ID, ownership_tags, read_cluster_id};
 use orca_e2e::http::curl_status;
 use orca_e2e::node_reader::NodeReader;
 use orca_e2e::pods::{self, burst_pod};
 use orca_e2e::proxy::Proxy;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+
+/// The scheduling gate that holds the bench's pods until their instances exist.
+const GATE: &str = "orca.research/bench-instance";
 
 const MIB: f64 = 1024.0 * 1024.0;
 const INTERVAL_SECONDS: u64 = 10;
@@ -165,6 +176,41 @@ async fn publish(
     Ok(())
 }
 
+/// The instance orca would have launched for `pod` on `node`: running in moto, tagged as
+/// orca tags its own.
+async fn launch_for(
+    ec2: &aws_sdk_ec2::Client,
+    node: &str,
+    cluster_id: &str,
+    pod: &Pod,
+) -> Result<()> {
+    let key = PodKey::of(pod).context("a created pod has a name and uid")?;
+    let tags = ownership_tags(node, node, &key)
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .chain([(TAG_CLUSTER_ID.to_owned(), cluster_id.to_owned())]);
+    let mut specification = aws_sdk_ec2::types::TagSpecification::builder()
+        .resource_type(aws_sdk_ec2::types::ResourceType::Instance);
+    for (key, value) in tags {
+        specification = specification.tags(
+            aws_sdk_ec2::types::Tag::builder()
+                .key(key)
+                .value(value)
+                .build(),
+        );
+    }
+    ec2.run_instances()
+        .image_id("ami-0123456789abcdef0")
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(specification.build())
+        .send()
+        .await
+        .with_context(|| format!("launching the instance of {key}"))?;
+    Ok(())
+}
+
 async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
@@ -176,21 +222,51 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         "metrics:\n  namespace: {namespace_name}\n  interval: {INTERVAL_SECONDS}s\n  endpointUrl: {}\n",
         proxy.url
     );
+    // The instances wait for their pods longer than the bench takes to lift the gates.
     let orca = OrcaProcess::start(&node, |_| {
         format!(
             "{}logging:\n  level: warn\n",
             aws_test_config(&node, &extra)
+                .replace("orphanGracePeriod: 3s", "orphanGracePeriod: 1h")
         )
     })?;
     orca.wait_ready(Duration::from_secs(30)).await?;
     let namespace = TestNamespace::create(&client, "bench-usage-reads").await?;
     let ns = namespace.name.clone();
-    let pods_api: Api<Pod> = Api::namespaced(client, &ns);
-    futures::stream::iter(0..count)
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let created = futures::stream::iter(0..count)
         .map(|i| {
             let api = pods_api.clone();
-            let pod = burst_pod(&format!("p{i:04}"), &node, &[]);
+            let mut pod = burst_pod(&format!("p{i:04}"), &node, &[]);
+            pod.spec.as_mut().expect("spec").scheduling_gates =
+                Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+                    name: GATE.to_owned(),
+                }]);
             async move { pods::create(&api, &pod).await }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let cluster_id = read_cluster_id(&client).await?;
+    let ec2 = cluster.ec2_client().await;
+    futures::stream::iter(&created)
+        .map(|pod| launch_for(&ec2, &node, &cluster_id, pod))
+        .buffer_unordered(8)
+        .try_collect::<Vec<_>>()
+        .await?;
+    futures::stream::iter(&created)
+        .map(|pod| {
+            let api = pods_api.clone();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            async move {
+                let patch = serde_json::json!({"spec": {"schedulingGates": null}});
+                api.patch(
+                    &name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+            }
         })
         .buffer_unordered(32)
         .try_collect::<Vec<_>>()

@@ -1,5 +1,6 @@
-"""moto's server, with two parts of EC2's documented behaviour that orca's tests rely on and moto
-lacks: idempotency by ClientToken for RunInstances and CreateFleet
+"""moto's server, with parts of EC2's documented behaviour that orca's tests rely on and moto
+lacks: AttachVolume's refusals (see _attaching_as_ebs_does), idempotency by ClientToken for
+RunInstances and CreateFleet
 (https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html), and, when IAM
 enforcement is on (tests/src/iam.rs), EC2's answer to a call the caller's policy does not allow
 (see UnauthorizedOperation below), every refusal logged, and signatures checked against the
@@ -23,6 +24,7 @@ from xml.sax.saxutils import escape
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.core.responses import BaseResponse
 from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.responses.elastic_block_store import ElasticBlockStore
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
 from moto.iam.access_control import IAMRequest
@@ -70,6 +72,50 @@ def _idempotent(action):
 
 InstanceResponse.run_instances = _idempotent("RunInstances")(InstanceResponse.run_instances)
 Fleets.create_fleet = _idempotent("CreateFleet")(Fleets.create_fleet)
+
+
+def _attaching_as_ebs_does(attach):
+    """AttachVolume as EC2 documents it
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AttachVolume.html and its error
+    codes): a volume attached to an instance is refused (VolumeInUse) until it is detached; the
+    instance must be running or stopped (IncorrectState) and in the volume's zone
+    (InvalidVolume.ZoneMismatch); a device name in use on the instance is refused
+    (InvalidParameterValue). moto 5 attaches in every case, a second instance included. Only
+    the API call is checked: moto's own root volumes attach as before."""
+
+    def checked(self):
+        volume_id = self._get_param("VolumeId")
+        instance_id = self._get_param("InstanceId")
+        device = self._get_param("Device")
+        volume = self.ec2_backend.get_volume(volume_id)
+        instance = self.ec2_backend.get_instance(instance_id)
+        if volume.attachment is not None:
+            raise EC2ClientError(
+                "VolumeInUse", f"{volume_id} is already attached to an instance"
+            )
+        if instance._state.name not in ("running", "stopped"):
+            raise EC2ClientError(
+                "IncorrectState", f"Instance '{instance_id}' is not 'running'."
+            )
+        zone = volume.zone.name if volume.zone else None
+        if zone != instance._placement.zone:
+            raise EC2ClientError(
+                "InvalidVolume.ZoneMismatch",
+                f"The volume '{volume_id}' is not in the same availability zone as instance "
+                f"'{instance_id}'",
+            )
+        if device in instance.block_device_mapping:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"Invalid value '{device}' for unixDevice. Attachment point {device} is "
+                "already in use",
+            )
+        return attach(self)
+
+    return checked
+
+
+ElasticBlockStore.attach_volume = _attaching_as_ebs_does(ElasticBlockStore.attach_volume)
 
 
 class UnauthorizedOperation(HTTPException):

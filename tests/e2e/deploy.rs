@@ -23,6 +23,7 @@ use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
 use orca_e2e::http::curl_status;
 use orca_e2e::plugins::{publish_like_kubelet, team_selector_wasm};
 use orca_e2e::pods::{self, burst_pod, instance_id, wait_decided};
+use orca_e2e::volumes::{Claimed, pod_with_claim};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use serde_json::{Value, json};
@@ -335,6 +336,29 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         "--from-literal=token=hf_secret",
     ])?;
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // A pod with an EBS claim: orca reads the claim and its PersistentVolume, and attaches the
+    // volume (made in the zone of the config's subnet).
+    let ec2 = cluster.ec2_client().await;
+    let config: Value = serde_saphyr::from_str(&std::fs::read_to_string(orca.config_path())?)?;
+    let subnet = config["provider"]["aws"]["subnetIds"][0]
+        .as_str()
+        .context("the config's subnet")?
+        .to_owned();
+    let zone = ec2
+        .describe_subnets()
+        .subnet_ids(&subnet)
+        .send()
+        .await?
+        .subnets()
+        .first()
+        .and_then(|s| s.availability_zone().map(str::to_owned))
+        .context("the subnet's zone")?;
+    let _claimed = Claimed::make(&client, &ec2, &ns, "checkpoints", &zone).await?;
+    pods::create(
+        &pods_api,
+        &pod_with_claim("checkpointed", &node, "checkpoints"),
+    )
+    .await?;
     pods::create(&pods_api, &gpu_training_pod(&node)?).await?;
     // A second pod, deleted while it runs: orca terminates its instance and removes the pod.
     pods::create(&pods_api, &example_pod("spot-pod.yaml", &node)?).await?;
@@ -355,7 +379,6 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
     assert_eq!(decision["market"], "spot", "{decision}");
 
     let id = instance_id(&running).context("the pod names its instance")?;
-    let ec2 = cluster.ec2_client().await;
     let instance = ec2::instance(&ec2, &id).await?;
     assert_eq!(
         instance.instance_type().map(|t| t.as_str()),
@@ -365,7 +388,6 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         instance.instance_lifecycle().map(|l| l.as_str()),
         Some("spot")
     );
-    let config: Value = serde_saphyr::from_str(&std::fs::read_to_string(orca.config_path())?)?;
     assert_eq!(
         instance.subnet_id(),
         config["provider"]["aws"]["subnetIds"][0].as_str()
@@ -412,10 +434,18 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
     let spot =
         pods::wait_for_phase(&pods_api, "spot-batch", "Running", Duration::from_secs(30)).await?;
     let spot_instance = instance_id(&spot).context("the spot pod's instance")?;
-    for name in ["gpu-training", "spot-batch"] {
+    let checkpointed = pods::wait_for_phase(
+        &pods_api,
+        "checkpointed",
+        "Running",
+        Duration::from_secs(30),
+    )
+    .await?;
+    assert!(instance_id(&checkpointed).is_some(), "{checkpointed:?}");
+    for name in ["gpu-training", "spot-batch", "checkpointed"] {
         pods_api.delete(name, &DeleteParams::default()).await?;
     }
-    for name in ["gpu-training", "spot-batch"] {
+    for name in ["gpu-training", "spot-batch", "checkpointed"] {
         poll_until(
             &format!("{name} removed"),
             Duration::from_secs(30),

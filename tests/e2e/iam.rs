@@ -33,6 +33,7 @@ use orca_e2e::imds::Imds;
 use orca_e2e::notices::spot_warning_from;
 use orca_e2e::orca::aws_test_config_at;
 use orca_e2e::pods::{self, burst_pod, instance_id, phase};
+use orca_e2e::volumes::{Claimed, mounting_claim};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 
@@ -44,8 +45,11 @@ const EXIT_CODE_TAG: &str = "orca.research/exit-code";
 /// RunInstances (`launchApi: runInstances`), DescribeSubnets (zone-constrained pod with
 /// `subnetIds`), the catalogue refresh's three, DescribeAvailabilityZones (health ping),
 /// DescribeInstances (listing, and the notice's owner lookup), GetConsoleOutput (`kubectl
-/// logs`), TerminateInstances (pod deleted).
-const OPERATIONS: [&str; 11] = [
+/// logs`), TerminateInstances (pod deleted), DescribeVolumes and AttachVolume (the fleet pod's
+/// EBS claim).
+const OPERATIONS: [&str; 13] = [
+    "DescribeVolumes",
+    "AttachVolume",
     "CreateLaunchTemplate",
     "CreateFleet",
     "RunInstances",
@@ -205,15 +209,20 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
     }
     let namespace = TestNamespace::create(&client, "e2e-iam").await?;
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    // The fleet pod mounts an EBS claim: orca asks where the volume is and attaches it.
+    let claimed = Claimed::make(&client, &ec2, &namespace.name, "checkpoints", &zone).await?;
     pods::create(
         &pods_api,
-        &burst_pod(
-            "fleet",
-            &fleet_node,
-            &[
-                ("orca.research/launch-type", "spot"),
-                ("orca.research/max-spot-price", "0.90"),
-            ],
+        &mounting_claim(
+            burst_pod(
+                "fleet",
+                &fleet_node,
+                &[
+                    ("orca.research/launch-type", "spot"),
+                    ("orca.research/max-spot-price", "0.90"),
+                ],
+            ),
+            "checkpoints",
         ),
     )
     .await?;
@@ -248,6 +257,16 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
         "the zoned node's pod launched in its zone"
     );
     assert_eq!(fleet_instance.subnet_id(), Some(subnet.as_str()));
+    let attached = fleet_instance
+        .block_device_mappings()
+        .iter()
+        .any(|mapping| {
+            mapping.ebs().and_then(|ebs| ebs.volume_id()) == Some(claimed.volume_id.as_str())
+        });
+    assert!(
+        attached,
+        "the fleet pod's volume is attached to its instance"
+    );
 
     // The interruption queue: a spot warning for the fleet pod's instance reaches the pod, and
     // its message is deleted.

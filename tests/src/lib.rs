@@ -33,6 +33,7 @@ pub mod registry;
 pub mod registry_proxy;
 pub mod replicas;
 pub mod scenario;
+pub mod volumes;
 pub mod wait;
 
 pub use cluster::TestCluster;

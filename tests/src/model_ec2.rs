@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ::orca::provider::aws::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetError, FleetInstance,
+    FleetRequest, InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion,
+    RunRequest,
 };
 use ::orca::provider::plan::AllocationStrategy;
 use ::orca::provider::plan::Market;
@@ -223,6 +224,18 @@ impl Ec2Api for ModelEc2 {
             .map_err(api_error)
     }
 
+    /// The model holds no EBS volumes: every id is unknown, as in an account without any.
+    async fn describe_volumes(&self, _: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        Ok(Vec::new())
+    }
+
+    async fn attach_volume(&self, volume_id: &str, _: &str, _: &str) -> Result<(), ApiError> {
+        Err(ApiError::service(
+            "InvalidVolume.NotFound",
+            format!("The volume '{volume_id}' does not exist."),
+        ))
+    }
+
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {
         self.model
             .terminate_instances(Timestamp::now(), instance_ids)
@@ -278,6 +291,7 @@ fn ec2_instance(instance: &Instance) -> Ec2Instance {
         }),
         tags: instance.tags.clone(),
         zone: Some(instance.zone.clone()),
+        volume_ids: Vec::new(),
     }
 }
 

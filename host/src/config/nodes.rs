@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::node::is_dns_subdomain;
 use super::{ConfigError, NodeConfig, TaintConfig, is_resource_id};
-use crate::provider::zones::ZONE_LABEL;
+use crate::provider::zones::{EBS_ZONE_LABEL, ZONE_LABEL};
 
 /// The Kubernetes label of the node's region, set with the zone's.
 pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
@@ -19,7 +19,8 @@ pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
 pub struct NodeEntry {
     pub name: String,
     /// The availability zone this node's pods launch in; labelled `topology.kubernetes.io/zone`
-    /// (and the region `topology.kubernetes.io/region`) so the scheduler can spread over zones.
+    /// and `topology.ebs.csi.aws.com/zone` (and the region `topology.kubernetes.io/region`) so
+    /// the scheduler can spread over zones and place pods whose EBS volumes are there.
     #[serde(default)]
     pub zone: Option<String>,
     /// Subnets for this node's instances, in place of `provider.aws.subnetIds`.
@@ -94,6 +95,7 @@ impl NodeEntry {
         }
         if let Some(zone) = &self.zone {
             node.labels.insert(ZONE_LABEL.to_owned(), zone.clone());
+            node.labels.insert(EBS_ZONE_LABEL.to_owned(), zone.clone());
             node.labels
                 .insert(REGION_LABEL.to_owned(), region.to_owned());
         }

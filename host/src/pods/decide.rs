@@ -9,6 +9,7 @@
 //! | deleting | not listed; a launch in doubt | wait out the visibility grace, then remove the pod (orphan collection ends anything that shows up later) |
 //! | deleting | gone or going | remove the pod |
 //! | Succeeded/Failed | not yet shutting down | terminate it |
+//! | active | running, a volume it waits for not attached (nor by this process) | attach it |
 //! | active | pending/running | mirror it |
 //! | active | stopping/stopped | Failed `InstanceStopped` (then terminated as above); if its workload had tagged its exit code first, as shutting-down below |
 //! | active | shutting-down/terminated | read the exit report, then Succeeded or Failed |
@@ -71,6 +72,11 @@ pub enum Step {
     },
     Terminate {
         instance_id: String,
+    },
+    /// Attach the volumes the running instance waits for (those this process attached
+    /// already, which the listing may not show yet, marked attached).
+    Attach {
+        instance: Box<InstanceStatus>,
     },
     Write(Box<StatusWrite>),
     /// Remove the pod object: its instance is going or gone.
@@ -221,6 +227,17 @@ fn follow(obs: &Observation, instance: &InstanceStatus) -> Step {
     if stopped && instance.workload_exit.is_some() {
         // Stopped after its workload ended and reported: the workload's result decides.
         return ended(obs, instance);
+    }
+    if instance.state == InstanceState::Running && instance.volumes_to_attach().next().is_some() {
+        let mut instance = instance.clone();
+        for volume in &mut instance.volumes {
+            volume.attached |= obs.record.attached.contains(&volume.volume_id);
+        }
+        if instance.volumes_to_attach().next().is_some() {
+            return Step::Attach {
+                instance: Box::new(instance),
+            };
+        }
     }
     if !instance.state.workload_over() || instance.state.needs_termination() {
         // Pending, running, or stopped (Failed `InstanceStopped`).

@@ -31,6 +31,12 @@ pub enum ReconcileError {
         instance_id: String,
         source: ProviderError,
     },
+    #[error("attaching volumes to instance {instance_id} of pod {pod}: {source}")]
+    AttachFailed {
+        pod: PodKey,
+        instance_id: String,
+        source: ProviderError,
+    },
     #[error("reading the exit report of instance {instance_id} of pod {pod}: {source}")]
     ExitReadFailed {
         pod: PodKey,
@@ -55,6 +61,7 @@ impl ReconcileError {
             ReconcileError::PodRemovalFailed { .. } => "PodRemovalFailed",
             ReconcileError::TerminateFailed { .. } => "TerminateFailed",
             ReconcileError::LookUpFailed { .. } => "LookUpFailed",
+            ReconcileError::AttachFailed { .. } => "AttachFailed",
             ReconcileError::ExitReadFailed { .. } => "ExitReadFailed",
             ReconcileError::HoldEnded { .. } => "HoldEnded",
         }
@@ -66,6 +73,7 @@ impl ReconcileError {
             | ReconcileError::PodRemovalFailed { pod, .. }
             | ReconcileError::TerminateFailed { pod, .. }
             | ReconcileError::LookUpFailed { pod, .. }
+            | ReconcileError::AttachFailed { pod, .. }
             | ReconcileError::ExitReadFailed { pod, .. }
             | ReconcileError::HoldEnded { pod, .. } => pod,
         }

@@ -10,7 +10,7 @@ use super::decide::{StatusWrite, Step};
 use super::error::ReconcileError;
 use super::events::PodEvent;
 use super::record::Retry;
-use crate::provider::{PodKey, Termination};
+use crate::provider::{InstanceStatus, PodKey, Termination};
 
 /// What a performed step left behind.
 pub enum Executed {
@@ -73,6 +73,7 @@ pub async fn execute(
             Ok(Executed::Continue)
         }
         Step::Terminate { instance_id } => terminate(pod, key, &instance_id, ctx).await,
+        Step::Attach { instance } => attach(pod, key, &instance, ctx).await,
         Step::Write(write) => {
             let StatusWrite { status, event } = *write;
             let output = ctx.output();
@@ -127,6 +128,59 @@ async fn terminate(
             Err(ReconcileError::TerminateFailed {
                 pod: key.clone(),
                 instance_id: instance_id.to_owned(),
+                source,
+            })
+        }
+    }
+}
+
+/// Attaches the volumes the instance waits for; each attached is an Event, a refusal a
+/// Warning and a retry with backoff (EBS refuses a volume attached elsewhere until it is
+/// detached there).
+async fn attach(
+    pod: &Pod,
+    key: &PodKey,
+    instance: &InstanceStatus,
+    ctx: &Context,
+) -> Result<Executed, ReconcileError> {
+    let output = ctx.output();
+    match ctx.provider.attach(instance).await {
+        Ok(attached) => {
+            for volume in &attached {
+                tracing::info!(pod = %key, instance = %volume.instance_id, volume = %volume.volume_id, device = %volume.device, "volume attached");
+                let event = PodEvent {
+                    warning: false,
+                    reason: "SuccessfulAttachVolume",
+                    action: "Attach",
+                    note: format!(
+                        "attached volume {} to instance {} at {}",
+                        volume.volume_id, volume.instance_id, volume.device
+                    ),
+                };
+                output.publish(pod, event).await;
+            }
+            ctx.records.update(&key.uid, |record| {
+                record
+                    .attached
+                    .extend(attached.into_iter().map(|volume| volume.volume_id));
+                record.retry = Retry::default();
+            });
+            Ok(Executed::Continue)
+        }
+        Err(source) => {
+            let event = PodEvent {
+                warning: true,
+                reason: "FailedAttachVolume",
+                action: "Attach",
+                note: format!(
+                    "attaching volumes to instance {} failed ({source}); retrying with backoff",
+                    instance.instance_id
+                ),
+            };
+            output.publish(pod, event).await;
+            Err(ReconcileError::AttachFailed {
+                pod: key.clone(),
+                instance_id: instance.instance_id.clone(),
                 source,
             })
         }

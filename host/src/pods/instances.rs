@@ -200,6 +200,7 @@ mod tests {
             started_at: None,
             state_reason: None,
             workload_exit: None,
+            volumes: Vec::new(),
         }
     }
 

@@ -55,6 +55,9 @@ pub struct PodRecord {
     /// `retry.failures`, which also counts waits for a plugin and launch retries: only these
     /// bound how often a pod is planned again before it fails.
     pub policy_timeouts: u32,
+    /// The volumes this process attached to the pod's instance, which listings may not show
+    /// yet: they are not attached again.
+    pub attached: Vec<String>,
     /// The pod's instance would take its namespace over its cap: the pod is planned again as
     /// soon as enough room frees there, not only at its next backoff.
     pub waits_for_room: Option<Box<RoomWait>>,

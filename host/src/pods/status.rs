@@ -40,6 +40,23 @@ pub fn outcome(
             reason: None,
             message: Some(describe(instance, "is booting")),
         },
+        InstanceState::Running if instance.volumes_to_attach().next().is_some() => {
+            let waiting: Vec<String> = instance
+                .volumes_to_attach()
+                .map(|volume| format!("{} at {}", volume.volume_id, volume.device))
+                .collect();
+            Outcome {
+                phase: PodPhase::Pending,
+                reason: None,
+                message: Some(describe(
+                    instance,
+                    &format!(
+                        "is running; its workload waits for volumes to attach: {}",
+                        waiting.join(", ")
+                    ),
+                )),
+            }
+        }
         InstanceState::Running => Outcome {
             phase: PodPhase::Running,
             reason: None,

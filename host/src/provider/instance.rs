@@ -154,4 +154,24 @@ pub struct InstanceStatus {
     pub started_at: Option<Timestamp>,
     pub state_reason: Option<StateReason>,
     pub workload_exit: Option<WorkloadExit>,
+    /// The volumes the instance attaches (its pod's EBS volumes), and whether each is.
+    #[serde(default)]
+    pub volumes: Vec<VolumeAttachment>,
+}
+
+impl InstanceStatus {
+    /// The volumes it waits for that are not attached yet.
+    pub fn volumes_to_attach(&self) -> impl Iterator<Item = &VolumeAttachment> {
+        self.volumes.iter().filter(|volume| !volume.attached)
+    }
+}
+
+/// A volume an instance attaches: the pod's workload waits for it at `device`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeAttachment {
+    pub volume_id: String,
+    /// The device name it is attached at (`/dev/sdf`).
+    pub device: String,
+    /// Whether the listing shows it attached to the instance.
+    pub attached: bool,
 }

@@ -16,7 +16,9 @@ pub mod zones;
 use async_trait::async_trait;
 
 pub use error::{ErrorClass, ProviderError};
-pub use instance::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
+pub use instance::{
+    InstanceState, InstanceStatus, PodKey, StateReason, VolumeAttachment, WorkloadExit,
+};
 pub use launch::{
     LaunchFailed, LaunchProgress, LaunchRequest, Launched, Offering, PassedOver, offerings,
 };
@@ -77,6 +79,24 @@ pub trait Provider: Send + Sync + 'static {
         let _ = pods;
         Ok(Vec::new())
     }
+    /// Attaches to a running `instance` the volumes it waits for and does not have yet
+    /// ([`InstanceStatus::volumes_to_attach`]), each at its device; asking again for a volume
+    /// attached meanwhile is harmless. The default: a backend that attaches no volumes
+    /// refuses, naming them.
+    ///
+    /// # Errors
+    /// The first volume that could not be attached, and why (attached to another instance,
+    /// the instance not running yet); the caller tries again later.
+    async fn attach(&self, instance: &InstanceStatus) -> Result<Vec<Attached>, ProviderError> {
+        let volumes: Vec<&str> = instance
+            .volumes_to_attach()
+            .map(|volume| volume.volume_id.as_str())
+            .collect();
+        Err(ProviderError::permanent(
+            "VolumesUnsupported",
+            format!("this backend attaches no volumes ({})", volumes.join(", ")),
+        ))
+    }
     /// Whether the backend answers; drives the node's Ready condition.
     async fn ping(&self) -> Result<(), ProviderError>;
     /// Forgets what it keeps per pod (launch attempts) for pods not in `present` (UIDs): they
@@ -101,6 +121,14 @@ pub trait Provider: Send + Sync + 'static {
         let _ = present;
         Ok(Claimed::default())
     }
+}
+
+/// A volume [`Provider::attach`] attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    pub volume_id: String,
+    pub device: String,
+    pub instance_id: String,
 }
 
 /// What [`Provider::claim_untagged`] found.

@@ -1,13 +1,17 @@
 //! The zones a pod admits: its node selector and its required node affinity on
-//! `topology.kubernetes.io/zone` (and the deprecated `failure-domain.beta.kubernetes.io/zone`).
-//! The scheduler checks them against the virtual node's labels; the instance must honour them
-//! too, since it is where the pod really runs.
+//! `topology.kubernetes.io/zone` (and the deprecated `failure-domain.beta.kubernetes.io/zone`),
+//! its node's zone, and the zones of the EBS volumes it attaches. The scheduler checks the
+//! first against the virtual node's labels; the instance must honour them all, since it is
+//! where the pod really runs and a volume attaches only to an instance in its own zone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod};
 
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The zone key of the EBS CSI driver's topology: the PersistentVolumes it provisions require
+/// it of their nodes, so a node bound to a zone carries it too.
+pub const EBS_ZONE_LABEL: &str = "topology.ebs.csi.aws.com/zone";
 const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
 
 /// What a pod says about zones.
@@ -21,6 +25,9 @@ pub struct ZoneConstraint {
     /// The zone of the node the pod is bound to, when that node is bound to one (a `nodes:`
     /// entry with a `zone`): the scheduler placed the pod there, so it runs there.
     node: Option<String>,
+    /// Per volume the pod attaches (by id), the zones it may be in: one, once EC2 has said
+    /// where it is; those of its PersistentVolume's node affinity before that.
+    volumes: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl ZoneConstraint {
@@ -66,6 +73,7 @@ impl ZoneConstraint {
             selected,
             terms,
             node: None,
+            volumes: BTreeMap::new(),
         }
     }
 
@@ -76,14 +84,31 @@ impl ZoneConstraint {
         self
     }
 
+    /// The constraint of a pod that attaches `volume`, which is in one of `zones` (what is
+    /// known last replaces what was known before; no zones: nothing is known).
+    #[must_use]
+    pub fn with_volume(mut self, volume: &str, zones: impl IntoIterator<Item = String>) -> Self {
+        let zones: BTreeSet<String> = zones.into_iter().collect();
+        if !zones.is_empty() {
+            self.volumes.insert(volume.to_owned(), zones);
+        }
+        self
+    }
+
     /// Whether the pod names zones at all.
     pub fn is_constrained(&self) -> bool {
-        self.selected.is_some() || !self.terms.is_empty() || self.node.is_some()
+        self.selected.is_some()
+            || !self.terms.is_empty()
+            || self.node.is_some()
+            || !self.volumes.is_empty()
     }
 
     /// Whether an instance in `zone` may run the pod.
     pub fn admits(&self, zone: &str) -> bool {
         if self.node.as_deref().is_some_and(|node| node != zone) {
+            return false;
+        }
+        if !self.volumes.values().all(|zones| zones.contains(zone)) {
             return false;
         }
         if self
@@ -111,6 +136,14 @@ impl ZoneConstraint {
                 Vec::new()
             };
         }
+        if let Some(zones) = self.volumes.values().next() {
+            // Only the zones every volume is in can run the pod.
+            return zones
+                .iter()
+                .filter(|zone| self.admits(zone))
+                .cloned()
+                .collect();
+        }
         let mut zones: BTreeSet<String> = self.selected.iter().cloned().collect();
         for requirement in self.terms.iter().flatten() {
             if requirement.operator == "In" {
@@ -128,6 +161,10 @@ impl ZoneConstraint {
         }
         if let Some(zone) = &self.selected {
             parts.insert(zone.clone());
+        }
+        for (volume, zones) in &self.volumes {
+            let zones = zones.iter().cloned().collect::<Vec<_>>().join(", ");
+            parts.insert(format!("{zones} (volume {volume})"));
         }
         for requirement in self.terms.iter().flatten() {
             let values = requirement.values.clone().unwrap_or_default().join(", ");
@@ -264,5 +301,40 @@ mod tests {
         let anywhere =
             ZoneConstraint::of(&pod(json!({ "containers": containers() }))).on_node(None);
         assert!(!anywhere.is_constrained());
+    }
+
+    #[test]
+    fn a_pod_runs_only_where_all_its_volumes_are() {
+        let zones = |names: &[&str]| names.iter().map(|z| (*z).to_owned()).collect::<Vec<_>>();
+        let free = ZoneConstraint::of(&pod(json!({ "containers": containers() })));
+        let one = free
+            .clone()
+            .with_volume("vol-a", zones(&["us-west-2a", "us-west-2b"]))
+            .with_volume("vol-b", zones(&["us-west-2b", "us-west-2c"]));
+        assert!(one.is_constrained());
+        assert_eq!(one.named_zones(), ["us-west-2b"]);
+        assert!(one.admits("us-west-2b") && !one.admits("us-west-2a"));
+        assert_eq!(
+            one.describe(),
+            "us-west-2a, us-west-2b (volume vol-a); us-west-2b, us-west-2c (volume vol-b)"
+        );
+        // What EC2 says replaces what the PersistentVolume said; nothing known changes nothing.
+        let known = one
+            .clone()
+            .with_volume("vol-a", zones(&["us-west-2a"]))
+            .with_volume("vol-b", zones(&[]));
+        assert!(known.named_zones().is_empty());
+        assert!(!known.admits("us-west-2b"));
+        // The node's zone and the volume's zone must agree.
+        let apart = free
+            .clone()
+            .on_node(Some("us-west-2a"))
+            .with_volume("vol-a", zones(&["us-west-2b"]));
+        assert!(apart.named_zones().is_empty());
+        assert_eq!(
+            apart.describe(),
+            "us-west-2a (its node's zone); us-west-2b (volume vol-a)"
+        );
+        assert!(!free.with_volume("vol-a", zones(&[])).is_constrained());
     }
 }

@@ -2,12 +2,12 @@
 //! objects with the node's credentials in the same way).
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Secret};
 use kube::Api;
 
 use super::source::{EnvSource, EnvSourceError, ObjectData};
 
-/// Reads ConfigMaps and Secrets from the cluster, uncached: a pod's objects are read once per
+/// Reads ConfigMaps, Secrets, claims and PersistentVolumes from the cluster, uncached: a pod's objects are read once per
 /// launch (see `workload_spec`), and a launch is rare next to the cost of a stale value.
 #[derive(Clone)]
 pub struct KubeEnvSource {
@@ -46,6 +46,27 @@ impl EnvSource for KubeEnvSource {
             .await
             .map_err(|error| EnvSourceError::new(error.to_string()))?;
         object.map(|secret| decode_secret(name, secret)).transpose()
+    }
+
+    async fn claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, EnvSourceError> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
+        api.get_opt(name)
+            .await
+            .map_err(|error| EnvSourceError::new(error.to_string()))
+    }
+
+    async fn persistent_volume(
+        &self,
+        name: &str,
+    ) -> Result<Option<PersistentVolume>, EnvSourceError> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        api.get_opt(name)
+            .await
+            .map_err(|error| EnvSourceError::new(error.to_string()))
     }
 }
 

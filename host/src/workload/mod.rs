@@ -36,12 +36,12 @@ pub use env::EnvError;
 pub use fields::FieldError;
 pub use kube_source::KubeEnvSource;
 pub use request::{AMI_ANNOTATION, RequestError, launch_request};
-pub use source::{EnvSource, EnvSourceError, ObjectData, ObjectKind};
+pub use source::{EnvSource, EnvSourceError, NoObjects, ObjectData, ObjectKind};
 pub use spec::{
     ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, workload_spec,
 };
 pub use value::{EnvPart, EnvValue, InstanceFact};
-pub use volumes::{Mount, VolumeError, VolumeFile, VolumeSpec};
+pub use volumes::{EbsVolume, EfsVolume, FsType, Mount, VolumeError, VolumeFile, VolumeSpec};
 
 #[cfg(test)]
 pub(crate) use request::testing;

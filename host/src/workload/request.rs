@@ -79,8 +79,8 @@ impl From<RequestError> for ProviderError {
 }
 
 /// Builds the request to launch `pod` by `plan` in `zones` (the pod's
-/// [`ZoneConstraint`], on its node): its workload resolved, ConfigMaps and Secrets read from
-/// `objects`, each once.
+/// [`ZoneConstraint`], on its node, narrowed to its volumes' zones): its workload resolved,
+/// ConfigMaps, Secrets and claims read from `objects`, each once.
 ///
 /// # Errors
 /// [`RequestError`] for a pod that cannot be launched as it is; see
@@ -103,6 +103,12 @@ pub async fn launch_request(
         None => None,
     };
     let workload = workload_spec(pod, objects).await?;
+    // A volume attaches only in its own zone: its PersistentVolume's affinity narrows where
+    // the pod may launch (the provider narrows it to the zone EC2 names).
+    let zones = (workload.volumes.iter().filter_map(|volume| volume.ebs()))
+        .fold(zones, |zones, ebs| {
+            zones.with_volume(&ebs.volume_id, ebs.zones.iter().cloned())
+        });
     Ok(LaunchRequest {
         pod: key,
         plan: plan.clone(),
@@ -124,21 +130,7 @@ pub(crate) mod testing {
     use crate::provider::plan::LaunchPlan;
     use crate::provider::zones::ZoneConstraint;
     use crate::provider::{LaunchFailed, LaunchRequest, Launched, PodKey, Provider, ProviderError};
-    use crate::workload::{EnvSource, EnvSourceError, ObjectData, RestartPolicy, WorkloadSpec};
-
-    /// A namespace without ConfigMaps or Secrets.
-    pub(crate) struct NoObjects;
-
-    #[async_trait::async_trait]
-    impl EnvSource for NoObjects {
-        async fn config_map(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-            Ok(None)
-        }
-
-        async fn secret(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
-            Ok(None)
-        }
-    }
+    use crate::workload::{NoObjects, RestartPolicy, WorkloadSpec};
 
     /// A request for `pod` that runs nothing, for tests of what happens around a launch whose
     /// pods need no spec (the simulated provider runs nothing).

@@ -1,16 +1,19 @@
-//! Where a pod's ConfigMaps and Secrets come from: a narrow trait (the seam for fakes), and a
-//! per-pod memo so each object is read once and every container sees the same version.
+//! Where the objects a pod uses come from (its ConfigMaps and Secrets, its claims and their
+//! PersistentVolumes): a narrow trait (the seam for fakes), and a per-pod memo so each
+//! ConfigMap and Secret is read once and every container sees the same version.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 /// A key → text map, as a ConfigMap's `data` or a Secret's decoded `data`.
 pub type ObjectData = BTreeMap<String, String>;
 
-/// Reads the ConfigMaps and Secrets a pod uses, for its environment and its volumes.
+/// Reads the objects a pod uses: ConfigMaps and Secrets for its environment and its volumes,
+/// PersistentVolumeClaims and the PersistentVolumes they are bound to for its disks.
 ///
 /// # Guarantees an implementation gives
 /// - `Ok(None)` means the object does not exist; `Err` means it could not be read (the
@@ -30,6 +33,17 @@ pub trait EnvSource: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> Result<Option<ObjectData>, EnvSourceError>;
+    /// The PersistentVolumeClaim, as stored.
+    async fn claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, EnvSourceError>;
+    /// The PersistentVolume (cluster-scoped), as stored.
+    async fn persistent_volume(
+        &self,
+        name: &str,
+    ) -> Result<Option<PersistentVolume>, EnvSourceError>;
 }
 
 /// Why an object could not be read.
@@ -44,6 +58,33 @@ impl EnvSourceError {
         EnvSourceError {
             message: message.into(),
         }
+    }
+}
+
+/// A cluster without any object: for launching pods that use none (benchmarks, tests of
+/// what happens around a launch).
+pub struct NoObjects;
+
+#[async_trait]
+impl EnvSource for NoObjects {
+    async fn config_map(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
+        Ok(None)
+    }
+
+    async fn secret(&self, _: &str, _: &str) -> Result<Option<ObjectData>, EnvSourceError> {
+        Ok(None)
+    }
+
+    async fn claim(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, EnvSourceError> {
+        Ok(None)
+    }
+
+    async fn persistent_volume(&self, _: &str) -> Result<Option<PersistentVolume>, EnvSourceError> {
+        Ok(None)
     }
 }
 
@@ -98,6 +139,22 @@ impl<'a> Objects<'a> {
         self.read.insert(key, data.clone());
         Ok(data)
     }
+
+    /// The claim of this namespace, `None` when it does not exist.
+    pub(crate) async fn claim(
+        &self,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, EnvSourceError> {
+        self.source.claim(&self.namespace, name).await
+    }
+
+    /// The PersistentVolume, `None` when it does not exist.
+    pub(crate) async fn persistent_volume(
+        &self,
+        name: &str,
+    ) -> Result<Option<PersistentVolume>, EnvSourceError> {
+        self.source.persistent_volume(name).await
+    }
 }
 
 #[cfg(test)]
@@ -113,6 +170,8 @@ pub(crate) mod fake {
     pub(crate) struct FakeSource {
         pub(crate) config_maps: BTreeMap<String, ObjectData>,
         pub(crate) secrets: BTreeMap<String, ObjectData>,
+        pub(crate) claims: BTreeMap<String, PersistentVolumeClaim>,
+        pub(crate) persistent_volumes: BTreeMap<String, PersistentVolume>,
         pub(crate) failure: Mutex<Option<String>>,
         pub(crate) reads: AtomicUsize,
     }
@@ -128,6 +187,28 @@ pub(crate) mod fake {
             self
         }
 
+        /// The claim, by its `metadata.name`.
+        pub(crate) fn with_claim(mut self, claim: PersistentVolumeClaim) -> FakeSource {
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            self.claims.insert(name, claim);
+            self
+        }
+
+        /// The PersistentVolume, by its `metadata.name`.
+        pub(crate) fn with_persistent_volume(mut self, volume: PersistentVolume) -> FakeSource {
+            let name = volume.metadata.name.clone().unwrap_or_default();
+            self.persistent_volumes.insert(name, volume);
+            self
+        }
+
+        fn failed(&self) -> Result<(), EnvSourceError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            match self.failure.lock().unwrap().clone() {
+                Some(message) => Err(EnvSourceError::new(message)),
+                None => Ok(()),
+            }
+        }
+
         pub(crate) fn failing(self, message: &str) -> FakeSource {
             *self.failure.lock().unwrap() = Some(message.to_owned());
             self
@@ -139,11 +220,8 @@ pub(crate) mod fake {
             namespace: &str,
             name: &str,
         ) -> Result<Option<ObjectData>, EnvSourceError> {
-            self.reads.fetch_add(1, Ordering::SeqCst);
             assert_eq!(namespace, "ml", "objects are read from the pod's namespace");
-            if let Some(message) = self.failure.lock().unwrap().clone() {
-                return Err(EnvSourceError::new(message));
-            }
+            self.failed()?;
             Ok(objects.get(name).cloned())
         }
     }
@@ -170,6 +248,24 @@ pub(crate) mod fake {
             name: &str,
         ) -> Result<Option<ObjectData>, EnvSourceError> {
             self.lookup(&self.secrets, namespace, name)
+        }
+
+        async fn claim(
+            &self,
+            namespace: &str,
+            name: &str,
+        ) -> Result<Option<PersistentVolumeClaim>, EnvSourceError> {
+            assert_eq!(namespace, "ml", "claims are read from the pod's namespace");
+            self.failed()?;
+            Ok(self.claims.get(name).cloned())
+        }
+
+        async fn persistent_volume(
+            &self,
+            name: &str,
+        ) -> Result<Option<PersistentVolume>, EnvSourceError> {
+            self.failed()?;
+            Ok(self.persistent_volumes.get(name).cloned())
         }
     }
 }

@@ -8,12 +8,23 @@
 //!   later changes to the object do not reach the instance.
 //! - The projected service-account token volume (`kube-api-access-*`) is skipped: instances
 //!   are outside the cluster network, so a token would not help them reach the apiserver.
-//! - Everything else (persistentVolumeClaim, hostPath, nfs, csi, …) is refused.
+//! - `persistentVolumeClaim`, and generic `ephemeral` volumes (whose claim is named after the
+//!   pod and the volume): an EBS volume the instance attaches and mounts, or an EFS file system
+//!   it mounts, read from the claim's PersistentVolume (see [`claims`]).
+//! - Everything else (hostPath, nfs, csi, …) is refused.
+
+mod claims;
 
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, KeyToPath, Pod, Volume};
 use serde::{Deserialize, Serialize};
+
+use claims::{ClaimProblem, ClaimedVolume, claimed_volume};
+pub use claims::{
+    ClaimRefusal, ClaimWait, EBS_CSI_DRIVER, EBS_ZONE_LABEL, EFS_CSI_DRIVER, EbsVolume, EfsVolume,
+    FsType,
+};
 
 use super::fields::units;
 use super::source::{EnvSourceError, ObjectKind, Objects};
@@ -37,6 +48,11 @@ pub enum VolumeSpec {
         name: String,
         files: Vec<VolumeFile>,
     },
+    /// A `persistentVolumeClaim` (or `ephemeral`) volume: an EBS volume attached to the
+    /// instance, its filesystem mounted.
+    Ebs { name: String, volume: EbsVolume },
+    /// A `persistentVolumeClaim` volume of an EFS file system, mounted over NFS.
+    Efs { name: String, volume: EfsVolume },
 }
 
 impl VolumeSpec {
@@ -44,12 +60,27 @@ impl VolumeSpec {
         match self {
             VolumeSpec::Directory { name }
             | VolumeSpec::Memory { name, .. }
-            | VolumeSpec::Files { name, .. } => name,
+            | VolumeSpec::Files { name, .. }
+            | VolumeSpec::Ebs { name, .. }
+            | VolumeSpec::Efs { name, .. } => name,
         }
     }
 
     fn read_only(&self) -> bool {
-        matches!(self, VolumeSpec::Files { .. })
+        match self {
+            VolumeSpec::Files { .. } => true,
+            VolumeSpec::Ebs { volume, .. } => volume.read_only,
+            VolumeSpec::Efs { volume, .. } => volume.read_only,
+            VolumeSpec::Directory { .. } | VolumeSpec::Memory { .. } => false,
+        }
+    }
+
+    /// The EBS volume it is, if it is one.
+    pub fn ebs(&self) -> Option<&EbsVolume> {
+        match self {
+            VolumeSpec::Ebs { volume, .. } => Some(volume),
+            _ => None,
+        }
     }
 }
 
@@ -79,7 +110,7 @@ pub struct Mount {
 pub enum VolumeError {
     #[error(
         "volume {volume:?}: {kind} volumes are not supported on orca nodes; \
-         use emptyDir, configMap or secret"
+         use emptyDir, configMap, secret or a persistentVolumeClaim of an EBS or EFS volume"
     )]
     Unsupported { volume: String, kind: String },
     #[error("volume {volume:?}: {kind} {name:?} not found")]
@@ -102,6 +133,19 @@ pub enum VolumeError {
         name: String,
         cause: EnvSourceError,
     },
+    /// The claim or its PersistentVolume is not there yet: the pod waits for it.
+    #[error("volume {volume:?}: persistentVolumeClaim {claim:?} {wait}")]
+    ClaimNotReady {
+        volume: String,
+        claim: String,
+        wait: ClaimWait,
+    },
+    #[error("volume {volume:?}: persistentVolumeClaim {claim:?}: {refusal}")]
+    ClaimRefused {
+        volume: String,
+        claim: String,
+        refusal: ClaimRefusal,
+    },
     #[error("volume {volume:?}: {problem}")]
     Invalid { volume: String, problem: String },
     #[error("container {container:?}: volumeMount {volume:?}: {problem}")]
@@ -120,6 +164,7 @@ impl VolumeError {
             VolumeError::ObjectNotFound { .. }
                 | VolumeError::KeyNotFound { .. }
                 | VolumeError::LookupFailed { .. }
+                | VolumeError::ClaimNotReady { .. }
         )
     }
 }
@@ -159,18 +204,31 @@ pub(crate) async fn plan_volumes(
         }
         volumes
             .specs
-            .push(volume_spec(volume, name, objects).await?);
+            .push(volume_spec(pod, volume, name, objects).await?);
     }
     Ok(volumes)
 }
 
 /// How one volume, named `name`, exists on the instance, by its kind.
 async fn volume_spec(
+    pod: &Pod,
     volume: &Volume,
     name: String,
     objects: &mut Objects<'_>,
 ) -> Result<VolumeSpec, VolumeError> {
-    if let Some(empty_dir) = &volume.empty_dir {
+    if let Some(source) = &volume.persistent_volume_claim {
+        let read_only = source.read_only == Some(true);
+        claim_spec(name, &source.claim_name, None, read_only, objects).await
+    } else if volume.ephemeral.is_some() {
+        // The ephemeral volume controller names the claim `<pod>-<volume>` and makes the pod
+        // its owner; a claim of that name the pod does not own is not its volume.
+        let claim = format!(
+            "{}-{name}",
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        let owner = pod.metadata.uid.as_deref();
+        claim_spec(name, &claim, owner, false, objects).await
+    } else if let Some(empty_dir) = &volume.empty_dir {
         empty_dir_spec(name, empty_dir)
     } else if let Some(source) = &volume.config_map {
         let files = object_files(
@@ -202,6 +260,70 @@ async fn volume_spec(
             kind: volume_kind(volume),
             volume: name,
         })
+    }
+}
+
+/// A claim's volume: its EBS volume when the claim is bound to one (and, for an ephemeral
+/// volume, owned by the pod `owner`).
+async fn claim_spec(
+    name: String,
+    claim_name: &str,
+    owner: Option<&str>,
+    read_only: bool,
+    objects: &mut Objects<'_>,
+) -> Result<VolumeSpec, VolumeError> {
+    let not_ready = |wait: ClaimWait| VolumeError::ClaimNotReady {
+        volume: name.clone(),
+        claim: claim_name.to_owned(),
+        wait,
+    };
+    let read_failed = |error: EnvSourceError| {
+        not_ready(ClaimWait::ReadFailed {
+            message: error.message,
+        })
+    };
+    let claim = objects.claim(claim_name).await.map_err(read_failed)?;
+    if let (Some(owner), Some(claim)) = (owner, &claim) {
+        let owned = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|reference| reference.uid == owner);
+        if !owned {
+            return Err(VolumeError::ClaimRefused {
+                volume: name,
+                claim: claim_name.to_owned(),
+                refusal: ClaimRefusal::NotThePods,
+            });
+        }
+    }
+    let bound_to = claim
+        .as_ref()
+        .and_then(|claim| claim.spec.as_ref())
+        .and_then(|spec| spec.volume_name.clone())
+        .filter(|volume| !volume.is_empty());
+    let persistent_volume = match &bound_to {
+        Some(volume) => objects
+            .persistent_volume(volume)
+            .await
+            .map_err(read_failed)?,
+        None => None,
+    };
+    match claimed_volume(
+        claim_name,
+        claim.as_ref(),
+        persistent_volume.as_ref(),
+        read_only,
+    ) {
+        Ok(ClaimedVolume::Ebs(volume)) => Ok(VolumeSpec::Ebs { name, volume }),
+        Ok(ClaimedVolume::Efs(volume)) => Ok(VolumeSpec::Efs { name, volume }),
+        Err(ClaimProblem::Wait(wait)) => Err(not_ready(wait)),
+        Err(ClaimProblem::Refused(refusal)) => Err(VolumeError::ClaimRefused {
+            volume: name,
+            claim: claim_name.to_owned(),
+            refusal,
+        }),
     }
 }
 

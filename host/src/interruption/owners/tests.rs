@@ -36,6 +36,7 @@ fn instance(tags: &[(&str, &str)], state: InstanceState, launched: &str) -> Ec2I
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect::<BTreeMap<_, _>>(),
         zone: None,
+        volume_ids: Vec::new(),
     }
 }
 

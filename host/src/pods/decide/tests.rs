@@ -77,6 +77,7 @@ fn instance(state: InstanceState) -> InstanceStatus {
         started_at: Some(at(1)),
         state_reason: None,
         workload_exit: None,
+        volumes: Vec::new(),
     }
 }
 
@@ -592,4 +593,59 @@ fn a_status_already_written_is_not_written_again() {
     current.status = Some(desired);
     let case = Case::new(current).listed(instance(InstanceState::Running));
     assert_eq!(case.decide(), Step::Wait(None));
+}
+
+// --- volumes: attached once the instance runs, and only once ---
+
+fn with_volume(state: InstanceState, attached: bool) -> InstanceStatus {
+    InstanceStatus {
+        volumes: vec![crate::provider::VolumeAttachment {
+            volume_id: "vol-1".into(),
+            device: "/dev/sdf".into(),
+            attached,
+        }],
+        ..instance(state)
+    }
+}
+
+#[test]
+fn a_running_instance_gets_its_volumes_attached_and_its_pod_waits_for_them() {
+    let running = Case::new(pod(Some("Pending"), false, None))
+        .listed(with_volume(InstanceState::Running, false));
+    match running.decide() {
+        Step::Attach { instance } => assert_eq!(instance.volumes_to_attach().count(), 1),
+        other => panic!("expected the volume attached, got {other:?}"),
+    }
+    // Booting: EC2 would refuse; the pod's status says it is booting.
+    let booting = Case::new(pod(Some("Pending"), false, None))
+        .listed(with_volume(InstanceState::Pending, false));
+    assert_eq!(written(&booting.decide()).phase.as_deref(), Some("Pending"));
+    // Attached by this process, the listing not showing it yet: not asked again; the pod
+    // waits (Pending, naming the volume) until a listing shows it.
+    let asked = Case::new(pod(Some("Pending"), false, None))
+        .listed(with_volume(InstanceState::Running, false))
+        .record(|record| record.attached.push("vol-1".into()));
+    let status = written(&asked.decide()).clone();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("waits for volumes to attach: vol-1 at /dev/sdf"),
+        "{status:?}"
+    );
+    let shown = Case::new(pod(Some("Pending"), false, None))
+        .listed(with_volume(InstanceState::Running, true));
+    assert_eq!(written(&shown.decide()).phase.as_deref(), Some("Running"));
+    // A refused attach backs off like any failed step: no hot loop.
+    let refused = Case::new(pod(Some("Pending"), false, None))
+        .listed(with_volume(InstanceState::Running, false))
+        .record(|record| {
+            record.retry = Retry {
+                failures: 3,
+                due: Some(at(14)),
+            }
+        });
+    assert_eq!(refused.decide(), Step::Wait(Some(Duration::from_secs(4))));
 }

@@ -22,7 +22,7 @@ use crate::provider::{
     ProviderError, Termination, WorkloadExit,
 };
 use crate::support::errors::lock;
-use crate::workload::testing::NoObjects;
+use crate::workload::NoObjects;
 
 fn pod() -> Pod {
     Pod {

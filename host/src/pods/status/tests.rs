@@ -22,6 +22,7 @@ fn instance(state: InstanceState) -> InstanceStatus {
         started_at: Some(Timestamp::from_second(1_010).unwrap()),
         state_reason: None,
         workload_exit: None,
+        volumes: Vec::new(),
     }
 }
 

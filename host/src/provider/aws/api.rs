@@ -178,6 +178,9 @@ pub struct Ec2Instance {
     pub tags: BTreeMap<String, String>,
     /// The availability zone it runs in (`Placement.AvailabilityZone`).
     pub zone: Option<String>,
+    /// The EBS volumes its block device mappings show attached (or attaching), the root
+    /// volume among them.
+    pub volume_ids: Vec<String>,
 }
 
 impl Ec2Instance {
@@ -187,6 +190,53 @@ impl Ec2Instance {
             Market::Spot
         } else {
             Market::OnDemand
+        }
+    }
+}
+
+/// One EBS volume as `DescribeVolumes` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ec2Volume {
+    pub volume_id: String,
+    /// The availability zone it is in: it attaches only to instances there.
+    pub zone: String,
+    pub state: VolumeState,
+    /// The instances it is attached to (or attaching to, or detaching from).
+    pub attached_to: Vec<String>,
+}
+
+/// An EBS volume's state (`creating`, `available`, `in-use`, `deleting`, `deleted`, `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeState {
+    Creating,
+    Available,
+    InUse,
+    Deleting,
+    Deleted,
+    Error,
+}
+
+impl VolumeState {
+    pub fn parse(value: &str) -> Option<VolumeState> {
+        Some(match value {
+            "creating" => VolumeState::Creating,
+            "available" => VolumeState::Available,
+            "in-use" => VolumeState::InUse,
+            "deleting" => VolumeState::Deleting,
+            "deleted" => VolumeState::Deleted,
+            "error" => VolumeState::Error,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VolumeState::Creating => "creating",
+            VolumeState::Available => "available",
+            VolumeState::InUse => "in-use",
+            VolumeState::Deleting => "deleting",
+            VolumeState::Deleted => "deleted",
+            VolumeState::Error => "error",
         }
     }
 }
@@ -300,6 +350,17 @@ pub trait Ec2Api: Send + Sync + 'static {
         subnet_ids: &[String],
     ) -> Result<HashMap<String, String>, ApiError>;
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError>;
+    /// The volumes of `volume_ids` that exist (by filter: an unknown id is left out, not an
+    /// error).
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError>;
+    /// `AttachVolume`: `volume_id` to `instance_id` at `device`, not deleted when the
+    /// instance terminates.
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError>;
     /// Returns the ids EC2 accepted.
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError>;
     /// Adds (or overwrites) `tags` on every instance in `instance_ids`; all or nothing.
@@ -354,6 +415,19 @@ impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
 
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
         (**self).describe_instances(filters).await
+    }
+
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        (**self).describe_volumes(volume_ids).await
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError> {
+        (**self).attach_volume(volume_id, instance_id, device).await
     }
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {

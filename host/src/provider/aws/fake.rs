@@ -5,7 +5,10 @@
 //! launch and then lose the answer (a crash or timeout mid-call), or protect an instance from
 //! termination. Instant fleets use their token up with any answer, as EC2 documents, and
 //! need the version of the launch template they name to exist. Launch templates keep their
-//! versions' settings; someone else's template (or version) can be put under any name.
+//! versions' settings; someone else's template (or version) can be put under any name. EBS
+//! volumes attach as `AttachVolume` documents: only to a running or stopped instance in the
+//! volume's zone, never to a second instance, never at a device in use; a terminated
+//! instance's volumes become available again.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -14,9 +17,9 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use super::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetError, FleetInstance, FleetRequest,
-    InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
-    TemplateSettings,
+    ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetError, FleetInstance,
+    FleetRequest, InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion,
+    RunRequest, TemplateSettings, VolumeState,
 };
 use crate::provider::InstanceState;
 use crate::provider::plan::Market;
@@ -58,6 +61,9 @@ struct State {
     fleet_log: Vec<FleetRequest>,
     /// Errors the next `CreateFleet` calls answer, before doing anything.
     fleet_call_errors: VecDeque<ApiError>,
+    volumes: Vec<Ec2Volume>,
+    /// Per instance, the devices its attached volumes use.
+    devices: HashMap<String, Vec<String>>,
 }
 
 /// The fake's subnets: `subnet-0a…` is in us-west-2a, `subnet-0b…` in us-west-2b, and so on.
@@ -67,6 +73,89 @@ fn zone_of_subnet(subnet_id: &str) -> Option<String> {
 }
 
 impl State {
+    /// Moves the instance to `to`; a terminated instance's volumes become available.
+    fn set_state(&mut self, instance_id: &str, to: InstanceState) {
+        let Some(instance) = self
+            .instances
+            .iter_mut()
+            .find(|i| i.instance_id == instance_id)
+        else {
+            return;
+        };
+        instance.state = to;
+        if to == InstanceState::Terminated {
+            instance.volume_ids.clear();
+            self.devices.remove(instance_id);
+            for volume in &mut self.volumes {
+                if volume.attached_to.iter().any(|id| id == instance_id) {
+                    volume.attached_to.clear();
+                    volume.state = VolumeState::Available;
+                }
+            }
+        }
+    }
+
+    /// `AttachVolume`, with the refusals EC2 documents for it.
+    fn attach(&mut self, volume_id: &str, instance_id: &str, device: &str) -> Result<(), ApiError> {
+        let Some(volume) = self.volumes.iter().find(|v| v.volume_id == volume_id) else {
+            return Err(ApiError::service(
+                "InvalidVolume.NotFound",
+                format!("The volume '{volume_id}' does not exist."),
+            ));
+        };
+        let Some(instance) = self.instances.iter().find(|i| i.instance_id == instance_id) else {
+            return Err(ApiError::service(
+                "InvalidInstanceID.NotFound",
+                format!("The instance ID '{instance_id}' does not exist"),
+            ));
+        };
+        if volume.state != VolumeState::Available {
+            return Err(ApiError::service(
+                "VolumeInUse",
+                format!("{volume_id} is already attached to an instance"),
+            ));
+        }
+        if !matches!(
+            instance.state,
+            InstanceState::Running | InstanceState::Stopped
+        ) {
+            return Err(ApiError::service(
+                "IncorrectState",
+                format!("Instance '{instance_id}' is not 'running'."),
+            ));
+        }
+        if instance.zone.as_deref() != Some(volume.zone.as_str()) {
+            return Err(ApiError::service(
+                "InvalidVolume.ZoneMismatch",
+                format!(
+                    "The volume '{volume_id}' is not in the same availability zone as instance '{instance_id}'"
+                ),
+            ));
+        }
+        let devices = self.devices.entry(instance_id.to_owned()).or_default();
+        if devices.iter().any(|d| d == device) {
+            return Err(ApiError::service(
+                "InvalidParameterValue",
+                format!(
+                    "Invalid value '{device}' for unixDevice. Attachment point {device} is already in use"
+                ),
+            ));
+        }
+        devices.push(device.to_owned());
+        if let Some(volume) = self.volumes.iter_mut().find(|v| v.volume_id == volume_id) {
+            volume.state = VolumeState::InUse;
+            volume.attached_to = vec![instance_id.to_owned()];
+        }
+        if let Some(instance) = self
+            .instances
+            .iter_mut()
+            .find(|i| i.instance_id == instance_id)
+        {
+            instance.volume_ids.push(volume_id.to_owned());
+        }
+        Ok(())
+    }
+
     /// A new pending instance, listed (unless describes are hiding new launches for now).
     fn launch(
         &mut self,
@@ -86,6 +175,7 @@ impl State {
             state_reason: None,
             tags: tags.clone(),
             zone,
+            volume_ids: Vec::new(),
         };
         if self.hidden_for > 0 {
             self.hidden.push(instance.instance_id.clone());
@@ -196,6 +286,30 @@ impl FakeEc2 {
             *listed = instance;
         }
         id
+    }
+
+    /// An available EBS volume in `zone`, made outside orca. Answers its id.
+    pub fn create_volume(&self, zone: &str) -> String {
+        let mut state = lock(&self.state);
+        state.serial += 1;
+        let volume_id = format!("vol-{:017x}", state.serial);
+        state.volumes.push(Ec2Volume {
+            volume_id: volume_id.clone(),
+            zone: zone.to_owned(),
+            state: VolumeState::Available,
+            attached_to: Vec::new(),
+        });
+        volume_id
+    }
+
+    pub fn volumes(&self) -> Vec<Ec2Volume> {
+        lock(&self.state).volumes.clone()
+    }
+
+    /// The instance reaches `state`, as EC2 moves it on its own.
+    pub fn set_state(&self, instance_id: &str, to: InstanceState) {
+        let mut state = lock(&self.state);
+        state.set_state(instance_id, to);
     }
 
     pub fn set_tag(&self, instance_id: &str, key: &str, value: &str) {
@@ -403,6 +517,26 @@ impl Ec2Api for FakeEc2 {
             .filter(|i| filters.iter().all(|f| matches(i, f)))
             .cloned()
             .collect())
+    }
+
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        let state = self.begin("DescribeVolumes")?;
+        Ok(state
+            .volumes
+            .iter()
+            .filter(|volume| volume_ids.contains(&volume.volume_id))
+            .cloned()
+            .collect())
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError> {
+        self.begin("AttachVolume")?
+            .attach(volume_id, instance_id, device)
     }
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
     LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use crate::metrics::Ec2Metrics;
@@ -85,6 +85,24 @@ impl<A: Ec2Api> Ec2Api for Measured<A> {
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
         self.measure("DescribeInstances", self.inner.describe_instances(filters))
             .await
+    }
+
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        self.measure("DescribeVolumes", self.inner.describe_volumes(volume_ids))
+            .await
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError> {
+        self.measure(
+            "AttachVolume",
+            self.inner.attach_volume(volume_id, instance_id, device),
+        )
+        .await
     }
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {

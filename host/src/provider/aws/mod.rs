@@ -37,6 +37,7 @@ mod template;
 mod token;
 mod unavailable;
 pub mod usage;
+mod volumes;
 pub mod workload;
 
 #[cfg(test)]
@@ -72,9 +73,9 @@ use super::ownership::{
 };
 use super::zones::ZoneConstraint;
 use super::{
-    Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine, LogPage,
-    LogStart, Offering, PassedOver, PodKey, PodUsage, Provider, ProviderError, Termination,
-    UsageQuery, WorkloadExit, offerings,
+    Attached, Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine,
+    LogPage, LogStart, Offering, PassedOver, PodKey, PodUsage, Provider, ProviderError,
+    Termination, UsageQuery, WorkloadExit, offerings,
 };
 use crate::config::{AwsConfig, LaunchApi, PodMetricsConfig};
 use crate::provider::plan::{LaunchPlan, Market};
@@ -637,6 +638,22 @@ impl Provider for AwsProvider {
         if let Some(existing) = self.adopt_existing(&request.pod).await? {
             return Ok(existing);
         }
+        let attachments = workload::attachments(&request.workload)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+        let zones = self.volume_zones(&request.zones, &attachments).await?;
+        // The volumes to attach travel as the instance's tags, so whoever serves the pod
+        // attaches them from a listing.
+        let tagged;
+        let request = if attachments.is_empty() {
+            request
+        } else {
+            let mut copy = request.clone();
+            copy.plan
+                .tags
+                .extend(attachments.iter().map(workload::Attachment::tag));
+            tagged = copy;
+            &tagged
+        };
         let shipping = (self.config.logs.as_ref())
             .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
         let publishing = (self.config.metrics.as_ref())
@@ -646,7 +663,7 @@ impl Provider for AwsProvider {
                 .map_err(|error| {
                     ProviderError::permanent("UnsupportedPodSpec", error.to_string())
                 })?;
-        let places = self.places(&request.zones).await?;
+        let places = self.places(&zones).await?;
         if self.config.launch_api == LaunchApi::Fleet {
             return self
                 .launch_by_fleet(request, &places, &image_id, &user_data)
@@ -750,6 +767,10 @@ impl Provider for AwsProvider {
                 true => ProviderError::transient(error.code.clone(), error.message.clone()),
                 false => ProviderError::permanent(error.code.clone(), error.message.clone()),
             })
+    }
+
+    async fn attach(&self, instance: &InstanceStatus) -> Result<Vec<Attached>, ProviderError> {
+        self.attach_volumes(instance).await
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

@@ -204,6 +204,19 @@ pub const ORCA_CALLS: &[AwsCall] = &[
         &[needs("ec2:DescribeInstances", &[On::Any])],
     ),
     ec2(
+        "DescribeVolumes",
+        &[needs("ec2:DescribeVolumes", &[On::Any])],
+    ),
+    // A pod's EBS volumes: AWS authorizes the instance (orca's own, by its tags) and the
+    // volume (the user's; any, unless the policy is narrowed to tagged volumes).
+    ec2(
+        "AttachVolume",
+        &[needs(
+            "ec2:AttachVolume",
+            &[On::Ec2("instance"), On::Ec2("volume")],
+        )],
+    ),
+    ec2(
         "TerminateInstances",
         &[needs("ec2:TerminateInstances", &[On::Ec2("instance")])],
     ),

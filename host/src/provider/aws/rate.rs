@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use super::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
     LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
 };
 use crate::config::RateLimitConfig;
@@ -74,6 +74,23 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
         self.describe.until_ready().await;
         self.inner.describe_instances(filters).await
+    }
+
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        self.describe.until_ready().await;
+        self.inner.describe_volumes(volume_ids).await
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError> {
+        self.mutating.until_ready().await;
+        self.inner
+            .attach_volume(volume_id, instance_id, device)
+            .await
     }
 
     async fn terminate_instances(&self, instance_ids: &[String]) -> Result<Vec<String>, ApiError> {

@@ -22,8 +22,8 @@ use base64::Engine as _;
 use jiff::Timestamp;
 
 use super::api::{
-    ApiError, Ec2Api, Ec2Instance, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
-    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest, VolumeState,
 };
 use super::calls::{CountRequests, Ec2Calls};
 use super::{sdk_fleet, sdk_template};
@@ -218,6 +218,42 @@ impl Ec2Api for SdkEc2 {
             .collect())
     }
 
+    async fn describe_volumes(&self, volume_ids: &[String]) -> Result<Vec<Ec2Volume>, ApiError> {
+        let filter = ec2::Filter::builder()
+            .name("volume-id")
+            .set_values(Some(volume_ids.to_vec()))
+            .build();
+        let mut pages = self
+            .client
+            .describe_volumes()
+            .filters(filter)
+            .into_paginator()
+            .send();
+        let mut volumes = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            volumes.extend(page.volumes().iter().filter_map(volume));
+        }
+        Ok(volumes)
+    }
+
+    async fn attach_volume(
+        &self,
+        volume_id: &str,
+        instance_id: &str,
+        device: &str,
+    ) -> Result<(), ApiError> {
+        self.client
+            .attach_volume()
+            .volume_id(volume_id)
+            .instance_id(instance_id)
+            .device(device)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(api_error)
+    }
+
     async fn describe_instances(&self, filters: &[Filter]) -> Result<Vec<Ec2Instance>, ApiError> {
         let filters: Vec<ec2::Filter> = filters
             .iter()
@@ -406,7 +442,26 @@ fn instance(raw: &ec2::Instance) -> Ec2Instance {
             .iter()
             .filter_map(|tag| Some((tag.key()?.to_owned(), tag.value()?.to_owned())))
             .collect::<BTreeMap<_, _>>(),
+        volume_ids: raw
+            .block_device_mappings()
+            .iter()
+            .filter_map(|mapping| Some(mapping.ebs()?.volume_id()?.to_owned()))
+            .collect(),
     }
+}
+
+fn volume(raw: &ec2::Volume) -> Option<Ec2Volume> {
+    Some(Ec2Volume {
+        volume_id: raw.volume_id()?.to_owned(),
+        zone: raw.availability_zone()?.to_owned(),
+        state: VolumeState::parse(raw.state()?.as_str())?,
+        attached_to: raw
+            .attachments()
+            .iter()
+            .filter(|attachment| attachment.state() != Some(&ec2::VolumeAttachmentState::Detached))
+            .filter_map(|attachment| Some(attachment.instance_id()?.to_owned()))
+            .collect(),
+    })
 }
 
 fn state(name: &ec2::InstanceStateName) -> InstanceState {

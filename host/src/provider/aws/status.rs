@@ -5,7 +5,7 @@ use jiff::Timestamp;
 
 use super::api::Ec2Instance;
 use super::workload::console;
-use super::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT};
+use super::workload::{TAG_EXIT_CODE, TAG_FINISHED_AT, wanted_volumes};
 use crate::provider::ownership::{TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::provider::{InstanceState, InstanceStatus, PodKey, WorkloadExit};
 
@@ -50,6 +50,7 @@ pub fn status_of_pod(instance: &Ec2Instance, pod: &PodKey) -> InstanceStatus {
         started_at: (instance.state != InstanceState::Pending).then_some(instance.launch_time),
         state_reason: instance.state_reason.clone(),
         workload_exit,
+        volumes: wanted_volumes(&instance.tags, &instance.volume_ids),
     }
 }
 

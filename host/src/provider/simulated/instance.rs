@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::behaviour::Behaviour;
 use crate::provider::plan::Market;
-use crate::provider::{InstanceState, InstanceStatus, PodKey, StateReason, WorkloadExit};
+use crate::provider::{
+    InstanceState, InstanceStatus, PodKey, StateReason, VolumeAttachment, WorkloadExit,
+};
 use crate::workload::WorkloadSpec;
 
 /// A simulated instance's record, as journalled.
@@ -28,6 +30,18 @@ pub struct SimInstance {
     /// instances kept it.
     #[serde(default)]
     pub workload: Option<WorkloadSpec>,
+    /// The EBS volumes it attaches, as the aws provider would (one device per volume).
+    #[serde(default)]
+    pub volumes: Vec<SimVolume>,
+}
+
+/// A volume a simulated instance attaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimVolume {
+    pub volume_id: String,
+    pub device: String,
+    /// When it was attached; `None`: not yet.
+    pub attached_at: Option<Timestamp>,
 }
 
 /// Where an instance is in its life at a given moment.
@@ -57,6 +71,18 @@ impl SimInstance {
         Some(self.after(self.behaviour.boot_delay.saturating_add(run_time)))
     }
 
+    /// Its volumes at time `now`, while it runs.
+    fn volumes_at(&self, now: Timestamp) -> Vec<VolumeAttachment> {
+        self.volumes
+            .iter()
+            .map(|volume| VolumeAttachment {
+                volume_id: volume.volume_id.clone(),
+                device: volume.device.clone(),
+                attached: volume.attached_at.is_some_and(|at| at <= now),
+            })
+            .collect()
+    }
+
     /// The instance at time `now`.
     pub fn phase_at(&self, now: Timestamp, shutdown_delay: Duration, retention: Duration) -> Phase {
         if let Some(lose_after) = self.behaviour.lose_after
@@ -75,6 +101,7 @@ impl SimInstance {
             started_at: None,
             state_reason: None,
             workload_exit: None,
+            volumes: Vec::new(),
         };
         let running_at = self.running_at();
         let interrupted_at = self
@@ -102,6 +129,8 @@ impl SimInstance {
             status.started_at = Some(running_at);
         }
         let Some((ended_at, how)) = ending else {
+            // An ending instance lets its volumes go, as EC2 detaches them.
+            status.volumes = self.volumes_at(now);
             status.state = if now >= running_at {
                 InstanceState::Running
             } else {
@@ -243,6 +272,7 @@ mod tests {
             },
             terminate_requested_at: None,
             workload: None,
+            volumes: Vec::new(),
         }
     }
 

@@ -24,8 +24,19 @@ use super::instance::SimInstance;
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Record {
     Launch(Box<SimInstance>),
-    Terminate { uid: String, at: Timestamp },
-    Forget { uid: String },
+    Terminate {
+        uid: String,
+        at: Timestamp,
+    },
+    /// The volume was attached to the pod's instance.
+    Attach {
+        uid: String,
+        volume_id: String,
+        at: Timestamp,
+    },
+    Forget {
+        uid: String,
+    },
 }
 
 /// Why the journal could not be used.
@@ -135,6 +146,16 @@ pub fn apply(instances: &mut HashMap<String, SimInstance>, record: Record) {
         Record::Terminate { uid, at } => {
             if let Some(instance) = instances.get_mut(&uid) {
                 instance.terminate_requested_at.get_or_insert(at);
+            }
+        }
+        Record::Attach { uid, volume_id, at } => {
+            if let Some(volume) = instances.get_mut(&uid).and_then(|instance| {
+                instance
+                    .volumes
+                    .iter_mut()
+                    .find(|v| v.volume_id == volume_id)
+            }) {
+                volume.attached_at.get_or_insert(at);
             }
         }
         Record::Forget { uid } => {

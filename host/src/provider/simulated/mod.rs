@@ -15,13 +15,13 @@ use jiff::Timestamp;
 
 pub use behaviour::ANNOTATION_PREFIX;
 use behaviour::{Behaviour, LaunchFault};
-use instance::{Phase, SimInstance};
+use instance::{Phase, SimInstance, SimVolume};
 pub use journal::JournalError;
 use journal::{Journal, Record};
 
 use super::{
-    ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogLine, LogPage, LogStart,
-    Offering, PodKey, Provider, ProviderError, Termination, WorkloadExit,
+    Attached, ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogLine, LogPage,
+    LogStart, Offering, PodKey, Provider, ProviderError, Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
 use crate::support::errors::lock;
@@ -160,6 +160,15 @@ impl Provider for SimulatedProvider {
         if let Some(error) = fault.and_then(|fault| injected(fault, attempt)) {
             return Err(error.into());
         }
+        let volumes = crate::provider::aws::workload::attachments(&request.workload)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?
+            .into_iter()
+            .map(|attachment| SimVolume {
+                device: attachment.device(),
+                volume_id: attachment.volume_id,
+                attached_at: None,
+            })
+            .collect();
         let serial = state.next_serial;
         state.next_serial += 1;
         let instance_id = format!("i-0sim{serial:012x}");
@@ -175,6 +184,7 @@ impl Provider for SimulatedProvider {
             terminate_requested_at: None,
             pod: key.clone(),
             workload: Some(request.workload.clone()),
+            volumes,
         };
         state.launch_attempts.remove(&key.uid);
         crate::support::heap::shrink_when_sparse(&mut state.launch_attempts);
@@ -266,6 +276,61 @@ impl Provider for SimulatedProvider {
             .map(LogLine::from)
             .collect();
         Ok(LogPage::of_whole(lines, start))
+    }
+
+    /// Attaches as EBS does: only to a running instance, and a volume another live instance
+    /// holds is refused until that one has ended.
+    async fn attach(&self, instance: &InstanceStatus) -> Result<Vec<Attached>, ProviderError> {
+        let now = Timestamp::now();
+        let mut state = lock(&self.state);
+        let mut attached = Vec::new();
+        for volume in instance.volumes_to_attach() {
+            let holders: Vec<String> = state
+                .instances
+                .values()
+                .filter(|other| other.instance_id != instance.instance_id)
+                .filter_map(|other| match self.phase(other, now) {
+                    Phase::Listed(status) => status
+                        .volumes
+                        .iter()
+                        .any(|v| v.volume_id == volume.volume_id && v.attached)
+                        .then(|| other.instance_id.clone()),
+                    Phase::Gone => None,
+                })
+                .collect();
+            if !holders.is_empty() {
+                return Err(ProviderError::transient(
+                    "VolumeInUse",
+                    format!(
+                        "volume {} is attached to instance {}",
+                        volume.volume_id,
+                        holders.join(", ")
+                    ),
+                ));
+            }
+            let Some(uid) = state
+                .instances
+                .iter()
+                .find(|(_, sim)| sim.instance_id == instance.instance_id)
+                .map(|(uid, _)| uid.clone())
+            else {
+                return Err(ProviderError::transient(
+                    "InstanceNotFound",
+                    format!("no instance {}", instance.instance_id),
+                ));
+            };
+            state.record(Record::Attach {
+                uid,
+                volume_id: volume.volume_id.clone(),
+                at: now,
+            })?;
+            attached.push(Attached {
+                volume_id: volume.volume_id.clone(),
+                device: volume.device.clone(),
+                instance_id: instance.instance_id.clone(),
+            });
+        }
+        Ok(attached)
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

@@ -291,3 +291,80 @@ async fn a_launch_records_the_resolved_env_and_volumes() {
         .collect();
     assert_eq!(mounts, ["/etc/trainer", "/scratch"]);
 }
+
+/// A pod `uid` mounting claim `data`, bound to EBS volume `vol-0123456789abcdef0`, and its
+/// launch request.
+async fn claim_request(uid: &str) -> LaunchRequest {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": format!("pod-{uid}"), "namespace": "ml", "uid": uid },
+        "spec": {
+            "containers": [{ "name": "main", "image": "busybox",
+                             "volumeMounts": [{ "name": "data", "mountPath": "/data" }] }],
+            "volumes": [{ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }]
+        }
+    }))
+    .unwrap();
+    let objects = FakeSource::default()
+        .with_claim(
+            serde_json::from_value(json!({
+                "metadata": { "name": "data", "namespace": "ml", "uid": "c-1" },
+                "spec": { "volumeName": "pv-1" },
+                "status": { "phase": "Bound" }
+            }))
+            .unwrap(),
+        )
+        .with_persistent_volume(
+            serde_json::from_value(json!({
+                "metadata": { "name": "pv-1" },
+                "spec": {
+                    "csi": { "driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123456789abcdef0" },
+                    "claimRef": { "name": "data", "namespace": "ml", "uid": "c-1" }
+                }
+            }))
+            .unwrap(),
+        );
+    launch_request(&pod, &plan(), ZoneConstraint::of(&pod), &objects)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn volumes_attach_to_one_live_instance_at_a_time_and_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = SimulatedConfig {
+        state_file: Some(dir.path().join("journal")),
+        shutdown_delay: Seconds::from_millis(0),
+        ..fast()
+    };
+    let provider = SimulatedProvider::new(settings.clone()).unwrap();
+    provider.create(&claim_request("a").await).await.unwrap();
+    provider.create(&claim_request("b").await).await.unwrap();
+    let listed = provider.statuses().await.unwrap();
+    let of = |uid: &str| {
+        listed
+            .iter()
+            .find(|status| status.pod.uid == uid)
+            .cloned()
+            .unwrap()
+    };
+    let (a, b) = (of("a"), of("b"));
+    assert_eq!(a.volumes[0].device, "/dev/sdf");
+    let attached = provider.attach(&a).await.unwrap();
+    assert_eq!(attached[0].volume_id, "vol-0123456789abcdef0");
+    let refused = provider.attach(&b).await.unwrap_err();
+    assert_eq!(
+        (refused.code.as_str(), refused.class),
+        ("VolumeInUse", ErrorClass::Transient)
+    );
+    assert!(refused.message.contains(&a.instance_id), "{refused}");
+    drop(provider);
+
+    // The journal keeps the attachment; once `a` has ended, `b` gets the volume.
+    let restarted = SimulatedProvider::new(settings).unwrap();
+    let listed = restarted.statuses().await.unwrap();
+    let a = listed.iter().find(|status| status.pod.uid == "a").unwrap();
+    assert!(a.volumes[0].attached, "{a:?}");
+    restarted.terminate(&a.instance_id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    restarted.attach(&b).await.unwrap();
+}

@@ -208,15 +208,11 @@ async fn missing_objects_may_resolve_later_but_pod_problems_cannot() {
 
     let error = build(json!({
         "containers": [{"name": "trainer", "image": "x"}],
-        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}],
+        "volumes": [{"name": "data", "hostPath": {"path": "/mnt"}}],
     }))
     .await
     .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .starts_with(r#"volume "data": persistentVolumeClaim"#)
-    );
+    assert!(error.to_string().starts_with(r#"volume "data": hostPath"#));
     assert!(!error.may_resolve_later());
 }
 

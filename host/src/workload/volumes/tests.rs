@@ -156,13 +156,13 @@ async fn missing_objects_and_keys_fail_unless_optional() {
 
 #[tokio::test]
 async fn unsupported_kinds_are_named_in_the_error() {
-    let error = plan(json!([{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]))
+    let error = plan(json!([{"name": "data", "nfs": {"server": "10.0.0.1", "path": "/"}}]))
         .await
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "volume \"data\": persistentVolumeClaim volumes are not supported on orca nodes; \
-         use emptyDir, configMap or secret"
+        "volume \"data\": nfs volumes are not supported on orca nodes; \
+         use emptyDir, configMap, secret or a persistentVolumeClaim of an EBS or EFS volume"
     );
     assert!(!error.may_resolve_later());
     let error = plan(json!([{"name": "host", "hostPath": {"path": "/mnt"}}]))
@@ -297,4 +297,111 @@ fn dns_labels_are_recognised() {
     for bad in ["", "-a", "a-", "A", "a.b", "a_b", &"a".repeat(64)] {
         assert!(!is_dns_label(bad), "{bad}");
     }
+}
+
+fn bound_claim(
+    name: &str,
+    volume: &str,
+    owner: Option<&str>,
+) -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name, "namespace": "ml", "uid": format!("uid-{name}"),
+            "ownerReferences": owner.map(|uid| vec![json!({
+                "apiVersion": "v1", "kind": "Pod", "name": "train-1", "uid": uid
+            })]),
+        },
+        "spec": {"volumeName": volume},
+        "status": {"phase": "Bound"},
+    }))
+    .unwrap()
+}
+
+fn ebs_pv(
+    name: &str,
+    claim: &str,
+    volume_id: &str,
+) -> k8s_openapi::api::core::v1::PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "csi": {"driver": EBS_CSI_DRIVER, "volumeHandle": volume_id},
+            "claimRef": {"name": claim, "namespace": "ml", "uid": format!("uid-{claim}")},
+        },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn claims_and_ephemeral_volumes_are_their_ebs_volumes_mounted_as_the_pod_says() {
+    let source = source()
+        .with_claim(bound_claim("checkpoints", "pv-a", None))
+        .with_persistent_volume(ebs_pv("pv-a", "checkpoints", "vol-0123456789abcdef0"))
+        .with_claim(bound_claim("train-1-scratch", "pv-b", Some("u-1")))
+        .with_persistent_volume(ebs_pv("pv-b", "train-1-scratch", "vol-0fedcba9876543210"));
+    let pod = pod(
+        json!([
+            {"name": "ckpt", "persistentVolumeClaim": {"claimName": "checkpoints"}},
+            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}
+            }}}},
+            {"name": "ro", "persistentVolumeClaim": {"claimName": "checkpoints", "readOnly": true}},
+        ]),
+        json!([
+            {"name": "ckpt", "mountPath": "/ckpt"},
+            {"name": "ro", "mountPath": "/ro"},
+        ]),
+    );
+    let mut objects = Objects::new(&source, "ml");
+    let volumes = plan_volumes(&pod, &mut objects).await.unwrap();
+    let ids: Vec<(&str, &str, bool)> = volumes
+        .specs
+        .iter()
+        .map(|spec| {
+            let ebs = spec.ebs().unwrap();
+            (spec.name(), ebs.volume_id.as_str(), ebs.read_only)
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("ckpt", "vol-0123456789abcdef0", false),
+            ("scratch", "vol-0fedcba9876543210", false),
+            ("ro", "vol-0123456789abcdef0", true),
+        ]
+    );
+    let mounts = container_mounts(&pod.spec.as_ref().unwrap().containers[0], &volumes).unwrap();
+    let read_only: Vec<bool> = mounts.iter().map(|m| m.read_only).collect();
+    assert_eq!(read_only, [false, true]);
+}
+
+#[tokio::test]
+async fn a_missing_claim_waits_and_a_claim_the_pod_does_not_own_is_refused() {
+    let missing = plan(json!([
+        {"name": "ckpt", "persistentVolumeClaim": {"claimName": "absent"}},
+    ]))
+    .await
+    .unwrap_err();
+    assert!(missing.may_resolve_later(), "{missing}");
+    assert_eq!(
+        missing.to_string(),
+        "volume \"ckpt\": persistentVolumeClaim \"absent\" not found"
+    );
+
+    let source = source()
+        .with_claim(bound_claim("train-1-scratch", "pv-b", Some("someone-else")))
+        .with_persistent_volume(ebs_pv("pv-b", "train-1-scratch", "vol-0fedcba9876543210"));
+    let pod = pod(
+        json!([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]),
+        json!([]),
+    );
+    let mut objects = Objects::new(&source, "ml");
+    let Err(refused) = plan_volumes(&pod, &mut objects).await else {
+        panic!("a claim owned by another pod was used");
+    };
+    assert!(!refused.may_resolve_later(), "{refused}");
+    assert!(
+        refused.to_string().contains("was not created for this pod"),
+        "{refused}"
+    );
 }

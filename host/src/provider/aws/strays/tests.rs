@@ -129,6 +129,7 @@ fn strays_are_old_live_instances_of_undeclared_nodes_that_name_their_pod() {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
         zone: None,
+        volume_ids: Vec::new(),
     };
     let listed = [
         instance("i-a", "old", Running, 600),

@@ -1,10 +1,12 @@
 //! The instance's user data: `bootstrap.sh` (the logic, the same for every pod) with the pod's
 //! data (containers, arguments, volume contents) rendered as shell words in front of its main
 //! function. Comment lines and indentation of the template are dropped, as EC2 allows only
-//! 16 KiB of user data, and so is its metric sampler for pods that do not publish their usage.
+//! 16 KiB of user data, and so are its claims' helpers for pods without EBS or EFS claims and
+//! its metric sampler for pods that do not publish their usage.
 
 use std::fmt::Write as _;
 
+use super::attachments::{Attachment, TooManyVolumes, attachments};
 use super::docker_args::docker_args;
 use super::log_shipping::LogShipping;
 use super::metric_publishing::MetricPublishing;
@@ -21,6 +23,9 @@ pub const USER_DATA_LIMIT: usize = 16 * 1024;
 const TEMPLATE: &str = include_str!("bootstrap.sh");
 /// Where in the template the pod's data goes.
 const WORKLOAD_MARKER: &str = "# @WORKLOAD@\n";
+/// Where the claims' helpers start: from there to the sampler, the template is only for pods
+/// with EBS or EFS claims.
+const CLAIMS_MARKER: &str = "# @CLAIMS@\n";
 /// Where the metric sampler starts: from there to the pod's data, the template is only for pods
 /// that publish their usage.
 const SAMPLER_MARKER: &str = "# @SAMPLER@\n";
@@ -41,6 +46,8 @@ pub enum BootstrapError {
     },
     #[error("{place} contains a NUL byte, which cannot be passed to a container")]
     NulByte { place: String },
+    #[error(transparent)]
+    TooManyVolumes(#[from] TooManyVolumes),
 }
 
 /// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance.
@@ -63,17 +70,26 @@ pub fn user_data(
     publishing: Option<&MetricPublishing>,
 ) -> Result<String, BootstrapError> {
     check_nul(spec)?;
+    let attachments = attachments(spec)?;
     let (head, tail) = TEMPLATE
         .split_once(WORKLOAD_MARKER)
         .expect("bootstrap.sh has the workload marker");
     let (head, sampler) = head
         .split_once(SAMPLER_MARKER)
         .expect("bootstrap.sh has the sampler marker");
+    let (head, claims) = head
+        .split_once(CLAIMS_MARKER)
+        .expect("bootstrap.sh has the claims marker");
     let mut parts = Vec::new();
+    let claimed = (spec.volumes.iter())
+        .any(|volume| matches!(volume, VolumeSpec::Ebs { .. } | VolumeSpec::Efs { .. }));
+    if claimed {
+        parts.push(("the claims' helpers".to_owned(), minify(claims)));
+    }
     if publishing.is_some() {
         parts.push(("the metric sampler".to_owned(), minify(sampler)));
     }
-    parts.extend(workload_parts(spec, shipping, publishing));
+    parts.extend(workload_parts(spec, &attachments, shipping, publishing));
     let mut script = minify(head);
     for (_, text) in &parts {
         script.push_str(text);
@@ -97,6 +113,7 @@ pub fn user_data(
 /// The pod's data as shell assignments and functions, each with a label for size reports.
 fn workload_parts(
     spec: &WorkloadSpec,
+    attachments: &[Attachment],
     shipping: Option<&LogShipping>,
     publishing: Option<&MetricPublishing>,
 ) -> Vec<(String, String)> {
@@ -151,7 +168,10 @@ fn workload_parts(
         "orca_volumes() {\n:\n".to_owned(),
     ));
     for volume in &spec.volumes {
-        parts.push((format!("volume {:?}", volume.name()), volume_lines(volume)));
+        parts.push((
+            format!("volume {:?}", volume.name()),
+            volume_lines(volume, attachments),
+        ));
     }
     parts.push((
         "the volume helpers".to_owned(),
@@ -194,9 +214,38 @@ fn metric_lines(publishing: &MetricPublishing) -> String {
 }
 
 /// The lines of `orca_volumes` that create one volume on the instance.
-fn volume_lines(volume: &VolumeSpec) -> String {
+fn volume_lines(volume: &VolumeSpec, attachments: &[Attachment]) -> String {
     let name = quote(volume.name());
     match volume {
+        VolumeSpec::Ebs { volume: ebs, .. } => {
+            let Some(attachment) = attachments
+                .iter()
+                .find(|attachment| attachment.volume_id == ebs.volume_id)
+            else {
+                return String::new();
+            };
+            if attachment.volume == volume.name() {
+                let mode = if attachment.read_only { "ro" } else { "rw" };
+                format!(
+                    "orca_ebs {name} {} {} {} {mode}\n",
+                    quote(&attachment.volume_id),
+                    attachment.letter,
+                    attachment.fs_type.as_str()
+                )
+            } else {
+                // Another of the pod's volumes of the same EBS volume: the same filesystem.
+                format!("orca_bind {} {name}\n", quote(&attachment.volume))
+            }
+        }
+        VolumeSpec::Efs { volume: efs, .. } => {
+            let mode = if efs.read_only { "ro" } else { "rw" };
+            format!(
+                "orca_efs {name} {} {} {} {mode}\n",
+                quote(&efs.file_system_id),
+                quote(&efs.path),
+                quote(efs.access_point.as_deref().unwrap_or(""))
+            )
+        }
         VolumeSpec::Directory { .. } => format!("orca_dir {name}\n"),
         VolumeSpec::Memory { size_bytes, .. } => {
             let size = size_bytes.map_or_else(|| "50%".to_owned(), |bytes| bytes.to_string());
@@ -218,16 +267,23 @@ fn volume_lines(volume: &VolumeSpec) -> String {
     }
 }
 
-/// Directories for `subPath` mounts of emptyDir volumes, which the kubelet creates too.
+/// Directories for `subPath` mounts of emptyDir and writable EBS volumes, which the kubelet
+/// creates too (after the volumes are mounted).
 fn sub_path_lines(spec: &WorkloadSpec) -> String {
     let mut lines = String::new();
     let containers = spec.init_containers.iter().chain(&spec.containers);
     for mount in containers.flat_map(|c| &c.mounts) {
-        let is_empty_dir = spec.volumes.iter().any(|v| {
+        // The kubelet makes a missing subPath of a writable volume.
+        let writable = spec.volumes.iter().any(|v| {
             v.name() == mount.volume
-                && matches!(v, VolumeSpec::Directory { .. } | VolumeSpec::Memory { .. })
+                && match v {
+                    VolumeSpec::Directory { .. } | VolumeSpec::Memory { .. } => true,
+                    VolumeSpec::Ebs { volume, .. } => !volume.read_only,
+                    VolumeSpec::Efs { volume, .. } => !volume.read_only,
+                    VolumeSpec::Files { .. } => false,
+                }
         });
-        if let (true, Some(sub_path)) = (is_empty_dir, &mount.sub_path) {
+        if let (true, Some(sub_path)) = (writable, &mount.sub_path) {
             let _ = writeln!(
                 lines,
                 "orca_dir {}",

@@ -5,7 +5,8 @@
 # This file is a template: orca drops comment lines and indentation to save user-data bytes, and
 # puts the pod's data where the WORKLOAD marker is. It must not use heredocs or strings that span
 # lines, since indentation is stripped. ORCA_ROOT, ORCA_CONSOLE, ORCA_IMDS, ORCA_BACKOFF_SECONDS,
-# ORCA_DRAIN_SECONDS and ORCA_CGROUP exist for tests; cloud-init sets none of them.
+# ORCA_DRAIN_SECONDS, ORCA_CGROUP, ORCA_DEV, ORCA_SYS and ORCA_ATTACH_SECONDS exist for tests;
+# cloud-init sets none of them.
 #
 # Serial-console lines (read back with GetConsoleOutput):
 #   orca[CONTAINER] TIMESTAMP LINE   a line of a container's output, with docker's timestamp
@@ -20,6 +21,8 @@ orca_state=$orca_root/state
 orca_imds_url=${ORCA_IMDS:-http://169.254.169.254}
 orca_backoff=${ORCA_BACKOFF_SECONDS:-10}
 orca_console=${ORCA_CONSOLE:-}
+orca_dev=${ORCA_DEV:-/dev}
+orca_sys=${ORCA_SYS:-/sys}
 if [ -z "$orca_console" ]; then
   for orca_device in /dev/ttyS0 /dev/console; do
     if [ -w "$orca_device" ]; then
@@ -251,6 +254,91 @@ orca_finish() {
   sync
   shutdown -h now
   exit "$code"
+}
+
+# @CLAIMS@
+# The claims' helpers, only in the user data of pods with EBS or EFS claims.
+# orca_ebs_device VOLUME_ID LETTER: the device of the EBS volume orca attached at
+# /dev/sdLETTER, once the kernel has it: on Nitro an NVMe disk whose serial is the volume id
+# without its dash; on Xen /dev/xvdLETTER (or /dev/sdLETTER).
+orca_ebs_device() {
+  local serial=${1/-/} file
+  for file in "$orca_sys"/block/nvme*/device/serial; do
+    [ -e "$file" ] || continue
+    if [ "$(tr -d ' \n' <"$file")" = "$serial" ]; then
+      file=${file%/device/serial}
+      echo "$orca_dev/${file##*/}"
+      return 0
+    fi
+  done
+  for file in "$orca_dev/xvd$2" "$orca_dev/sd$2"; do
+    [ -e "$file" ] && echo "$file" && return 0
+  done
+  return 1
+}
+# orca_ebs VOLUME VOLUME_ID LETTER FSTYPE rw|ro: waits for the EBS volume to be attached,
+# creates a FSTYPE filesystem only on a volume blkid finds blank and only when it is mounted
+# rw, and mounts it (with the filesystem it has) as the pod's volume.
+orca_ebs() {
+  local dir=$orca_root/volumes/$1 limit=${ORCA_ATTACH_SECONDS:-600} waited=0 device probe rc=0 fs pt
+  until device=$(orca_ebs_device "$2" "$3"); do
+    if [ "$waited" -ge "$limit" ]; then
+      echo "volume $1: EBS volume $2 was not attached to this instance within $limit s" >&2
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  # blkid exits 2 when it finds nothing on the device: only then is the volume blank.
+  probe=$(blkid -p -s TYPE -s PTTYPE -o export "$device") || rc=$?
+  case $rc in
+    0 | 2) ;;
+    *)
+      echo "volume $1: could not read EBS volume $2 at $device (blkid exit code $rc)" >&2
+      return 1
+      ;;
+  esac
+  fs=$(printf '%s\n' "$probe" | sed -n 's/^TYPE=//p')
+  pt=$(printf '%s\n' "$probe" | sed -n 's/^PTTYPE=//p')
+  if [ -z "$fs" ]; then
+    if [ -n "$pt" ]; then
+      echo "volume $1: EBS volume $2 holds a $pt partition table and no filesystem; orca mounts a filesystem on the whole volume" >&2
+      return 1
+    fi
+    if [ "$5" = ro ]; then
+      echo "volume $1: EBS volume $2 has no filesystem and is mounted read-only, so it is not formatted" >&2
+      return 1
+    fi
+    echo "orca: creating a $4 filesystem on EBS volume $2 ($device)"
+    mkfs -t "$4" "$device" >/dev/null || return 1
+    fs=$4
+  fi
+  orca_dir "$1" && mount -t "$fs" -o "$5" "$device" "$dir"
+}
+# orca_efs VOLUME FILE_SYSTEM_ID PATH ACCESS_POINT rw|ro: the EFS file system's PATH mounted as
+# the pod's volume: with TLS through amazon-efs-utils' mount helper where the AMI has it, else
+# over NFS 4.1 as EFS documents (an access point needs the helper). The file system's DNS name
+# resolves to its mount target in the instance's zone.
+orca_efs() {
+  local dir=$orca_root/volumes/$1 region
+  orca_dir "$1" || return 1
+  if command -v mount.efs >/dev/null 2>&1; then
+    mount -t efs -o "tls,$5${4:+,accesspoint=$4}" "$2:$3" "$dir"
+    return
+  fi
+  if [ -n "$4" ]; then
+    echo "volume $1: EFS access point $4 needs amazon-efs-utils (mount.efs) on the AMI" >&2
+    return 1
+  fi
+  if ! region=$(orca_imds placement/region); then
+    echo "volume $1: no region from the instance metadata, so no DNS name for EFS $2" >&2
+    return 1
+  fi
+  mount -t nfs4 -o "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,$5" "$2.efs.$region.amazonaws.com:$3" "$dir"
+}
+# orca_bind VOLUME OTHER: the pod's volume OTHER is VOLUME again (the same EBS volume).
+orca_bind() {
+  orca_dir "$2" && mount --bind "$orca_root/volumes/$1" "$orca_root/volumes/$2"
 }
 
 # @SAMPLER@

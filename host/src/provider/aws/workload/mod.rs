@@ -25,6 +25,9 @@
 //!   for the GPU figures (without it they are left out); and an instance profile also allowed
 //!   `cloudwatch:PutMetricData` for the namespace (statement `PublishThePodsMetrics` of
 //!   `deploy/iam/workload.json`), which the AWS CLI v2 uses;
+//! - for pods with EBS claims: `blkid` (util-linux), `mkfs.ext4` / `mkfs.xfs` (e2fsprogs,
+//!   xfsprogs) for the filesystem a blank volume gets, and the kernel's view of the volume in
+//!   `/sys/block/nvme*/device/serial` (Nitro) or as `/dev/xvdX` (Xen);
 //! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
 //!   `docker run --gpus all` works;
 //! - for private registries: credentials Docker finds on its own (e.g. the Amazon ECR credential
@@ -64,7 +67,9 @@
 //!   failed publish is only reported on cloud-init's output; sampling stops with the pod.
 //! - A volume is a directory of the instance (`/var/lib/orca/volumes/<name>`), bind-mounted
 //!   into the containers that mount it; configMap and secret files are written at boot from
-//!   the content the user data carries.
+//!   the content the user data carries. An EBS claim's volume is waited for (orca attaches it
+//!   once the instance runs, at the device [`attachments`] chose), given a filesystem only when
+//!   `blkid` finds none and it is mounted read-write, and mounted there.
 //!
 //! What is resolved, and what is not honoured, is described in [`crate::workload`], with
 //! volumes and environment in [`crate::workload::volumes`] and [`crate::workload::env`].
@@ -74,6 +79,7 @@
 //! the user data, which anyone allowed `ec2:DescribeInstanceAttribute` can read, and which
 //! processes on the instance can read from IMDS. User data is limited to 16 KiB.
 
+mod attachments;
 mod bootstrap;
 pub mod console;
 mod docker_args;
@@ -81,6 +87,7 @@ mod log_shipping;
 mod metric_publishing;
 mod quote;
 
+pub use attachments::{Attachment, TAG_VOLUME_PREFIX, TooManyVolumes, attachments, wanted_volumes};
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
 pub use log_shipping::{LogShipping, log_stream};

@@ -1,6 +1,7 @@
 //! The script checked by bash itself: `bash -n` for syntax, and whole runs against stand-ins
-//! for Docker, IMDS, the AWS CLI, `mount`, `shutdown` and `nvidia-smi` (`fakes/`) that record
-//! what they were asked and play back what a test sets up, and a cgroup tree of files.
+//! for Docker, IMDS, the AWS CLI, `mount`, `blkid`, `mkfs`, `shutdown` and `nvidia-smi`
+//! (`fakes/`) that record what they were asked and play back what a test sets up, and trees
+//! of files for the cgroups, `/dev` and `/sys`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,9 @@ use crate::workload::workload_spec;
 const HOSTILE: &str =
     "it's $(touch \"$FAKE_DIR/pwned\") `touch \"$FAKE_DIR/pwned\"` \"q\"\nline 2 ${HOME} \\";
 
-const FAKES: [(&str, &str); 7] = [
+const FAKES: [(&str, &str); 9] = [
+    ("blkid", include_str!("fakes/blkid")),
+    ("mkfs", include_str!("fakes/mkfs")),
     ("docker", include_str!("fakes/docker")),
     ("curl", include_str!("fakes/curl")),
     ("aws", include_str!("fakes/aws")),
@@ -238,6 +241,8 @@ fn run_with(script: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> 
         .env("ORCA_IMDS", "http://imds.test")
         .env("ORCA_BACKOFF_SECONDS", "0")
         .env("ORCA_CGROUP", dir.path().join("cgroup"))
+        .env("ORCA_DEV", dir.path().join("dev"))
+        .env("ORCA_SYS", dir.path().join("sys"))
         .envs(env.iter().copied())
         .output()
         .expect("bash runs");
@@ -948,4 +953,278 @@ async fn without_publishing_nothing_is_sampled_or_published() {
     assert!(!run.path("metric-data").exists());
     assert_eq!(run.read("nvidia-smi.calls"), "");
     assert!(!run.read("docker.calls").contains("inspect -f"));
+}
+
+/// A namespace where claim `data` is bound to the EBS volume `vol-0123456789abcdef0` (ext4)
+/// and claim `archive` to the read-only `vol-0fedcba9876543210`.
+fn ebs_source() -> FakeSource {
+    let claim = |name: &str, volume: &str| -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ml", "uid": format!("c-{name}")},
+            "spec": {"volumeName": volume},
+            "status": {"phase": "Bound"},
+        }))
+        .unwrap()
+    };
+    let volume = |name: &str, claim: &str, id: &str, read_only: bool| {
+        serde_json::from_value::<k8s_openapi::api::core::v1::PersistentVolume>(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": id, "fsType": "ext4", "readOnly": read_only},
+                "claimRef": {"name": claim, "namespace": "ml", "uid": format!("c-{claim}")},
+            },
+        }))
+        .unwrap()
+    };
+    source()
+        .with_claim(claim("data", "pv-data"))
+        .with_persistent_volume(volume("pv-data", "data", "vol-0123456789abcdef0", false))
+        .with_claim(claim("archive", "pv-archive"))
+        .with_persistent_volume(volume(
+            "pv-archive",
+            "archive",
+            "vol-0fedcba9876543210",
+            true,
+        ))
+}
+
+async fn ebs_script(volumes: Value, mounts: Value) -> String {
+    let spec = json!({
+        "restartPolicy": "Never",
+        "containers": [{"name": "trainer", "image": "python:3.12", "volumeMounts": mounts}],
+        "volumes": volumes,
+    });
+    let spec = workload_spec(&pod(spec), &ebs_source()).await.unwrap();
+    user_data(&spec, None, None).unwrap()
+}
+
+/// The EBS volume `id` attached as NVMe disk `name` (its serial the id without the dash).
+fn nvme(dir: &Path, name: &str, id: &str) {
+    let device = dir.join(format!("sys/block/{name}/device"));
+    std::fs::create_dir_all(&device).unwrap();
+    write(&device, "serial", &format!("{:<20}\n", id.replace('-', "")));
+    std::fs::create_dir_all(dir.join("dev")).unwrap();
+    write(&dir.join("dev"), name, "");
+}
+
+#[tokio::test]
+async fn an_ebs_volume_is_found_by_its_serial_formatted_when_blank_and_mounted() {
+    let script = ebs_script(
+        json!([
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+            {"name": "again", "persistentVolumeClaim": {"claimName": "data", "readOnly": true}},
+        ]),
+        json!([
+            {"name": "data", "mountPath": "/ckpt", "subPath": "run-1"},
+            {"name": "again", "mountPath": "/seen"},
+        ]),
+    )
+    .await;
+    let run = run(&script, |dir| {
+        // Another EBS volume is attached too; the pod's is the second NVMe disk.
+        nvme(dir, "nvme1n1", "vol-0000000000000000a");
+        nvme(dir, "nvme2n1", "vol-0123456789abcdef0");
+        write(dir, "trainer.exits", "0\n");
+    });
+    assert_eq!(run.status, 0, "{}", run.console);
+    let device = run.path("dev/nvme2n1").display().to_string();
+    let root = run.path("root/volumes");
+    assert_eq!(run.read("mkfs.calls"), format!("-t ext4 {device}\n"));
+    let mounts = run.read("mount.calls");
+    assert!(
+        mounts.contains(&format!("-t ext4 -o rw {device} {}/data", root.display())),
+        "{mounts}"
+    );
+    assert!(
+        mounts.contains(&format!(
+            "--bind {}/data {}/again",
+            root.display(),
+            root.display()
+        )),
+        "{mounts}"
+    );
+    assert!(root.join("data/run-1").is_dir());
+    let args = run.docker_args("trainer");
+    let source = format!("source={}/data/run-1", root.display());
+    assert!(args.iter().any(|a| a.contains(&source)), "{args:?}");
+    assert!(
+        args.iter()
+            .any(|a| a.contains(&format!("source={}/again", root.display()))
+                && a.ends_with("readonly")),
+        "{args:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_volume_with_a_filesystem_is_mounted_as_it_is_and_never_formatted() {
+    let script = ebs_script(
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]),
+        json!([{"name": "data", "mountPath": "/ckpt"}]),
+    )
+    .await;
+    let run = run(&script, |dir| {
+        nvme(dir, "nvme1n1", "vol-0123456789abcdef0");
+        std::fs::create_dir_all(dir.join("blkid")).unwrap();
+        write(
+            &dir.join("blkid"),
+            "nvme1n1",
+            "DEVNAME=/dev/nvme1n1\nTYPE=xfs\n",
+        );
+        write(dir, "trainer.exits", "0\n");
+    });
+    assert_eq!(run.status, 0, "{}", run.console);
+    assert!(!run.path("mkfs.calls").exists());
+    assert!(run.read("mount.calls").contains("-t xfs -o rw"));
+}
+
+#[tokio::test]
+async fn a_xen_device_that_appears_late_is_waited_for() {
+    let script = ebs_script(
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]),
+        json!([{"name": "data", "mountPath": "/ckpt"}]),
+    )
+    .await;
+    let run = run(&script, |dir| {
+        write(dir, "trainer.exits", "0\n");
+        let dev = dir.join("dev");
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            std::fs::create_dir_all(&dev).unwrap();
+            std::fs::write(dev.join("xvdf"), "").unwrap();
+        });
+    });
+    assert_eq!(run.status, 0, "{}", run.console);
+    let device = run.path("dev/xvdf").display().to_string();
+    assert!(run.read("mount.calls").contains(&format!("-o rw {device}")));
+}
+
+#[tokio::test]
+async fn a_volume_that_cannot_be_used_safely_fails_the_pod_and_is_never_formatted() {
+    let claim = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]);
+    let archive = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "archive"}}]);
+    let mounts = json!([{"name": "data", "mountPath": "/ckpt"}]);
+    type Prepare = Box<dyn FnOnce(&Path)>;
+    let cases: Vec<(Value, &[(&str, &str)], Prepare, &str)> = vec![
+        (
+            claim.clone(),
+            &[("ORCA_ATTACH_SECONDS", "1")],
+            Box::new(|_: &Path| {}),
+            "EBS volume vol-0123456789abcdef0 was not attached to this instance within 1 s",
+        ),
+        (
+            archive,
+            &[],
+            Box::new(|dir: &Path| nvme(dir, "nvme1n1", "vol-0fedcba9876543210")),
+            "has no filesystem and is mounted read-only, so it is not formatted",
+        ),
+        (
+            claim.clone(),
+            &[],
+            Box::new(|dir: &Path| {
+                nvme(dir, "nvme1n1", "vol-0123456789abcdef0");
+                std::fs::create_dir_all(dir.join("blkid")).unwrap();
+                write(&dir.join("blkid"), "nvme1n1", "PTTYPE=gpt\n");
+            }),
+            "holds a gpt partition table and no filesystem",
+        ),
+        (
+            claim,
+            &[],
+            Box::new(|dir: &Path| {
+                nvme(dir, "nvme1n1", "vol-0123456789abcdef0");
+                write(dir, "blkid-fails", "4");
+            }),
+            "could not read EBS volume vol-0123456789abcdef0",
+        ),
+    ];
+    for (volumes, env, prepare, says) in cases {
+        let script = ebs_script(volumes, mounts.clone()).await;
+        let run = run_with(&script, env, prepare);
+        assert_eq!(run.status, 125, "{says}: {}", run.console);
+        assert!(!run.path("mkfs.calls").exists(), "{says}");
+        let output = run.output("trainer").join("\n");
+        assert!(output.contains(says), "{says}: {output}");
+        assert!(!run.read("docker.calls").contains("create"), "{says}");
+    }
+}
+
+/// A namespace where claim `shared` is bound to EFS `handle`.
+async fn efs_script(handle: &str, read_only: bool) -> String {
+    let source = source()
+        .with_claim(
+            serde_json::from_value(json!({
+                "metadata": {"name": "shared", "namespace": "ml", "uid": "c-shared"},
+                "spec": {"volumeName": "pv-shared"},
+                "status": {"phase": "Bound"},
+            }))
+            .unwrap(),
+        )
+        .with_persistent_volume(
+            serde_json::from_value(json!({
+                "metadata": {"name": "pv-shared"},
+                "spec": {
+                    "csi": {"driver": "efs.csi.aws.com", "volumeHandle": handle, "readOnly": read_only},
+                    "claimRef": {"name": "shared", "namespace": "ml", "uid": "c-shared"},
+                },
+            }))
+            .unwrap(),
+        );
+    let spec = json!({
+        "restartPolicy": "Never",
+        "containers": [{"name": "trainer", "image": "python:3.12",
+                        "volumeMounts": [{"name": "datasets", "mountPath": "/datasets"}]}],
+        "volumes": [{"name": "datasets", "persistentVolumeClaim": {"claimName": "shared"}}],
+    });
+    let spec = workload_spec(&pod(spec), &source).await.unwrap();
+    user_data(&spec, None, None).unwrap()
+}
+
+#[tokio::test]
+async fn an_efs_claim_is_mounted_over_nfs_in_the_instances_region_or_with_tls_by_the_helper() {
+    let script = efs_script("fs-0123456789abcdef0:/datasets", false).await;
+    let plain = run(&script, |dir| write(dir, "trainer.exits", "0\n"));
+    assert_eq!(plain.status, 0, "{}", plain.console);
+    let dir = plain.path("root/volumes/datasets").display().to_string();
+    assert_eq!(
+        plain.read("mount.calls"),
+        format!(
+            "-t nfs4 -o nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,\
+             noresvport,rw fs-0123456789abcdef0.efs.eu-west-1.amazonaws.com:/datasets {dir}\n"
+        )
+    );
+    let args = plain.docker_args("trainer");
+    assert!(
+        args.iter().any(|a| a.contains(&format!("source={dir}"))),
+        "{args:?}"
+    );
+
+    // With amazon-efs-utils' helper: TLS, and an access point.
+    let script = efs_script("fs-0123456789abcdef0::fsap-0123456789abcdef0", true).await;
+    let helped = run(&script, |dir| {
+        write(dir, "trainer.exits", "0\n");
+        let helper = dir.join("bin/mount.efs");
+        std::fs::write(&helper, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    });
+    assert_eq!(helped.status, 0, "{}", helped.console);
+    let dir = helped.path("root/volumes/datasets").display().to_string();
+    assert_eq!(
+        helped.read("mount.calls"),
+        format!(
+            "-t efs -o tls,ro,accesspoint=fsap-0123456789abcdef0 fs-0123456789abcdef0:/ {dir}\n"
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_efs_access_point_without_the_helper_fails_the_pod_saying_so() {
+    let script = efs_script("fs-0123456789abcdef0::fsap-0123456789abcdef0", false).await;
+    let run = run(&script, |dir| write(dir, "trainer.exits", "0\n"));
+    assert_eq!(run.status, 125, "{}", run.console);
+    let output = run.output("trainer").join("\n");
+    assert!(
+        output.contains("EFS access point fsap-0123456789abcdef0 needs amazon-efs-utils"),
+        "{output}"
+    );
+    assert!(!run.path("mount.calls").exists());
 }

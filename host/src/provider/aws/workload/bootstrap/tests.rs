@@ -156,7 +156,16 @@ async fn the_metric_options_reach_bash_only_when_the_pod_publishes() {
 fn the_template_leaves_room_for_the_pod_and_survives_minifying() {
     let (head, tail) = TEMPLATE.split_once(WORKLOAD_MARKER).unwrap();
     let (head, sampler) = head.split_once(SAMPLER_MARKER).unwrap();
+    let (head, claims) = head.split_once(CLAIMS_MARKER).unwrap();
     let logic = minify(head).len() + minify(tail).len();
+    // Only pods with EBS or EFS claims carry their helpers.
+    let claims = minify(claims);
+    assert!(
+        claims.len() < 3 * 1024,
+        "the claims' helpers are {} bytes",
+        claims.len()
+    );
+    assert!(claims.starts_with("orca_ebs_device() {\n") && claims.ends_with("}\n"));
     assert!(logic < 8 * 1024, "the fixed part is {logic} bytes");
     // Only pods that publish their usage carry the sampler.
     let sampler = minify(sampler);
