@@ -9,15 +9,17 @@
 //! - orca's CPU share while reading, and its memory (RSS);
 //! - that every pod's figures are served on `/metrics/resource` (the pods counted there).
 //!
-//! The pods' instances are made before the pods reach orca's node (each pod held back by a
-//! scheduling gate until its instance, tagged for it, exists in moto), so orca finds them
-//! Running in its first listing: moto launches about one instance a second while orca lists
-//! a thousand every second, and launching is what `scale-bench` measures, not this. What is
-//! measured is the same either way: orca serving N running pods' usage.
+//! The pods' instances are made before orca starts (each pod held back by a scheduling gate
+//! until its instance, tagged for it as orca tags its own, exists in moto), so orca finds them
+//! Running in its first listing: moto launches about one instance a second while orca lists a
+//! thousand, and launching is what `scale-bench` measures, not this. What is measured is the
+//! same either way: orca serving N running pods' usage. orca lists its instances every 5 s
+//! (`pods.syncInterval`'s default).
 //!
 //!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
 //!
-//! Defaults: 3 rounds of 60 s, for 100 and 1000 pods.
+//! Defaults: 3 rounds of 60 s, for 100 pods. 1,000 pods do not run against moto: it cannot list
+//! 1,000 instances within orca's 30 s call timeout (BENCHMARKS.md).
 
 use std::time::{Duration, Instant};
 
@@ -121,7 +123,7 @@ fn settings() -> Result<Settings> {
         }
     }
     if settings.pods.is_empty() {
-        settings.pods = vec![100, 1000];
+        settings.pods = vec![100];
     }
     if settings.rounds == 0 || settings.seconds < 2 * INTERVAL_SECONDS {
         bail!("at least one round of two intervals");
@@ -222,15 +224,6 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         "metrics:\n  namespace: {namespace_name}\n  interval: {INTERVAL_SECONDS}s\n  endpointUrl: {}\n",
         proxy.url
     );
-    // The instances wait for their pods longer than the bench takes to lift the gates.
-    let orca = OrcaProcess::start(&node, |_| {
-        format!(
-            "{}logging:\n  level: warn\n",
-            aws_test_config(&node, &extra)
-                .replace("orphanGracePeriod: 3s", "orphanGracePeriod: 1h")
-        )
-    })?;
-    orca.wait_ready(Duration::from_secs(30)).await?;
     let namespace = TestNamespace::create(&client, "bench-usage-reads").await?;
     let ns = namespace.name.clone();
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -247,6 +240,7 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         .buffer_unordered(32)
         .try_collect::<Vec<_>>()
         .await?;
+    // Made before orca starts: moto answers slowly while orca lists a thousand instances.
     let cluster_id = read_cluster_id(&client).await?;
     let ec2 = cluster.ec2_client().await;
     futures::stream::iter(&created)
@@ -254,6 +248,17 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         .buffer_unordered(8)
         .try_collect::<Vec<_>>()
         .await?;
+    // The instances wait for their pods longer than the bench takes to lift the gates; orca
+    // lists every 5 s, its default.
+    let orca = OrcaProcess::start(&node, |_| {
+        format!(
+            "{}logging:\n  level: warn\n",
+            aws_test_config(&node, &extra)
+                .replace("orphanGracePeriod: 3s", "orphanGracePeriod: 1h")
+                .replace("syncInterval: 1s", "syncInterval: 5s")
+        )
+    })?;
+    orca.wait_ready(Duration::from_secs(60)).await?;
     futures::stream::iter(&created)
         .map(|pod| {
             let api = pods_api.clone();

@@ -20,6 +20,23 @@ use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_
 
 const TICK: Duration = Duration::from_millis(250);
 
+/// The user data instance `id` was launched with.
+async fn user_data(ec2: &aws_sdk_ec2::Client, id: &str) -> Result<String> {
+    Ok(ec2
+        .describe_instance_attribute()
+        .instance_id(id)
+        .attribute(aws_sdk_ec2::types::InstanceAttributeName::UserData)
+        .send()
+        .await?
+        .user_data()
+        .and_then(|value| value.value())
+        .map(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded))
+        .transpose()?
+        .map(String::from_utf8)
+        .transpose()?
+        .unwrap_or_default())
+}
+
 async fn volume(ec2: &aws_sdk_ec2::Client, id: &str) -> Result<aws_sdk_ec2::types::Volume> {
     ec2.describe_volumes()
         .volume_ids(id)
@@ -79,19 +96,7 @@ async fn an_ebs_claim_attaches_its_volume_in_its_zone_and_the_volume_outlives_th
         "the instance names the volume it attaches: {:?}",
         tags_of(&instance)
     );
-    let user_data = ec2
-        .describe_instance_attribute()
-        .instance_id(&id)
-        .attribute(aws_sdk_ec2::types::InstanceAttributeName::UserData)
-        .send()
-        .await?
-        .user_data()
-        .and_then(|value| value.value())
-        .map(|encoded| base64::engine::general_purpose::STANDARD.decode(encoded))
-        .transpose()?
-        .map(String::from_utf8)
-        .transpose()?
-        .unwrap_or_default();
+    let user_data = user_data(&ec2, &id).await?;
     let expected = format!("orca_ebs data {} f ext4 rw", claimed.volume_id);
     ensure!(
         user_data.contains(&expected),
@@ -208,5 +213,44 @@ async fn a_volume_out_of_reach_fails_the_pod_and_a_volume_in_use_is_waited_for()
     );
     drop(orca);
     drop((far, near));
+    namespace.delete().await
+}
+
+/// A pod with an EFS claim runs (orca calls no EFS API) with the file system's mount in its
+/// user data: the file system, its directory, no access point, read-write.
+#[tokio::test]
+async fn an_efs_claim_is_mounted_by_the_user_data() -> Result<()> {
+    let cluster = TestCluster::shared();
+    let client = cluster.kube_client().await?;
+    let ec2 = cluster.ec2_client().await;
+    let node = unique_node_name("efs");
+    let orca = OrcaProcess::start(&node, |_| aws_test_config(&node, ""))?;
+    orca.wait_ready(Duration::from_secs(20)).await?;
+    let namespace = TestNamespace::create(&client, "e2e-efs").await?;
+    let claimed = Claimed::efs(
+        &client,
+        &namespace.name,
+        "datasets",
+        "fs-0123456789abcdef0:/imagenet",
+    )
+    .await?;
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+    pods::create(&pods_api, &pod_with_claim("reader", &node, "datasets")).await?;
+    let running =
+        pods::wait_for_phase(&pods_api, "reader", "Running", Duration::from_secs(60)).await?;
+    let id = instance_id(&running).context("the pod names its instance")?;
+    let user_data = user_data(&ec2, &id).await?;
+    let expected = "orca_efs data fs-0123456789abcdef0 /imagenet '' rw";
+    ensure!(
+        user_data.contains(expected),
+        "no {expected:?} in the user data: {}",
+        user_data
+            .lines()
+            .filter(|line| line.contains("orca_efs"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    drop(orca);
+    drop(claimed);
     namespace.delete().await
 }

@@ -15,6 +15,7 @@ use crate::wait::poll_until;
 /// An EBS volume made in moto, and the PersistentVolume and claim bound to it; the
 /// PersistentVolume (cluster-scoped) is deleted on drop, the claim with its namespace.
 pub struct Claimed {
+    /// The EBS volume's id, or the EFS volume handle.
     pub volume_id: String,
     persistent_volume: String,
     client: kube::Client,
@@ -39,6 +40,30 @@ impl Claimed {
             .volume_id()
             .context("a volume id")?
             .to_owned();
+        let csi = json!({"driver": "ebs.csi.aws.com", "volumeHandle": volume_id, "fsType": "ext4"});
+        Claimed::bind(client, namespace, claim, csi, volume_id).await
+    }
+
+    /// The PersistentVolume of EFS `handle` (`fs-…[:path[:fsap-…]]`), and claim `claim` in
+    /// `namespace` bound to it. No EFS API is called: the file system need not exist.
+    pub async fn efs(
+        client: &kube::Client,
+        namespace: &str,
+        claim: &str,
+        handle: &str,
+    ) -> Result<Claimed> {
+        let csi = json!({"driver": "efs.csi.aws.com", "volumeHandle": handle});
+        Claimed::bind(client, namespace, claim, csi, handle.to_owned()).await
+    }
+
+    /// A PersistentVolume of the CSI source `csi` and claim `claim` bound to it.
+    async fn bind(
+        client: &kube::Client,
+        namespace: &str,
+        claim: &str,
+        csi: serde_json::Value,
+        volume_id: String,
+    ) -> Result<Claimed> {
         let persistent_volume = format!("{namespace}-{claim}");
         let volume: PersistentVolume = serde_json::from_value(json!({
             "metadata": {"name": persistent_volume},
@@ -47,7 +72,7 @@ impl Claimed {
                 "accessModes": ["ReadWriteOnce"],
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",
-                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": volume_id, "fsType": "ext4"},
+                "csi": csi,
                 "claimRef": {"namespace": namespace, "name": claim},
             },
         }))?;

@@ -1104,7 +1104,14 @@ async fn a_volume_that_cannot_be_used_safely_fails_the_pod_and_is_never_formatte
     let archive = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "archive"}}]);
     let mounts = json!([{"name": "data", "mountPath": "/ckpt"}]);
     type Prepare = Box<dyn FnOnce(&Path)>;
-    let cases: Vec<(Value, &[(&str, &str)], Prepare, &str)> = vec![
+    /// The claims, the environment, what the test prepares, and what the pod's log says.
+    type Case = (
+        Value,
+        &'static [(&'static str, &'static str)],
+        Prepare,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
         (
             claim.clone(),
             &[("ORCA_ATTACH_SECONDS", "1")],
