@@ -201,6 +201,31 @@ pub(crate) mod fake {
             self
         }
 
+        /// Claim `claim` of the namespace, bound to PersistentVolume `pv-<claim>` whose
+        /// source is the CSI volume `csi` (`{"driver": …, "volumeHandle": …, …}`).
+        pub(crate) fn with_bound_claim(self, claim: &str, csi: serde_json::Value) -> FakeSource {
+            let uid = format!("uid-{claim}");
+            let volume = format!("pv-{claim}");
+            self.with_claim(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": claim, "namespace": "ml", "uid": uid},
+                    "spec": {"volumeName": volume},
+                    "status": {"phase": "Bound"},
+                }))
+                .expect("a claim"),
+            )
+            .with_persistent_volume(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": volume},
+                    "spec": {
+                        "csi": csi,
+                        "claimRef": {"name": claim, "namespace": "ml", "uid": uid},
+                    },
+                }))
+                .expect("a PersistentVolume"),
+            )
+        }
+
         fn failed(&self) -> Result<(), EnvSourceError> {
             self.reads.fetch_add(1, Ordering::SeqCst);
             match self.failure.lock().unwrap().clone() {

@@ -272,25 +272,10 @@ mod tests {
                 },
             }))
             .unwrap();
-            let source = FakeSource::default()
-                .with_claim(
-                    serde_json::from_value(json!({
-                        "metadata": {"name": "data", "namespace": "ml", "uid": "c-1"},
-                        "spec": {"volumeName": "pv-1"},
-                        "status": {"phase": "Bound"},
-                    }))
-                    .unwrap(),
-                )
-                .with_persistent_volume(
-                    serde_json::from_value(json!({
-                        "metadata": {"name": "pv-1"},
-                        "spec": {
-                            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": volume_id},
-                            "claimRef": {"name": "data", "namespace": "ml", "uid": "c-1"},
-                        },
-                    }))
-                    .unwrap(),
-                );
+            let source = FakeSource::default().with_bound_claim(
+                "data",
+                json!({"driver": "ebs.csi.aws.com", "volumeHandle": volume_id}),
+            );
             (pod, source)
         }
 

@@ -304,25 +304,10 @@ async fn claim_request(uid: &str) -> LaunchRequest {
         }
     }))
     .unwrap();
-    let objects = FakeSource::default()
-        .with_claim(
-            serde_json::from_value(json!({
-                "metadata": { "name": "data", "namespace": "ml", "uid": "c-1" },
-                "spec": { "volumeName": "pv-1" },
-                "status": { "phase": "Bound" }
-            }))
-            .unwrap(),
-        )
-        .with_persistent_volume(
-            serde_json::from_value(json!({
-                "metadata": { "name": "pv-1" },
-                "spec": {
-                    "csi": { "driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123456789abcdef0" },
-                    "claimRef": { "name": "data", "namespace": "ml", "uid": "c-1" }
-                }
-            }))
-            .unwrap(),
-        );
+    let objects = FakeSource::default().with_bound_claim(
+        "data",
+        json!({ "driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123456789abcdef0" }),
+    );
     launch_request(&pod, &plan(), ZoneConstraint::of(&pod), &objects)
         .await
         .unwrap()

@@ -958,34 +958,10 @@ async fn without_publishing_nothing_is_sampled_or_published() {
 /// A namespace where claim `data` is bound to the EBS volume `vol-0123456789abcdef0` (ext4)
 /// and claim `archive` to the read-only `vol-0fedcba9876543210`.
 fn ebs_source() -> FakeSource {
-    let claim = |name: &str, volume: &str| -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": "ml", "uid": format!("c-{name}")},
-            "spec": {"volumeName": volume},
-            "status": {"phase": "Bound"},
-        }))
-        .unwrap()
-    };
-    let volume = |name: &str, claim: &str, id: &str, read_only: bool| {
-        serde_json::from_value::<k8s_openapi::api::core::v1::PersistentVolume>(json!({
-            "metadata": {"name": name},
-            "spec": {
-                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": id, "fsType": "ext4", "readOnly": read_only},
-                "claimRef": {"name": claim, "namespace": "ml", "uid": format!("c-{claim}")},
-            },
-        }))
-        .unwrap()
-    };
+    let csi = |id: &str, read_only: bool| json!({"driver": "ebs.csi.aws.com", "volumeHandle": id, "fsType": "ext4", "readOnly": read_only});
     source()
-        .with_claim(claim("data", "pv-data"))
-        .with_persistent_volume(volume("pv-data", "data", "vol-0123456789abcdef0", false))
-        .with_claim(claim("archive", "pv-archive"))
-        .with_persistent_volume(volume(
-            "pv-archive",
-            "archive",
-            "vol-0fedcba9876543210",
-            true,
-        ))
+        .with_bound_claim("data", csi("vol-0123456789abcdef0", false))
+        .with_bound_claim("archive", csi("vol-0fedcba9876543210", true))
 }
 
 async fn ebs_script(volumes: Value, mounts: Value) -> String {
@@ -1157,25 +1133,10 @@ async fn a_volume_that_cannot_be_used_safely_fails_the_pod_and_is_never_formatte
 
 /// A namespace where claim `shared` is bound to EFS `handle`.
 async fn efs_script(handle: &str, read_only: bool) -> String {
-    let source = source()
-        .with_claim(
-            serde_json::from_value(json!({
-                "metadata": {"name": "shared", "namespace": "ml", "uid": "c-shared"},
-                "spec": {"volumeName": "pv-shared"},
-                "status": {"phase": "Bound"},
-            }))
-            .unwrap(),
-        )
-        .with_persistent_volume(
-            serde_json::from_value(json!({
-                "metadata": {"name": "pv-shared"},
-                "spec": {
-                    "csi": {"driver": "efs.csi.aws.com", "volumeHandle": handle, "readOnly": read_only},
-                    "claimRef": {"name": "shared", "namespace": "ml", "uid": "c-shared"},
-                },
-            }))
-            .unwrap(),
-        );
+    let source = source().with_bound_claim(
+        "shared",
+        json!({"driver": "efs.csi.aws.com", "volumeHandle": handle, "readOnly": read_only}),
+    );
     let spec = json!({
         "restartPolicy": "Never",
         "containers": [{"name": "trainer", "image": "python:3.12",
