@@ -5,6 +5,8 @@ RunInstances and CreateFleet
 enforcement is on (tests/src/iam.rs), EC2's answer to a call the caller's policy does not allow
 (see UnauthorizedOperation below), every refusal logged, and signatures checked against the
 bytes that were signed (with ORCA_MOTO_CHECKS_SIGNATURES=1, see _keeping_the_signed_body).
+With ORCA_MOTO_RUNS_COMMANDS=1 (the harness sets it), Systems Manager's Run Command behaves as
+an SSM agent on each running instance would (see _running_as_an_agent_would).
 
 EC2 answers a request repeated with the same ClientToken with the first request's result and
 launches nothing more; the same token with other parameters is refused with
@@ -16,7 +18,9 @@ Usage: python moto-server-with-client-tokens.py [moto_server arguments]
 """
 
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from xml.sax.saxutils import escape
@@ -29,6 +33,8 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
 from moto.iam.access_control import IAMRequest
 from moto.server import main
+from moto.ssm.exceptions import SSMException
+from moto.ssm.models import SimpleSystemManagerBackend
 from werkzeug.exceptions import HTTPException
 
 # Query parameters that are not the request's own (signing, protocol).
@@ -116,6 +122,130 @@ def _attaching_as_ebs_does(attach):
 
 
 ElasticBlockStore.attach_volume = _attaching_as_ebs_does(ElasticBlockStore.attach_volume)
+
+
+# What SSM returns of a command's output at most (GetCommandInvocation's documentation).
+STDOUT_LIMIT = 24000
+STDERR_LIMIT = 8000
+# Per (command id, instance id): how many times GetCommandInvocation asked.
+_polls = {}
+# A directory per instance: the instance's "filesystem" as commands see it.
+_instances_root = tempfile.mkdtemp(prefix="orca-moto-instances-")
+# `docker exec [-i] [-t] CONTAINER COMMAND...` on a stand-in instance runs COMMAND in the
+# instance's directory, with the container's name in ORCA_EXEC_CONTAINER; a container name
+# that is not orca's (`orca-…`) fails as Docker does.
+_DOCKER = r"""#!/bin/bash
+[ "$1" = exec ] || { echo "docker stand-in: only exec" >&2; exit 1; }
+shift
+while [ "${1#-}" != "$1" ]; do shift; done
+container=$1
+shift
+case $container in
+  orca-*) ;;
+  *) echo "Error response from daemon: No such container: $container" >&2; exit 1 ;;
+esac
+ORCA_EXEC_CONTAINER=${container#orca-} exec "$@"
+"""
+
+
+def _running_as_an_agent_would(send, get):
+    """SendCommand and GetCommandInvocation of AWS-RunShellScript as the SSM agent on a running
+    instance would answer them
+    (https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetCommandInvocation.html):
+    an instance that is not running is not a managed instance (InvalidInstanceId); the script runs
+    (with bash, `docker` a stand-in above), and its invocation is first unknown
+    (InvocationDoesNotExist), then InProgress, then Success or Failed with the script's exit code
+    as ResponseCode and its output cut at SSM's limits. moto answers every command Success with
+    no output."""
+
+    def send_command(self, **kwargs):
+        ec2 = self._ec2_backend_for_commands()
+        for instance_id in kwargs.get("instance_ids") or []:
+            try:
+                state = ec2.get_instance(instance_id)._state.name
+            except Exception:
+                state = None
+            if state != "running":
+                raise SSMException(
+                    "InvalidInstanceId",
+                    f"Instances [[{instance_id}]] not in a valid state for account "
+                    f"{self.account_id}",
+                )
+        command = send(self, **kwargs)
+        if command.document_name != "AWS-RunShellScript":
+            return command
+        script = "\n".join(command.parameters.get("commands", []))
+        timeout = int((command.parameters.get("executionTimeout") or ["3600"])[0])
+        for invocation in command.invocations:
+            _run(invocation, script, min(timeout, 120))
+        return command
+
+    def get_command_invocation(self, command_id, instance_id, plugin_name):
+        invocation = get(self, command_id, instance_id, plugin_name)
+        with _lock:
+            polls = _polls.get((command_id, instance_id), 0) + 1
+            _polls[(command_id, instance_id)] = polls
+        if polls == 1:
+            raise SSMException(
+                "InvocationDoesNotExist",
+                "An error occurred (InvocationDoesNotExist) when calling the "
+                "GetCommandInvocation operation",
+            )
+        if polls == 2:
+            return dict(
+                invocation,
+                Status="InProgress",
+                StatusDetails="InProgress",
+                ResponseCode=-1,
+                StandardOutputContent="",
+                StandardErrorContent="",
+            )
+        return invocation
+
+    return send_command, get_command_invocation
+
+
+def _run(invocation, script, timeout):
+    home = os.path.join(_instances_root, invocation["InstanceId"])
+    bin_dir = os.path.join(home, ".bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    docker = os.path.join(bin_dir, "docker")
+    with open(docker, "w") as f:
+        f.write(_DOCKER)
+    os.chmod(docker, 0o755)
+    env = dict(os.environ, PATH=bin_dir + ":" + os.environ.get("PATH", ""), HOME=home)
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=home, env=env, capture_output=True, timeout=timeout
+        )
+        code, out, err = done.returncode, done.stdout, done.stderr
+        status = "Success" if code == 0 else "Failed"
+    except subprocess.TimeoutExpired as expired:
+        code, out, err, status = -1, expired.stdout or b"", expired.stderr or b"", "TimedOut"
+    invocation.update(
+        Status=status,
+        StatusDetails="ExecutionTimedOut" if status == "TimedOut" else status,
+        ResponseCode=code,
+        StandardOutputContent=out.decode("utf-8", "replace")[:STDOUT_LIMIT],
+        StandardErrorContent=err.decode("utf-8", "replace")[:STDERR_LIMIT],
+    )
+
+
+def _ec2_backend_for_commands(self):
+    from moto.ec2 import ec2_backends
+
+    return ec2_backends[self.account_id][self.region_name]
+
+
+if os.environ.get("ORCA_MOTO_RUNS_COMMANDS") == "1":
+    SimpleSystemManagerBackend._ec2_backend_for_commands = _ec2_backend_for_commands
+    (
+        SimpleSystemManagerBackend.send_command,
+        SimpleSystemManagerBackend.get_command_invocation,
+    ) = _running_as_an_agent_would(
+        SimpleSystemManagerBackend.send_command,
+        SimpleSystemManagerBackend.get_command_invocation,
+    )
 
 
 class UnauthorizedOperation(HTTPException):

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use super::{
-    ConfigError, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, PodMetricsConfig,
+    ConfigError, ExecConfig, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, PodMetricsConfig,
     Seconds,
 };
 
@@ -47,6 +47,8 @@ pub struct AwsConfig {
     /// The pods' CPU, memory and GPU usage, published by each instance to CloudWatch and read
     /// back for `kubectl top` and autoscalers; absent: nothing is sampled or served.
     pub metrics: Option<PodMetricsConfig>,
+    /// `kubectl exec` through Systems Manager's Run Command: on by default.
+    pub exec: ExecConfig,
 }
 
 impl Default for AwsConfig {
@@ -67,6 +69,7 @@ impl Default for AwsConfig {
             interruption_queue: None,
             logs: None,
             metrics: None,
+            exec: ExecConfig::default(),
         }
     }
 }
@@ -201,6 +204,7 @@ impl AwsConfig {
         if let Some(metrics) = &self.metrics {
             metrics.validate()?;
         }
+        self.exec.validate()?;
         Ok(())
     }
 }

@@ -1,8 +1,9 @@
 //! orca's kubelet API: the HTTPS server on the Node's kubelet port that the apiserver calls
-//! for `kubectl logs` (and exec, which is refused clearly), with the kubelet's authentication
-//! and authorization.
+//! for `kubectl logs`, `kubectl exec` (run through the provider, see [`exec`]) and the pods'
+//! usage, with the kubelet's authentication and authorization.
 
 pub mod auth;
+mod exec;
 mod idle;
 mod logs;
 mod routes;

@@ -11,6 +11,7 @@ use axum::{Extension, Router};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::auth::{Refusal, User};
+use super::exec::exec;
 use super::logs::{container_logs, refuse};
 use super::state::{Admitted, ApiState};
 use super::target::Check;
@@ -31,7 +32,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/metrics/resource", get(resource_metrics))
         .route("/stats/summary", get(stats_summary))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/exec/{*rest}", any(unsupported))
+        .route("/exec/{*rest}", any(exec))
         .route("/attach/{*rest}", any(unsupported))
         .route("/portForward/{*rest}", any(unsupported))
         .route("/run/{*rest}", any(unsupported))

@@ -67,7 +67,7 @@ impl Target {
 
 /// One raw path segment decoded as axum decodes a path parameter: percent-decoded, then
 /// UTF-8 (`+` stays `+`). `None` for an empty segment or bytes that are not UTF-8.
-fn decoded(segment: &str) -> Option<String> {
+pub(super) fn decoded(segment: &str) -> Option<String> {
     let text = percent_decode_str(segment).decode_utf8().ok()?;
     (!text.is_empty()).then(|| text.into_owned())
 }

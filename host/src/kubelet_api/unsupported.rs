@@ -1,4 +1,4 @@
-//! `exec`, `attach`, `portForward` and `run`: a pod here is an EC2 instance with no container
+//! `attach`, `portForward` and `run`: a pod here is an EC2 instance with no container
 //! runtime orca can reach, so these are refused at once with an answer `kubectl` prints as it
 //! is: a `Status` object (client-go shows its message) with code 400, never a hang or a 500.
 

@@ -120,9 +120,16 @@ pub fn static_status(config: &NodeConfig, address: IpAddr) -> NodeStatus {
             boot_id: String::new(),
             ..NodeSystemInfo::default()
         }),
+        declared_features: Some(DECLARED_FEATURES.iter().map(|f| (*f).to_owned()).collect()),
         ..NodeStatus::default()
     }
 }
+
+/// What the node tells the apiserver it supports (sorted, as the apiserver requires):
+/// `ExtendWebSocketsToKubelet` has an apiserver of 1.36 or later pass `kubectl exec`'s
+/// WebSocket through to the kubelet API, which serves it (without it, the apiserver speaks
+/// SPDY to the node, which orca does not serve).
+pub const DECLARED_FEATURES: [&str; 1] = ["ExtendWebSocketsToKubelet"];
 
 /// The address the apiserver should use to reach orca: config, else `$POD_IP`, else loopback.
 pub fn node_address(config: &NodeConfig) -> IpAddr {
@@ -201,5 +208,13 @@ mod tests {
         );
         assert_eq!(status.capacity.unwrap()["nvidia.com/gpu"].0, "100");
         assert_eq!(status.addresses.unwrap()[0].address, "10.1.2.3");
+    }
+
+    #[test]
+    fn the_node_declares_the_websocket_exec_it_serves_in_the_order_the_apiserver_requires() {
+        let status = static_status(&NodeConfig::default(), "10.1.2.3".parse().unwrap());
+        let declared = status.declared_features.unwrap();
+        assert_eq!(declared, ["ExtendWebSocketsToKubelet"]);
+        assert!(declared.is_sorted());
     }
 }

@@ -24,6 +24,8 @@ use crate::provider::aws::logs::LogsApi;
 use crate::provider::aws::logs::sdk::SdkLogs;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::usage::CloudWatchApi;
+use crate::provider::aws::exec::SsmApi;
+use crate::provider::aws::exec::sdk::SdkSsm;
 use crate::provider::aws::usage::sdk::SdkCloudWatch;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
@@ -115,11 +117,12 @@ impl Parts {
             "instance-type catalogue loaded"
         );
         let pipeline = Arc::new(pipeline(&config, &registry, guardrails, &metrics));
-        let cloudwatch = CloudWatch {
+        let clients = SharedClients {
             logs: shipped_logs(&config).await?,
             usage: published_usage(&config).await,
+            ssm: exec_ssm(&config).await,
         };
-        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, &cloudwatch);
+        let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, &clients);
         let interruptions = interruptions(&config).await?;
         Ok(Parts {
             spend,
@@ -194,7 +197,7 @@ fn node_runtimes(
     pipeline: &Arc<Pipeline>,
     ec2: Option<&Arc<dyn Ec2Api>>,
     cluster_id: &str,
-    cloudwatch: &CloudWatch,
+    clients: &SharedClients,
 ) -> Vec<Arc<NodeRuntime>> {
     let declared = config.declared_nodes();
     let several = declared.len() > 1;
@@ -208,7 +211,7 @@ fn node_runtimes(
                     &declared,
                     api.clone(),
                     cluster_id,
-                    cloudwatch.clone(),
+                    clients.clone(),
                 ),
             };
             let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
@@ -241,7 +244,7 @@ fn aws_factory(
     declared: &DeclaredNode,
     api: Arc<dyn Ec2Api>,
     cluster_id: &str,
-    cloudwatch: CloudWatch,
+    clients: SharedClients,
 ) -> ProviderFactory {
     let mut aws = config.provider.aws.clone();
     aws.subnet_ids.clone_from(&declared.subnet_ids);
@@ -254,23 +257,28 @@ fn aws_factory(
     Box::new(move || {
         let mut provider = AwsProvider::new(api.clone(), identity.clone(), aws.clone())
             .with_visibility_grace(grace);
-        if let (Some(api), Some(shipped)) = (&cloudwatch.logs, &aws.logs) {
+        if let (Some(api), Some(shipped)) = (&clients.logs, &aws.logs) {
             provider = provider.with_logs(api.clone(), &shipped.group);
         }
-        if let (Some(api), Some(metrics)) = (&cloudwatch.usage, &aws.metrics) {
+        if let (Some(api), Some(metrics)) = (&clients.usage, &aws.metrics) {
             provider = provider.with_usage(api.clone(), metrics);
+        }
+        if let Some(api) = &clients.ssm {
+            provider = provider.with_exec(api.clone());
         }
         Ok(Arc::new(provider) as Arc<dyn Provider>)
     })
 }
 
-/// The CloudWatch clients every node's aws provider shares.
+/// The AWS clients (besides EC2) every node's aws provider shares.
 #[derive(Clone, Default)]
-struct CloudWatch {
+struct SharedClients {
     /// With `provider.aws.logs`: containers' output.
     logs: Option<Arc<dyn LogsApi>>,
     /// With `provider.aws.metrics`: the pods' usage.
     usage: Option<Arc<dyn CloudWatchApi>>,
+    /// With `provider.aws.exec.enabled`: Systems Manager, for `kubectl exec`.
+    ssm: Option<Arc<dyn SsmApi>>,
 }
 
 /// CloudWatch, when the aws provider's instances publish the pods' usage there
@@ -287,6 +295,17 @@ async fn published_usage(config: &Config) -> Option<Arc<dyn CloudWatchApi>> {
     );
     Some(Arc::new(
         SdkCloudWatch::connect(&config.provider.region, metrics.endpoint_url.as_deref()).await,
+    ))
+}
+
+/// Systems Manager, when the aws provider runs `kubectl exec` (`provider.aws.exec`).
+async fn exec_ssm(config: &Config) -> Option<Arc<dyn SsmApi>> {
+    let exec = &config.provider.aws.exec;
+    if config.provider.kind != ProviderKind::Aws || !exec.enabled {
+        return None;
+    }
+    Some(Arc::new(
+        SdkSsm::connect(&config.provider.region, exec.endpoint_url.as_deref()).await,
     ))
 }
 

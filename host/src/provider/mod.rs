@@ -4,6 +4,7 @@
 
 pub mod aws;
 mod error;
+mod exec;
 mod instance;
 mod launch;
 mod logs;
@@ -16,6 +17,7 @@ pub mod zones;
 use async_trait::async_trait;
 
 pub use error::{ErrorClass, ProviderError};
+pub use exec::{ExecOutcome, ExecRequest, MAX_STDIN_BYTES};
 pub use instance::{
     InstanceState, InstanceStatus, PodKey, StateReason, VolumeAttachment, WorkloadExit,
 };
@@ -95,6 +97,23 @@ pub trait Provider: Send + Sync + 'static {
         Err(ProviderError::permanent(
             "VolumesUnsupported",
             format!("this backend attaches no volumes ({})", volumes.join(", ")),
+        ))
+    }
+    /// Runs `request`'s command in one of `pod`'s containers on its instance, to its end
+    /// (`kubectl exec`). The default: a backend that reaches no container refuses.
+    ///
+    /// # Errors
+    /// The pod has no running instance (`InstanceNotFound`, `InstanceNotRunning`), the command
+    /// could not be run (the backend's code and why), or it did not end in time.
+    async fn exec(
+        &self,
+        pod: &PodKey,
+        request: &ExecRequest,
+    ) -> Result<ExecOutcome, ProviderError> {
+        let _ = request;
+        Err(ProviderError::permanent(
+            "ExecUnsupported",
+            format!("this backend cannot run commands in pod {pod}'s containers"),
         ))
     }
     /// Whether the backend answers; drives the node's Ready condition.

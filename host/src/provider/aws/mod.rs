@@ -22,6 +22,7 @@ mod batch;
 mod calls;
 pub mod census;
 mod classify;
+pub mod exec;
 mod fleet;
 pub mod logs;
 mod measured;
@@ -59,6 +60,7 @@ pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
 pub use self::fleet::FLEET_TOKENS_SPENT_ANNOTATION;
 use self::fleet::FleetAttempts;
+use self::exec::SsmApi;
 use self::logs::LogsApi;
 use self::logs::LogsError;
 use self::logs::read::StreamLog;
@@ -73,7 +75,7 @@ use super::ownership::{
 };
 use super::zones::ZoneConstraint;
 use super::{
-    Attached, Claimed, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine,
+    Attached, Claimed, ExecOutcome, ExecRequest, InstanceState, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine,
     LogPage, LogStart, Offering, PassedOver, PodKey, PodUsage, Provider, ProviderError,
     Termination, UsageQuery, WorkloadExit, offerings,
 };
@@ -137,6 +139,8 @@ pub struct AwsProvider {
     logs: Option<ShippedLogs>,
     /// Where the pods' usage is read from, when instances publish it.
     usage: Option<UsageReader>,
+    /// Systems Manager, which runs `kubectl exec`'s commands; absent: exec is turned off.
+    ssm: Option<Arc<dyn SsmApi>>,
 }
 
 /// The CloudWatch Logs group containers write to, and the client that reads it.
@@ -184,6 +188,7 @@ impl AwsProvider {
             started: Timestamp::now(),
             logs: None,
             usage: None,
+            ssm: None,
             api,
             identity,
             config,
@@ -211,6 +216,12 @@ impl AwsProvider {
             namespace: metrics.namespace.clone(),
             period_seconds: metrics.interval_seconds(),
         });
+        self
+    }
+
+    /// Runs `kubectl exec`'s commands through Systems Manager (`provider.aws.exec`).
+    pub fn with_exec(mut self, api: Arc<dyn SsmApi>) -> AwsProvider {
+        self.ssm = Some(api);
         self
     }
 
@@ -771,6 +782,38 @@ impl Provider for AwsProvider {
 
     async fn attach(&self, instance: &InstanceStatus) -> Result<Vec<Attached>, ProviderError> {
         self.attach_volumes(instance).await
+    }
+
+    async fn exec(
+        &self,
+        pod: &PodKey,
+        request: &ExecRequest,
+    ) -> Result<ExecOutcome, ProviderError> {
+        let Some(ssm) = &self.ssm else {
+            return Err(ProviderError::permanent(
+                "ExecDisabled",
+                "exec is turned off on this node (provider.aws.exec.enabled: false)",
+            ));
+        };
+        let instance = self.newest_instance(pod).await?.ok_or_else(|| {
+            ProviderError::permanent("InstanceNotFound", format!("pod {pod} has no instance yet"))
+        })?;
+        if instance.state != InstanceState::Running {
+            return Err(ProviderError::permanent(
+                "InstanceNotRunning",
+                format!(
+                    "pod {pod}'s instance {} is {:?}, not running",
+                    instance.instance_id, instance.state
+                ),
+            ));
+        }
+        exec::run(
+            ssm.clone(),
+            &instance.instance_id,
+            request,
+            self.config.exec.timeout.get(),
+        )
+        .await
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

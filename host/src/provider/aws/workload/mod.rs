@@ -30,6 +30,11 @@
 //!   `/sys/block/nvme*/device/serial` (Nitro) or as `/dev/xvdX` (Xen);
 //! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
 //!   `docker run --gpus all` works;
+//! - for `kubectl exec`: the **SSM agent**, running and registered with Systems Manager (an
+//!   instance profile allowed what `AmazonSSMManagedInstanceCore` allows, and a route to the
+//!   `ssm`, `ssmmessages` and `ec2messages` endpoints); orca runs `docker exec` through Run
+//!   Command (see [`crate::provider::aws::exec`]). Without it, exec fails naming the cause and
+//!   nothing else changes;
 //! - for private registries: credentials Docker finds on its own (e.g. the Amazon ECR credential
 //!   helper with the instance profile); `imagePullSecrets` are not used.
 //!
@@ -91,10 +96,16 @@ pub use attachments::{Attachment, TAG_VOLUME_PREFIX, TooManyVolumes, attachments
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
 pub use log_shipping::{LogShipping, log_stream};
+pub(crate) use quote::quote;
 pub use metric_publishing::{
     DIMENSION_CONTAINER, DIMENSION_GPU, DIMENSION_POD, METRIC_CPU, METRIC_GPU_MEMORY,
     METRIC_GPU_UTILIZATION, METRIC_MEMORY, MetricPublishing,
 };
+
+/// The Docker name of a pod's container on its instance.
+pub fn container_name(container: &str) -> String {
+    format!("orca-{container}")
+}
 
 /// Where volumes live on the instance.
 pub const VOLUMES_DIR: &str = "/var/lib/orca/volumes";
