@@ -3,7 +3,7 @@
 //! or too few credentials, and `/metrics` after a pod's life, on the simulated provider and
 //! on moto.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ use orca_e2e::{
 };
 use tokio::io::AsyncWriteExt;
 
-const EXEC_REFUSAL: &str = "exec is not supported by this node";
+const ATTACH_REFUSAL: &str = "attach is not supported by this node";
 
 fn kubectl(args: &[&str]) -> Result<std::process::Output> {
     Ok(TestCluster::shared().kubectl().args(args).output()?)
@@ -79,7 +79,7 @@ async fn running_pod(pods_api: &Api<Pod>, pod: Pod) -> Result<Pod> {
 }
 
 #[tokio::test]
-async fn kubectl_logs_and_exec_go_through_the_apiserver_to_orca() -> Result<()> {
+async fn kubectl_logs_exec_and_attach_go_through_the_apiserver_to_orca() -> Result<()> {
     let scenario = Scenario::start("kubelet-logs").await?;
     let ns = scenario.namespace.name.clone();
     let pod = burst_pod(
@@ -139,18 +139,56 @@ async fn kubectl_logs_and_exec_go_through_the_apiserver_to_orca() -> Result<()> 
         "the later lines must arrive over time, not at once: {streamed:?}"
     );
 
-    // exec is refused at once with the documented message, shown by kubectl as it is.
+    // exec runs through the apiserver's WebSocket, passed on to orca (the node declares
+    // ExtendWebSocketsToKubelet): output, input and the exit code come back as from a kubelet.
+    let exec = kubectl(&["exec", "-n", &ns, "talker", "--", "echo", "hello", "there"])?;
+    assert!(exec.status.success(), "{exec:?}");
+    assert_eq!(String::from_utf8_lossy(&exec.stdout), "hello there\n");
+    let failed = kubectl(&[
+        "exec",
+        "-n",
+        &ns,
+        "talker",
+        "--",
+        "sh",
+        "-c",
+        "echo out; exit 3",
+    ])?;
+    assert_eq!(failed.status.code(), Some(3), "{failed:?}");
+    assert_eq!(String::from_utf8_lossy(&failed.stdout), "out\n");
+    let mut cat = TestCluster::shared()
+        .kubectl()
+        .args(["exec", "-i", "-n", &ns, "talker", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    cat.stdin
+        .take()
+        .context("stdin")?
+        .write_all(b"line one\nline 'two'\n")?;
+    let cat = cat.wait_with_output()?;
+    assert!(cat.status.success(), "{cat:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&cat.stdout),
+        "line one\nline 'two'\n"
+    );
+    let missing = kubectl(&["exec", "-n", &ns, "talker", "--", "nvidia-smi"])?;
+    assert_eq!(missing.status.code(), Some(127), "{missing:?}");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nvidia-smi: not found"));
+
+    // attach is still refused at once with the documented message, shown by kubectl as it is.
     let started = Instant::now();
-    let exec = kubectl(&["exec", "-n", &ns, "talker", "--", "ls"])?;
-    let stderr = String::from_utf8_lossy(&exec.stderr);
-    assert!(!exec.status.success());
+    let attach = kubectl(&["attach", "-n", &ns, "talker"])?;
+    let stderr = String::from_utf8_lossy(&attach.stderr);
+    assert!(!attach.status.success());
     assert!(
-        stderr.contains(EXEC_REFUSAL),
-        "kubectl exec printed: {stderr}"
+        stderr.contains(ATTACH_REFUSAL),
+        "kubectl attach printed: {stderr}"
     );
     assert!(
         started.elapsed() < Duration::from_secs(20),
-        "exec must not hang"
+        "attach must not hang"
     );
 
     // A container the pod does not have: the kubelet's kind of answer.
@@ -176,10 +214,14 @@ async fn strangers_get_401_and_the_unauthorized_403() -> Result<()> {
     // A service account with no rights at all: authenticated, then refused.
     kubectl_ok(&["create", "serviceaccount", "-n", &ns, "nobody"])?;
     let token = kubectl_ok(&["create", "token", "-n", &ns, "nobody"])?;
-    let path = format!("/containerLogs/{ns}/absent/main");
-    let (status, body) = kubelet_get(&scenario.orca, &path, Some(token.trim()))?;
-    assert_eq!(status, 403, "{body}");
-    assert!(body.contains("nodes") && body.contains("proxy"), "{body}");
+    for path in [
+        format!("/containerLogs/{ns}/absent/main"),
+        format!("/exec/{ns}/absent/main?command=ls&output=1"),
+    ] {
+        let (status, body) = kubelet_get(&scenario.orca, &path, Some(token.trim()))?;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("nodes") && body.contains("proxy"), "{body}");
+    }
 
     // Granted nodes/proxy on nodes, as the kubelet requires for these paths: allowed.
     let reader = NodeReader::create(&ns, &format!("{}-reader", scenario.node()), "nodes/proxy")?;

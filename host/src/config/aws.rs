@@ -3,8 +3,8 @@
 use serde::Deserialize;
 
 use super::{
-    ConfigError, ExecConfig, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig, PodMetricsConfig,
-    Seconds,
+    ConfigError, ExecConfig, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig,
+    PodMetricsConfig, Seconds,
 };
 
 #[derive(Debug, Clone, Deserialize)]

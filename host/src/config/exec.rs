@@ -74,8 +74,13 @@ mod tests {
     #[test]
     fn timeouts_systems_manager_refuses_are_refused() {
         for timeout in ["0s", "49h", "1500ms"] {
-            let error = parse(&format!("timeout: {timeout}")).validate().unwrap_err();
-            assert!(error.to_string().contains("provider.aws.exec.timeout"), "{error}");
+            let error = parse(&format!("timeout: {timeout}"))
+                .validate()
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("provider.aws.exec.timeout"),
+                "{error}"
+            );
         }
         assert!(parse("timeout: 48h").validate().is_ok());
     }

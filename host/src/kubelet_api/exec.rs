@@ -15,12 +15,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use serde_json::json;
 
 use super::state::{Admitted, ApiState};
@@ -84,7 +84,11 @@ pub fn options(query: Option<&str>) -> Result<ExecOptions, String> {
 /// The namespace, pod and container of an exec path (`{ns}/{pod}/{container}`, or with the
 /// pod's UID before the container).
 fn path_target(path: &str) -> Option<(String, String, String)> {
-    let parts: Vec<Option<String>> = path.strip_prefix("/exec/")?.split('/').map(decoded).collect();
+    let parts: Vec<Option<String>> = path
+        .strip_prefix("/exec/")?
+        .split('/')
+        .map(decoded)
+        .collect();
     match parts.as_slice() {
         [Some(namespace), Some(pod), Some(container)]
         | [Some(namespace), Some(pod), Some(_), Some(container)] => {
@@ -185,7 +189,10 @@ pub async fn exec(
     };
     let in_spec = pod.spec.as_ref().is_some_and(|spec| {
         let init = spec.init_containers.iter().flatten();
-        spec.containers.iter().chain(init).any(|c| c.name == container)
+        spec.containers
+            .iter()
+            .chain(init)
+            .any(|c| c.name == container)
     });
     if !in_spec {
         return refuse(

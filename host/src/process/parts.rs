@@ -20,12 +20,12 @@ use crate::policy::{Pipeline, Planner};
 use crate::process::pod_usage::PodUsages;
 use crate::provider::Provider;
 use crate::provider::aws::api::Ec2Api;
+use crate::provider::aws::exec::SsmApi;
+use crate::provider::aws::exec::sdk::SdkSsm;
 use crate::provider::aws::logs::LogsApi;
 use crate::provider::aws::logs::sdk::SdkLogs;
 use crate::provider::aws::sdk::SdkEc2;
 use crate::provider::aws::usage::CloudWatchApi;
-use crate::provider::aws::exec::SsmApi;
-use crate::provider::aws::exec::sdk::SdkSsm;
 use crate::provider::aws::usage::sdk::SdkCloudWatch;
 use crate::provider::aws::{AwsProvider, Ec2Calls, Identity, Measured, RateLimited};
 use crate::provider::ownership::PLACEHOLDER_NAMES;
@@ -206,13 +206,9 @@ fn node_runtimes(
         .map(|declared| {
             let new_provider = match ec2 {
                 None => simulated_factory(simulated_settings(config, &declared, several)),
-                Some(api) => aws_factory(
-                    config,
-                    &declared,
-                    api.clone(),
-                    cluster_id,
-                    clients.clone(),
-                ),
+                Some(api) => {
+                    aws_factory(config, &declared, api.clone(), cluster_id, clients.clone())
+                }
             };
             let planner: Arc<dyn Planner> = Arc::new(Arc::new(pipeline.for_node(
                 &declared.node.name,

@@ -58,9 +58,9 @@ use self::api::{Ec2Api, Ec2Instance, Filter, RootVolume, RunRequest};
 use self::batch::Batcher;
 pub use self::calls::Ec2Calls;
 use self::classify::{class_of, is_not_found, is_refusal_of_one_instance, provider_error};
+use self::exec::SsmApi;
 pub use self::fleet::FLEET_TOKENS_SPENT_ANNOTATION;
 use self::fleet::FleetAttempts;
-use self::exec::SsmApi;
 use self::logs::LogsApi;
 use self::logs::LogsError;
 use self::logs::read::StreamLog;
@@ -75,9 +75,9 @@ use super::ownership::{
 };
 use super::zones::ZoneConstraint;
 use super::{
-    Attached, Claimed, ExecOutcome, ExecRequest, InstanceState, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogCursor, LogLine,
-    LogPage, LogStart, Offering, PassedOver, PodKey, PodUsage, Provider, ProviderError,
-    Termination, UsageQuery, WorkloadExit, offerings,
+    Attached, Claimed, ExecOutcome, ExecRequest, InstanceState, InstanceStatus, LaunchFailed,
+    LaunchRequest, Launched, LogCursor, LogLine, LogPage, LogStart, Offering, PassedOver, PodKey,
+    PodUsage, Provider, ProviderError, Termination, UsageQuery, WorkloadExit, offerings,
 };
 use crate::config::{AwsConfig, LaunchApi, PodMetricsConfig};
 use crate::provider::plan::{LaunchPlan, Market};

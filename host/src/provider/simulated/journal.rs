@@ -37,6 +37,15 @@ pub enum Record {
     Forget {
         uid: String,
     },
+    /// A command `kubectl exec` ran on the pod's instance: an audit line, which changes no
+    /// instance (and compaction drops).
+    Exec {
+        uid: String,
+        container: String,
+        command: Vec<String>,
+        exit_code: i32,
+        at: Timestamp,
+    },
 }
 
 /// Why the journal could not be used.
@@ -162,5 +171,6 @@ pub fn apply(instances: &mut HashMap<String, SimInstance>, record: Record) {
             instances.remove(&uid);
             crate::support::heap::shrink_when_sparse(instances);
         }
+        Record::Exec { .. } => {}
     }
 }

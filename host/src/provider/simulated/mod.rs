@@ -3,6 +3,7 @@
 //! provider for demos, tests and scale runs, as SimKube uses a mock node.
 
 mod behaviour;
+mod exec;
 mod instance;
 mod journal;
 
@@ -20,8 +21,9 @@ pub use journal::JournalError;
 use journal::{Journal, Record};
 
 use super::{
-    Attached, ErrorClass, InstanceStatus, LaunchFailed, LaunchRequest, Launched, LogLine, LogPage,
-    LogStart, Offering, PodKey, Provider, ProviderError, Termination, WorkloadExit,
+    Attached, ErrorClass, ExecOutcome, ExecRequest, InstanceState, InstanceStatus, LaunchFailed,
+    LaunchRequest, Launched, LogLine, LogPage, LogStart, Offering, PodKey, Provider, ProviderError,
+    Termination, WorkloadExit,
 };
 use crate::config::SimulatedConfig;
 use crate::support::errors::lock;
@@ -331,6 +333,47 @@ impl Provider for SimulatedProvider {
             });
         }
         Ok(attached)
+    }
+
+    /// Runs the command as the simulated container would ([`exec::run`]), on a running
+    /// instance only, and journals it.
+    async fn exec(
+        &self,
+        pod: &PodKey,
+        request: &ExecRequest,
+    ) -> Result<ExecOutcome, ProviderError> {
+        let now = Timestamp::now();
+        let mut state = lock(&self.state);
+        let instance = state.instances.get(&pod.uid).ok_or_else(|| {
+            ProviderError::permanent("InstanceNotFound", format!("no instance for pod {pod}"))
+        })?;
+        match self.phase(instance, now) {
+            Phase::Listed(status) if status.state == InstanceState::Running => {}
+            Phase::Listed(status) => {
+                return Err(ProviderError::permanent(
+                    "InstanceNotRunning",
+                    format!(
+                        "pod {pod}'s instance {} is {:?}, not running",
+                        instance.instance_id, status.state
+                    ),
+                ));
+            }
+            Phase::Gone => {
+                return Err(ProviderError::permanent(
+                    "InstanceNotFound",
+                    format!("pod {pod}'s instance {} is gone", instance.instance_id),
+                ));
+            }
+        }
+        let outcome = exec::run(&instance.instance_id, request);
+        state.record(Record::Exec {
+            uid: pod.uid.clone(),
+            container: request.container.clone(),
+            command: request.command.clone(),
+            exit_code: outcome.exit_code,
+            at: now,
+        })?;
+        Ok(outcome)
     }
 
     async fn ping(&self) -> Result<(), ProviderError> {

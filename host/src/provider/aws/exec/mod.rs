@@ -169,9 +169,9 @@ pub fn command_line(request: &ExecRequest) -> Result<String, CommandRefusal> {
     let container = quote(&container_name(&request.container));
     match &request.stdin {
         None => Ok(format!("docker exec {container} {}", words.join(" "))),
-        Some(input) if input.len() > MAX_STDIN_BYTES => Err(CommandRefusal::InputTooLarge {
-            bytes: input.len(),
-        }),
+        Some(input) if input.len() > MAX_STDIN_BYTES => {
+            Err(CommandRefusal::InputTooLarge { bytes: input.len() })
+        }
         Some(input) => {
             let encoded = base64::engine::general_purpose::STANDARD.encode(input);
             Ok(format!(

@@ -8,7 +8,9 @@ use aws_sdk_ssm::Client;
 use aws_sdk_ssm::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_ssm::types::CommandInvocationStatus;
 
-use super::{DELIVERY_TIMEOUT, DOCUMENT, Invocation, InvocationStatus, RunCommand, SsmApi, SsmError};
+use super::{
+    DELIVERY_TIMEOUT, DOCUMENT, Invocation, InvocationStatus, RunCommand, SsmApi, SsmError,
+};
 use crate::support::aws_config::{ClientSettings, load_for};
 
 const MAX_ATTEMPTS: u32 = 3;
@@ -123,8 +125,14 @@ impl SsmApi for SdkSsm {
             status: status(output.status()),
             status_details: output.status_details().unwrap_or_default().to_owned(),
             response_code: output.response_code(),
-            stdout: output.standard_output_content().unwrap_or_default().to_owned(),
-            stderr: output.standard_error_content().unwrap_or_default().to_owned(),
+            stdout: output
+                .standard_output_content()
+                .unwrap_or_default()
+                .to_owned(),
+            stderr: output
+                .standard_error_content()
+                .unwrap_or_default()
+                .to_owned(),
         })
     }
 

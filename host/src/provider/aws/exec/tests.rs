@@ -193,9 +193,14 @@ async fn a_command_that_never_ends_is_cancelled_past_its_timeout() {
     let ssm = Arc::new(FakeSsm::managing(INSTANCE));
     ssm.script(vec![Ok(in_progress())]);
     let timeout = Duration::from_secs(30);
-    let error = run(ssm.clone(), INSTANCE, &request(&["sleep", "inf"], None), timeout)
-        .await
-        .unwrap_err();
+    let error = run(
+        ssm.clone(),
+        INSTANCE,
+        &request(&["sleep", "inf"], None),
+        timeout,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.code, "CommandTimedOut");
     tokio::task::yield_now().await;
     assert_eq!(
@@ -224,7 +229,13 @@ async fn throttling_while_polling_is_waited_out() {
     let ssm = Arc::new(FakeSsm::managing(INSTANCE));
     ssm.script(vec![
         Err(SsmError::classify("ThrottlingException", "Rate exceeded")),
-        Ok(invocation(InvocationStatus::Success, "Success", 0, "ok", "")),
+        Ok(invocation(
+            InvocationStatus::Success,
+            "Success",
+            0,
+            "ok",
+            "",
+        )),
     ]);
     let outcome = run(ssm.clone(), INSTANCE, &request(&["true"], None), TIMEOUT)
         .await

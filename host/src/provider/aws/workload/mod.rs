@@ -96,11 +96,11 @@ pub use attachments::{Attachment, TAG_VOLUME_PREFIX, TooManyVolumes, attachments
 pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
 pub use log_shipping::{LogShipping, log_stream};
-pub(crate) use quote::quote;
 pub use metric_publishing::{
     DIMENSION_CONTAINER, DIMENSION_GPU, DIMENSION_POD, METRIC_CPU, METRIC_GPU_MEMORY,
     METRIC_GPU_UTILIZATION, METRIC_MEMORY, MetricPublishing,
 };
+pub(crate) use quote::quote;
 
 /// The Docker name of a pod's container on its instance.
 pub fn container_name(container: &str) -> String {
