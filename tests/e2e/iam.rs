@@ -2,7 +2,7 @@
 //! IAM user holding what moto can check of `deploy/iam/orca.json` (its projection, see
 //! `orca_e2e::iam`), down every path it has: a launch through EC2 Fleet and one through
 //! RunInstances, a zone-constrained pod on a node with `subnetIds`, the catalogue refresh, the
-//! health ping, `kubectl logs`, the interruption queue, the pods' usage read from CloudWatch,
+//! health ping, `kubectl logs`, `kubectl exec` (Run Command), the interruption queue, the pods' usage read from CloudWatch,
 //! and terminations. No request may be refused, and each path must have happened. The workload
 //! role's part, the bootstrap's `aws ec2 create-tags` of the exit code and its
 //! `aws cloudwatch put-metric-data` of the pod's usage, runs from the user data orca launched,
@@ -183,7 +183,8 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
                 moto.endpoint(),
                 &format!(
                     "catalogueRefresh: 1h\ninterruptionQueue:\n  url: {queue_url}\n  endpointUrl: {0}\n\
-                     logs:\n  group: /orca/{fleet_base}/pods\n  endpointUrl: {0}\n",
+                     logs:\n  group: /orca/{fleet_base}/pods\n  endpointUrl: {0}\n\
+                     exec:\n  endpointUrl: {0}\n",
                     moto.endpoint()
                 ),
             )
@@ -302,6 +303,19 @@ async fn every_path_of_orca_runs_with_only_the_documented_permissions() -> Resul
     // startup: CreateLogGroup, PutRetentionPolicy.
     let logs = kubectl_ok(&["logs", "-n", &namespace.name, "fleet"])?;
     ensure!(logs.starts_with("Linux version"), "{logs}");
+
+    // `kubectl exec`: SendCommand, then GetCommandInvocation until the script has ended.
+    let exec = cluster
+        .kubectl()
+        .args(["exec", "-n", &namespace.name, "fleet", "--"])
+        .args(["sh", "-c", "echo from-the-instance; exit 4"])
+        .output()?;
+    ensure!(
+        exec.status.code() == Some(4)
+            && String::from_utf8_lossy(&exec.stdout) == "from-the-instance\n",
+        "kubectl exec: {exec:?}\norca log:\n{}",
+        fleet_orca.log()
+    );
 
     // The workload role: the run pod's own user data, run as its instance would. Its sampler
     // publishes the pod's usage while the container runs (orca reads it meanwhile, with

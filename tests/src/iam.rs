@@ -24,6 +24,9 @@
 //!   allows the single calls.
 //! - **CloudWatch Logs is authorized against resource `*`**, as EC2 is (`logs/responses.py` has
 //!   no `_determine_resource`): the log group statements are checked for their actions only.
+//! - **Systems Manager is authorized against resource `*`**, as EC2 is (`ssm/responses.py` has
+//!   no `_determine_resource`): Run Command's statements (the instance by its tags, the
+//!   document by ARN) are checked for their actions only.
 //! - **CloudWatch is authorized as `monitoring:…`**: moto names an action after the service of
 //!   the request's SigV4 credential scope, and CloudWatch signs as `monitoring`, where IAM
 //!   names its actions `cloudwatch:…`. Its metric actions have no resource-level permissions
@@ -36,8 +39,8 @@
 //! - Resource-based policies (the queue's, `deploy/iam/interruption-queue.json`) and trust
 //!   policies of service principals are not evaluated.
 //!
-//! So [`moto_projection`] makes of a policy what moto can check: each EC2, IAM, Logs or
-//! CloudWatch statement
+//! So [`moto_projection`] makes of a policy what moto can check: each EC2, IAM, Logs,
+//! Systems Manager or CloudWatch statement
 //! becomes its actions on `Resource: "*"` with no condition (the actions are checked, the
 //! scoping rests on AWS's documentation); each SQS statement is kept whole (actions and queue
 //! ARN are checked). A statement for any other service, a `Deny`, `NotAction`, `NotResource`,
@@ -144,7 +147,7 @@ pub fn moto_projection(policy: &Value) -> Result<Value> {
         let (sqs, scoped_by_docs): (Vec<String>, Vec<String>) =
             actions.into_iter().partition(|a| a.starts_with("sqs:"));
         if let Some(other) = scoped_by_docs.iter().find(|a| {
-            !["ec2:", "iam:", "logs:", "cloudwatch:"]
+            !["ec2:", "iam:", "logs:", "cloudwatch:", "ssm:"]
                 .iter()
                 .any(|service| a.starts_with(service))
         }) {
@@ -267,6 +270,7 @@ impl IamMoto {
             .arg(harness.join("moto-server-with-client-tokens.py"))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .env("ORCA_MOTO_CHECKS_SIGNATURES", "1")
+            .env("ORCA_MOTO_RUNS_COMMANDS", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -19,15 +19,17 @@ pub enum Service {
     Sts,
     Logs,
     CloudWatch,
+    Ssm,
 }
 
 impl Service {
-    pub const ALL: [Service; 5] = [
+    pub const ALL: [Service; 6] = [
         Service::Ec2,
         Service::Sqs,
         Service::Sts,
         Service::Logs,
         Service::CloudWatch,
+        Service::Ssm,
     ];
 
     /// The SDK crate orca calls it through.
@@ -38,6 +40,7 @@ impl Service {
             Service::Sts => "aws-sdk-sts",
             Service::Logs => "aws-sdk-cloudwatchlogs",
             Service::CloudWatch => "aws-sdk-cloudwatch",
+            Service::Ssm => "aws-sdk-ssm",
         }
     }
 
@@ -49,6 +52,7 @@ impl Service {
             Service::Sts => "sts",
             Service::Logs => "logs",
             Service::CloudWatch => "cloudwatch",
+            Service::Ssm => "ssm",
         }
     }
 }
@@ -70,6 +74,8 @@ pub enum On {
     /// A stream of it: `arn:aws:logs:REGION:ACCOUNT:log-group:{name}:log-stream:{stream}`,
     /// which `…:log-group:{name}:*` covers.
     LogStream,
+    /// A Systems Manager document: `arn:aws:ssm:REGION::document/{name}` (AWS's own).
+    Document,
 }
 
 impl On {
@@ -96,6 +102,7 @@ impl On {
                     && resource.contains(":log-group:")
                     && (resource.ends_with(":*") || resource.contains(":log-stream:"))
             }
+            On::Document => resource.starts_with("arn:aws:ssm:") && resource.contains(":document/"),
         }
     }
 }
@@ -277,6 +284,27 @@ pub const ORCA_CALLS: &[AwsCall] = &[
         service: Service::CloudWatch,
         operation: "GetMetricData",
         needs: &[needs("cloudwatch:GetMetricData", &[On::Any])],
+    },
+    // `kubectl exec` (`provider.aws.exec`): Run Command is authorized on the instance (orca's
+    // own, by its tags, with `ssm:resourceTag`) and on the document; reading and cancelling
+    // an invocation have no resource-level permissions.
+    AwsCall {
+        service: Service::Ssm,
+        operation: "SendCommand",
+        needs: &[needs(
+            "ssm:SendCommand",
+            &[On::Ec2("instance"), On::Document],
+        )],
+    },
+    AwsCall {
+        service: Service::Ssm,
+        operation: "GetCommandInvocation",
+        needs: &[needs("ssm:GetCommandInvocation", &[On::Any])],
+    },
+    AwsCall {
+        service: Service::Ssm,
+        operation: "CancelCommand",
+        needs: &[needs("ssm:CancelCommand", &[On::Any])],
     },
     // Needs no permission: AWS answers it for any valid credentials, even under an explicit
     // deny.

@@ -330,7 +330,8 @@ pub async fn run(
                 Poll::Wait
             }
             Err(SsmError::Transient { .. }) => Poll::Wait,
-            Err(error) => Poll::Failed(exec_error(error, instance_id)),
+            // Still running for all orca knows: the guard cancels it.
+            Err(error) => return Err(exec_error(error, instance_id)),
         };
         match answer {
             Poll::Wait if tokio::time::Instant::now() < deadline => {}

@@ -177,7 +177,7 @@ async fn an_instance_without_the_ssm_agent_is_named_with_what_it_needs() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_invocation_ssm_never_shows_fails_after_its_grace_without_cancelling() {
+async fn an_invocation_ssm_never_shows_fails_after_its_grace_and_is_cancelled() {
     let ssm = Arc::new(FakeSsm::managing(INSTANCE));
     ssm.unseen_for(usize::MAX);
     let error = run(ssm.clone(), INSTANCE, &request(&["true"], None), TIMEOUT)
@@ -186,6 +186,8 @@ async fn an_invocation_ssm_never_shows_fails_after_its_grace_without_cancelling(
     assert_eq!(error.code, "InvocationDoesNotExist");
     // Polled with backoff (at most every 2 s) for about 30 s, not in a hot loop.
     assert!((15..=25).contains(&ssm.polls()), "{}", ssm.polls());
+    tokio::task::yield_now().await;
+    assert_eq!(ssm.cancelled().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -167,6 +167,23 @@ async fn a_launch_by_run_instances_carries_the_tags_its_statements_require() {
     // What it then does to the instance: terminate it, read its console.
     let own = Context::default().resource_tags(&instance.tags);
     holds(&statement(orca, "OnlyOwnInstances"), &own).unwrap();
+    // Run Command on it (`kubectl exec`), which SSM authorizes by `ssm:resourceTag`.
+    let mut exec = Context::default();
+    for (key, value) in &instance.tags {
+        exec = exec.with(&format!("ssm:resourceTag/{key}"), value);
+    }
+    holds(&statement(orca, "ExecInOwnInstances"), &exec).unwrap();
+    // Another cluster's instance is not.
+    let mut other = Context::default();
+    for (key, value) in &instance.tags {
+        let value = if key == "orca.research/cluster-id" {
+            "another"
+        } else {
+            value
+        };
+        other = other.with(&format!("ssm:resourceTag/{key}"), value);
+    }
+    assert!(holds(&statement(orca, "ExecInOwnInstances"), &other).is_err());
 }
 
 #[tokio::test]
