@@ -124,6 +124,20 @@ async fn an_ebs_claim_attaches_its_volume_in_its_zone_and_the_volume_outlives_th
         said,
         "an Event says which volume was attached where: {events:?}"
     );
+    let decision: serde_json::Value = serde_json::from_str(
+        running
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get("orca.research/decision"))
+            .context("the decision annotation")?,
+    )?;
+    ensure!(
+        decision["launch"]["volumes"]
+            == serde_json::json!([format!("{} at /dev/sdf", claimed.volume_id)])
+            && decision["launch"]["instanceId"] == id.as_str(),
+        "the decision record says which volume goes where: {decision}"
+    );
 
     pods_api.delete("trainer", &DeleteParams::default()).await?;
     poll_until(

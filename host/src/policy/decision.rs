@@ -79,6 +79,10 @@ pub struct LaunchRecord {
     /// `m6i.large spot: InsufficientInstanceCapacity: in us-west-2a: …`
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<String>,
+    /// The pod's EBS volumes and where the instance gets each once it runs:
+    /// `vol-0123… at /dev/sdf` (the `SuccessfulAttachVolume` Event says when).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<String>,
 }
 
 /// The plugin that answered one hook.

@@ -8,7 +8,7 @@ use std::fmt;
 use jiff::Timestamp;
 
 use super::zones::ZoneConstraint;
-use super::{PodKey, ProviderError};
+use super::{PodKey, ProviderError, VolumeAttachment};
 use crate::provider::plan::{LaunchPlan, Market};
 use crate::workload::WorkloadSpec;
 
@@ -67,6 +67,8 @@ pub struct Launched {
     pub chosen_by: Option<String>,
     /// The availability zone the instance runs in, when the provider knows it.
     pub zone: Option<String>,
+    /// The volumes it gets attached once it runs, each at its device (none attached yet).
+    pub volumes: Vec<VolumeAttachment>,
 }
 
 /// The pod has no instance that the provider knows of: the last error decides what happens

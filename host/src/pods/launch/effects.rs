@@ -439,6 +439,11 @@ fn decision_with_launch(
             .iter()
             .map(|skipped| format!("{}: {}", skipped.offering, skipped.error))
             .collect(),
+        volumes: launched.map_or_else(Vec::new, |l| {
+            (l.volumes.iter())
+                .map(|volume| format!("{} at {}", volume.volume_id, volume.device))
+                .collect()
+        }),
     });
     decision
 }

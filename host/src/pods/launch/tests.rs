@@ -226,6 +226,7 @@ fn instance() -> Launched {
         passed_over: Vec::new(),
         chosen_by: None,
         zone: None,
+        volumes: Vec::new(),
     }
 }
 

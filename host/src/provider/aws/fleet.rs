@@ -436,6 +436,7 @@ impl AwsProvider {
                 first.market.as_str(),
                 request.pools.len()
             )),
+            volumes: Vec::new(),
         })
     }
 }

@@ -77,7 +77,8 @@ use super::zones::ZoneConstraint;
 use super::{
     Attached, Claimed, ExecOutcome, ExecRequest, InstanceState, InstanceStatus, LaunchFailed,
     LaunchRequest, Launched, LogCursor, LogLine, LogPage, LogStart, Offering, PassedOver, PodKey,
-    PodUsage, Provider, ProviderError, Termination, UsageQuery, WorkloadExit, offerings,
+    PodUsage, Provider, ProviderError, Termination, UsageQuery, VolumeAttachment, WorkloadExit,
+    offerings,
 };
 use crate::config::{AwsConfig, LaunchApi, PodMetricsConfig};
 use crate::provider::plan::{LaunchPlan, Market};
@@ -450,6 +451,55 @@ impl AwsProvider {
         Ok(found.into_iter().max_by_key(|i| i.launch_time))
     }
 
+    /// Launches (or adopts) the pod's instance; [`Provider::create`] adds its volumes.
+    async fn launch_instance(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
+        let image_id = self.image_for(request)?;
+        let all = offerings(&request.plan);
+        let Some((last, earlier)) = all.split_last() else {
+            return Err(ProviderError::permanent(
+                "NoInstanceType",
+                "the launch plan has no instance type",
+            )
+            .into());
+        };
+        if let Some(existing) = self.adopt_existing(&request.pod).await? {
+            return Ok(existing);
+        }
+        let attachments = workload::attachments(&request.workload)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
+        let zones = self.volume_zones(&request.zones, &attachments).await?;
+        // The volumes to attach travel as the instance's tags, so whoever serves the pod
+        // attaches them from a listing.
+        let tagged;
+        let request = if attachments.is_empty() {
+            request
+        } else {
+            let mut copy = request.clone();
+            copy.plan
+                .tags
+                .extend(attachments.iter().map(workload::Attachment::tag));
+            tagged = copy;
+            &tagged
+        };
+        let shipping = (self.config.logs.as_ref())
+            .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
+        let publishing = (self.config.metrics.as_ref())
+            .map(|metrics| workload::MetricPublishing::of(metrics, &request.pod.uid));
+        let user_data =
+            workload::user_data(&request.workload, shipping.as_ref(), publishing.as_ref())
+                .map_err(|error| {
+                    ProviderError::permanent("UnsupportedPodSpec", error.to_string())
+                })?;
+        let places = self.places(&zones).await?;
+        if self.config.launch_api == LaunchApi::Fleet {
+            return self
+                .launch_by_fleet(request, &places, &image_id, &user_data)
+                .await;
+        }
+        self.launch_by_run_instances(request, (earlier, last), &places, &image_id, &user_data)
+            .await
+    }
+
     fn identity_filters(&self) -> Vec<Filter> {
         identity_filters(&self.identity)
     }
@@ -560,6 +610,7 @@ impl AwsProvider {
             adopted: true,
             passed_over: Vec::new(),
             chosen_by: None,
+            volumes: Vec::new(),
         }))
     }
 
@@ -586,6 +637,7 @@ impl AwsProvider {
             passed_over,
             chosen_by: None,
             zone: instance.zone.or_else(|| place.zone.clone()),
+            volumes: Vec::new(),
         };
 
         let mut passed_over = Vec::new();
@@ -637,51 +689,18 @@ impl AwsProvider {
 #[async_trait]
 impl Provider for AwsProvider {
     async fn create(&self, request: &LaunchRequest) -> Result<Launched, LaunchFailed> {
-        let image_id = self.image_for(request)?;
-        let all = offerings(&request.plan);
-        let Some((last, earlier)) = all.split_last() else {
-            return Err(ProviderError::permanent(
-                "NoInstanceType",
-                "the launch plan has no instance type",
-            )
-            .into());
-        };
-        if let Some(existing) = self.adopt_existing(&request.pod).await? {
-            return Ok(existing);
-        }
         let attachments = workload::attachments(&request.workload)
             .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
-        let zones = self.volume_zones(&request.zones, &attachments).await?;
-        // The volumes to attach travel as the instance's tags, so whoever serves the pod
-        // attaches them from a listing.
-        let tagged;
-        let request = if attachments.is_empty() {
-            request
-        } else {
-            let mut copy = request.clone();
-            copy.plan
-                .tags
-                .extend(attachments.iter().map(workload::Attachment::tag));
-            tagged = copy;
-            &tagged
-        };
-        let shipping = (self.config.logs.as_ref())
-            .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
-        let publishing = (self.config.metrics.as_ref())
-            .map(|metrics| workload::MetricPublishing::of(metrics, &request.pod.uid));
-        let user_data =
-            workload::user_data(&request.workload, shipping.as_ref(), publishing.as_ref())
-                .map_err(|error| {
-                    ProviderError::permanent("UnsupportedPodSpec", error.to_string())
-                })?;
-        let places = self.places(&zones).await?;
-        if self.config.launch_api == LaunchApi::Fleet {
-            return self
-                .launch_by_fleet(request, &places, &image_id, &user_data)
-                .await;
-        }
-        self.launch_by_run_instances(request, (earlier, last), &places, &image_id, &user_data)
-            .await
+        let mut launched = self.launch_instance(request).await?;
+        launched.volumes = attachments
+            .iter()
+            .map(|attachment| VolumeAttachment {
+                volume_id: attachment.volume_id.clone(),
+                device: attachment.device(),
+                attached: false,
+            })
+            .collect();
+        Ok(launched)
     }
 
     async fn terminate(&self, instance_id: &str) -> Result<Termination, ProviderError> {

@@ -53,6 +53,17 @@ pub enum Phase {
     Gone,
 }
 
+impl SimVolume {
+    /// As a launch announces it: at its device, not attached yet.
+    pub fn planned(&self) -> VolumeAttachment {
+        VolumeAttachment {
+            volume_id: self.volume_id.clone(),
+            device: self.device.clone(),
+            attached: false,
+        }
+    }
+}
+
 impl SimInstance {
     fn after(&self, offset: Duration) -> Timestamp {
         let offset = SignedDuration::try_from(offset).unwrap_or(SignedDuration::MAX);

@@ -152,6 +152,7 @@ impl Provider for SimulatedProvider {
                 passed_over: Vec::new(),
                 chosen_by: None,
                 zone: None,
+                volumes: existing.volumes.iter().map(SimVolume::planned).collect(),
             });
         }
         let attempt = {
@@ -162,15 +163,16 @@ impl Provider for SimulatedProvider {
         if let Some(error) = fault.and_then(|fault| injected(fault, attempt)) {
             return Err(error.into());
         }
-        let volumes = crate::provider::aws::workload::attachments(&request.workload)
-            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?
-            .into_iter()
-            .map(|attachment| SimVolume {
-                device: attachment.device(),
-                volume_id: attachment.volume_id,
-                attached_at: None,
-            })
-            .collect();
+        let volumes: Vec<SimVolume> =
+            crate::provider::aws::workload::attachments(&request.workload)
+                .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?
+                .into_iter()
+                .map(|attachment| SimVolume {
+                    device: attachment.device(),
+                    volume_id: attachment.volume_id,
+                    attached_at: None,
+                })
+                .collect();
         let serial = state.next_serial;
         state.next_serial += 1;
         let instance_id = format!("i-0sim{serial:012x}");
@@ -186,7 +188,7 @@ impl Provider for SimulatedProvider {
             terminate_requested_at: None,
             pod: key.clone(),
             workload: Some(request.workload.clone()),
-            volumes,
+            volumes: volumes.clone(),
         };
         state.launch_attempts.remove(&key.uid);
         crate::support::heap::shrink_when_sparse(&mut state.launch_attempts);
@@ -198,6 +200,7 @@ impl Provider for SimulatedProvider {
             passed_over: Vec::new(),
             chosen_by: None,
             zone: None,
+            volumes: volumes.iter().map(SimVolume::planned).collect(),
         })
     }
 

@@ -47,6 +47,7 @@ fn an_instance(adopted: bool, passed_over: usize) -> Launched {
         passed_over: (0..passed_over).map(|_| capacity("m5.large")).collect(),
         chosen_by: None,
         zone: Some("us-east-1a".to_owned()),
+        volumes: Vec::new(),
     }
 }
 
@@ -569,4 +570,41 @@ fn a_record_change_leaves_what_it_does_not_name() {
     assert_eq!(record.policy_timeouts, 2);
     assert!(record.waits_for_policy);
     assert_eq!(record.retry.failures, 1);
+}
+
+#[test]
+fn the_decision_says_where_each_volume_of_the_launched_instance_goes() {
+    let mut instance = an_instance(false, 0);
+    instance.volumes = vec![crate::provider::VolumeAttachment {
+        volume_id: "vol-0123456789abcdef0".to_owned(),
+        device: "/dev/sdf".to_owned(),
+        attached: false,
+    }];
+    let effects = launched(
+        &Ok(instance),
+        decision(),
+        &LaunchPlan::on_demand("m5.large"),
+        &unconstrained(),
+        &facts(&PodRecord::default(), 100),
+    );
+    let launch = effects.decision.and_then(|d| d.launch).expect("recorded");
+    assert_eq!(launch.instance_id, "i-0abc");
+    assert_eq!(launch.volumes, ["vol-0123456789abcdef0 at /dev/sdf"]);
+    let json = serde_json::to_value(&launch).unwrap();
+    assert_eq!(json["volumes"][0], "vol-0123456789abcdef0 at /dev/sdf");
+    // Without volumes the record says nothing of them.
+    let effects = launched(
+        &Ok(an_instance(false, 0)),
+        decision(),
+        &LaunchPlan::on_demand("m5.large"),
+        &unconstrained(),
+        &facts(&PodRecord::default(), 100),
+    );
+    let launch = effects.decision.and_then(|d| d.launch).expect("recorded");
+    assert!(
+        serde_json::to_value(&launch)
+            .unwrap()
+            .get("volumes")
+            .is_none()
+    );
 }
