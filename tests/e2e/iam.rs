@@ -548,6 +548,11 @@ async fn run_user_data(
         .env("ORCA_BACKOFF_SECONDS", "0")
         .env("ORCA_DRAIN_SECONDS", "1")
         .env("ORCA_CGROUP", dir.path().join("cgroup"))
+        // Empty trees: never this machine's own disks, which the instance store's helpers
+        // would format.
+        .env("ORCA_SYS", dir.path().join("sys"))
+        .env("ORCA_DEV", dir.path().join("dev"))
+        .env("ORCA_DOCKER_ROOT", dir.path().join("docker-root"))
         // The AWS CLI installed above, not a second install under this HOME.
         .env("ORCA_CACHE", orca_cache())
         .env("AWS_CONFIG_FILE", dir.path().join("no-aws-config"))

@@ -49,6 +49,9 @@ pub struct AwsConfig {
     pub metrics: Option<PodMetricsConfig>,
     /// `kubectl exec` through Systems Manager's Run Command: on by default.
     pub exec: ExecConfig,
+    /// What an instance's local NVMe instance-store disks hold, as Karpenter's
+    /// `instanceStorePolicy` says: `RAID0` (default) or `None`.
+    pub instance_store_policy: InstanceStorePolicy,
 }
 
 impl Default for AwsConfig {
@@ -70,8 +73,23 @@ impl Default for AwsConfig {
             logs: None,
             metrics: None,
             exec: ExecConfig::default(),
+            instance_store_policy: InstanceStorePolicy::Raid0,
         }
     }
+}
+
+/// What an instance does with its local NVMe instance-store disks (p5, g6, i4i, …), spelled as
+/// Karpenter's `instanceStorePolicy` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum InstanceStorePolicy {
+    /// The disks (striped into RAID0 when there are several) hold Docker's data root and the
+    /// pod's emptyDir volumes. An instance without any runs as with `None`; one whose disks
+    /// cannot be set up runs on its root volume, the pod's log saying why.
+    #[default]
+    #[serde(rename = "RAID0")]
+    Raid0,
+    /// The disks are left alone: Docker and the volumes stay on the root volume.
+    None,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-pub use aws::{AwsConfig, RateLimitConfig, RootVolumeConfig, is_resource_id};
+pub use aws::{AwsConfig, InstanceStorePolicy, RateLimitConfig, RootVolumeConfig, is_resource_id};
 pub use duration::Seconds;
 pub use error::ConfigError;
 pub use exec::ExecConfig;
@@ -286,6 +286,37 @@ mod tests {
         ] {
             let error = aws(extra).unwrap_err().to_string();
             assert!(error.contains(field), "{extra}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_instance_store_policy_is_spelled_as_karpenter_spells_it_and_defaults_to_raid0() {
+        let policy = |aws: &str| {
+            Config::parse(&format!("provider:\n  aws:\n{aws}"))
+                .map(|config| config.provider.aws.instance_store_policy)
+        };
+        for (aws, expected) in [
+            ("    subnetIds: []\n", InstanceStorePolicy::Raid0),
+            (
+                "    instanceStorePolicy: RAID0\n",
+                InstanceStorePolicy::Raid0,
+            ),
+            ("    instanceStorePolicy: None\n", InstanceStorePolicy::None),
+        ] {
+            assert_eq!(policy(aws).unwrap(), expected, "{aws}");
+        }
+        for aws in [
+            "    instanceStorePolicy: raid0\n",
+            "    instanceStorePolicy: none\n",
+            "    instanceStorePolicy: RAID1\n",
+        ] {
+            let error = policy(aws).unwrap_err().to_string();
+            assert!(
+                error.contains("provider.aws.instanceStorePolicy")
+                    && error.contains("RAID0")
+                    && error.contains("None"),
+                "{aws}: {error}"
+            );
         }
     }
 

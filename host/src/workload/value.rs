@@ -33,8 +33,9 @@ pub enum InstanceFact {
     /// The instance's memory in bytes divided by `divisor_bytes`, rounded up (unset
     /// `limits.memory`).
     Memory { divisor_bytes: u64 },
-    /// The size in bytes of the instance's root file system divided by `divisor_bytes`, rounded
-    /// up (unset `limits.ephemeral-storage`).
+    /// The size in bytes of the file system that holds the pod's containers and emptyDir
+    /// volumes (the instance store's scratch when the bootstrap set one up, else the root file
+    /// system) divided by `divisor_bytes`, rounded up (unset `limits.ephemeral-storage`).
     EphemeralStorage { divisor_bytes: u64 },
 }
 

@@ -485,11 +485,13 @@ impl AwsProvider {
             .map(|logs| workload::LogShipping::of(logs, &request.pod.uid));
         let publishing = (self.config.metrics.as_ref())
             .map(|metrics| workload::MetricPublishing::of(metrics, &request.pod.uid));
-        let user_data =
-            workload::user_data(&request.workload, shipping.as_ref(), publishing.as_ref())
-                .map_err(|error| {
-                    ProviderError::permanent("UnsupportedPodSpec", error.to_string())
-                })?;
+        let options = workload::UserDataOptions {
+            shipping: shipping.as_ref(),
+            publishing: publishing.as_ref(),
+            instance_store: self.config.instance_store_policy,
+        };
+        let user_data = workload::user_data(&request.workload, &options)
+            .map_err(|error| ProviderError::permanent("UnsupportedPodSpec", error.to_string()))?;
         let places = self.places(&zones).await?;
         if self.config.launch_api == LaunchApi::Fleet {
             return self

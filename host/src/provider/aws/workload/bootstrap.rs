@@ -1,8 +1,9 @@
 //! The instance's user data: `bootstrap.sh` (the logic, the same for every pod) with the pod's
 //! data (containers, arguments, volume contents) rendered as shell words in front of its main
 //! function. Comment lines and indentation of the template are dropped, as EC2 allows only
-//! 16 KiB of user data, and so are its claims' helpers for pods without EBS or EFS claims and
-//! its metric sampler for pods that do not publish their usage.
+//! 16 KiB of user data, and so are its instance store's helpers when the configuration leaves
+//! instance stores alone, its claims' helpers for pods without EBS or EFS claims and its metric
+//! sampler for pods that do not publish their usage.
 
 use std::fmt::Write as _;
 
@@ -11,6 +12,7 @@ use super::docker_args::docker_args;
 use super::log_shipping::LogShipping;
 use super::metric_publishing::MetricPublishing;
 use super::quote::quote;
+use crate::config::InstanceStorePolicy;
 use crate::workload::{ContainerSpec, EnvPart, EnvValue, VolumeSpec, WorkloadSpec};
 
 /// The instance tag the bootstrap sets to the pod's exit code when the workload ends.
@@ -23,6 +25,9 @@ pub const USER_DATA_LIMIT: usize = 16 * 1024;
 const TEMPLATE: &str = include_str!("bootstrap.sh");
 /// Where in the template the pod's data goes.
 const WORKLOAD_MARKER: &str = "# @WORKLOAD@\n";
+/// Where the instance store's helpers start: from there to the claims' helpers, the template is
+/// only for [`InstanceStorePolicy::Raid0`].
+const SCRATCH_MARKER: &str = "# @SCRATCH@\n";
 /// Where the claims' helpers start: from there to the sampler, the template is only for pods
 /// with EBS or EFS claims.
 const CLAIMS_MARKER: &str = "# @CLAIMS@\n";
@@ -50,25 +55,41 @@ pub enum BootstrapError {
     TooManyVolumes(#[from] TooManyVolumes),
 }
 
-/// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance.
-/// With `shipping`, every container's output also goes to CloudWatch Logs (Docker's `awslogs`
-/// driver, one stream per container); without, Docker keeps it in rotated `json-file` logs.
-/// Either way it is copied to the serial console. With `publishing`, the instance samples its
-/// containers' and GPUs' usage every interval and publishes it to CloudWatch.
+/// What the configuration adds to every pod's user data: where containers' output and usage go,
+/// and what the instance store is for. The default ships and publishes nothing and uses the
+/// instance store (as `provider.aws` does by default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UserDataOptions<'a> {
+    /// Every container's output also to CloudWatch Logs (Docker's `awslogs` driver, one stream
+    /// per container); without, Docker keeps it in rotated `json-file` logs. Either way it is
+    /// copied to the serial console.
+    pub shipping: Option<&'a LogShipping>,
+    /// The instance samples its containers' and GPUs' usage every interval and publishes it to
+    /// CloudWatch.
+    pub publishing: Option<&'a MetricPublishing>,
+    /// With [`InstanceStorePolicy::Raid0`], an instance with local NVMe instance-store disks
+    /// makes them (striped into RAID0 when there are several, with xfs) the home of Docker's
+    /// data root and the pod's emptyDir volumes, and the pod's ephemeral-storage capacity;
+    /// with [`InstanceStorePolicy::None`] the user data has no such code.
+    pub instance_store: InstanceStorePolicy,
+}
+
+/// The user data (a `#!/bin/bash` script for cloud-init) that runs `spec` on an instance, with
+/// what `options` add (see [`UserDataOptions`]).
 ///
 /// # Guarantees
 /// - Every value from the pod reaches Docker as one argument, byte for byte; none is
 ///   interpreted by the shell.
 /// - The result is at most [`USER_DATA_LIMIT`] bytes.
+/// - With [`InstanceStorePolicy::Raid0`], a failure to set up the instance store never fails
+///   the pod: the instance runs it on its root volume and the first container's log says which
+///   step failed and why. With [`InstanceStorePolicy::None`], the script never touches the
+///   instance store.
 ///
 /// # Errors
 /// [`BootstrapError::TooLarge`] past EC2's limit (naming the largest part);
 /// [`BootstrapError::NulByte`] for a value bash cannot carry.
-pub fn user_data(
-    spec: &WorkloadSpec,
-    shipping: Option<&LogShipping>,
-    publishing: Option<&MetricPublishing>,
-) -> Result<String, BootstrapError> {
+pub fn user_data(spec: &WorkloadSpec, options: &UserDataOptions) -> Result<String, BootstrapError> {
     check_nul(spec)?;
     let attachments = attachments(spec)?;
     let (head, tail) = TEMPLATE
@@ -80,16 +101,30 @@ pub fn user_data(
     let (head, claims) = head
         .split_once(CLAIMS_MARKER)
         .expect("bootstrap.sh has the claims marker");
+    let (head, scratch) = head
+        .split_once(SCRATCH_MARKER)
+        .expect("bootstrap.sh has the scratch marker");
     let mut parts = Vec::new();
+    match options.instance_store {
+        InstanceStorePolicy::Raid0 => {
+            parts.push(("the instance store's helpers".to_owned(), minify(scratch)));
+        }
+        InstanceStorePolicy::None => {}
+    }
     let claimed = (spec.volumes.iter())
         .any(|volume| matches!(volume, VolumeSpec::Ebs { .. } | VolumeSpec::Efs { .. }));
     if claimed {
         parts.push(("the claims' helpers".to_owned(), minify(claims)));
     }
-    if publishing.is_some() {
+    if options.publishing.is_some() {
         parts.push(("the metric sampler".to_owned(), minify(sampler)));
     }
-    parts.extend(workload_parts(spec, &attachments, shipping, publishing));
+    parts.extend(workload_parts(
+        spec,
+        &attachments,
+        options.shipping,
+        options.publishing,
+    ));
     let mut script = minify(head);
     for (_, text) in &parts {
         script.push_str(text);

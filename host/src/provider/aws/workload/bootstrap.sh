@@ -5,8 +5,8 @@
 # This file is a template: orca drops comment lines and indentation to save user-data bytes, and
 # puts the pod's data where the WORKLOAD marker is. It must not use heredocs or strings that span
 # lines, since indentation is stripped. ORCA_ROOT, ORCA_CONSOLE, ORCA_IMDS, ORCA_BACKOFF_SECONDS,
-# ORCA_DRAIN_SECONDS, ORCA_CGROUP, ORCA_DEV, ORCA_SYS and ORCA_ATTACH_SECONDS exist for tests;
-# cloud-init sets none of them.
+# ORCA_DRAIN_SECONDS, ORCA_CGROUP, ORCA_DEV, ORCA_SYS, ORCA_ATTACH_SECONDS and ORCA_DOCKER_ROOT
+# exist for tests; cloud-init sets none of them.
 #
 # Serial-console lines (read back with GetConsoleOutput):
 #   orca[CONTAINER] TIMESTAMP LINE   a line of a container's output, with docker's timestamp
@@ -46,6 +46,12 @@ orca_streams=()
 # orca_sampler is then the sampler's process.
 orca_metrics_interval=0
 orca_sampler=
+# What prepares the instance's disks before Docker starts: nothing, unless the user data has
+# the instance store's helpers (provider.aws.instanceStorePolicy RAID0), which set it to theirs.
+# orca_disk is the filesystem that holds Docker's data and the pod's volumes (the instance
+# store once it does), whose size is the pod's ephemeral-storage capacity.
+orca_disk_setup=:
+orca_disk=/
 
 orca_now() {
   date -u +%Y-%m-%dT%H:%M:%S.%NZ
@@ -93,7 +99,7 @@ orca_facts() {
   orca_cpu_millis=$(($(nproc) * 1000))
   kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
   orca_memory_bytes=$((${kb:-0} * 1024))
-  disk=$(df -B1 --output=size / | tail -n 1)
+  disk=$(df -B1 --output=size "$orca_disk" | tail -n 1)
   orca_disk_bytes=$((${disk:-0}))
   # For awslogs and the metrics; without it Docker and the AWS CLI ask IMDS themselves.
   orca_region=
@@ -256,6 +262,66 @@ orca_finish() {
   exit "$code"
 }
 
+# @SCRATCH@
+# The instance store's helpers, only in the user data with provider.aws.instanceStorePolicy
+# RAID0 (the default).
+# orca_try STEP COMMAND...: sets orca_scratch's step to STEP and runs COMMAND without input or
+# output, its errors kept for orca_scratch's report should it fail.
+orca_try() {
+  step=$1
+  shift
+  "$@" </dev/null >/dev/null 2>"$orca_state/scratch.err"
+}
+# orca_scratch: the instance's local NVMe instance-store disks (most types have none, and then
+# nothing happens; EBS disks have another model) as the pod's scratch, as Karpenter's
+# instanceStorePolicy RAID0 does: the disk, or all of them striped into RAID0 with mdadm, gets
+# an xfs filesystem mounted at $orca_root/scratch. Docker is stopped, what its data root holds
+# is copied there (images the AMI pre-pulled stay), and its data root and the pod's volumes'
+# directory are bind-mounted from there before Docker starts again: image pulls, containers'
+# writable layers and emptyDir volumes use the instance store, while tmpfs, EBS and EFS volumes
+# still mount on their own directories. A step that fails is reported in the first container's
+# log with the tool's words, what was done is undone, and the pod runs on the root disk.
+orca_scratch() {
+  local dir=$orca_root/scratch docker=${ORCA_DOCKER_ROOT:-/var/lib/docker} disks=() file model device how=" (one disk)" step=
+  for file in "$orca_sys"/block/nvme*/device/model; do
+    model=
+    [ -e "$file" ] && read -r model <"$file"
+    file=${file%/device/model}
+    [ "$model" = "Amazon EC2 NVMe Instance Storage" ] && disks+=("$orca_dev/${file##*/}")
+  done
+  [ ${#disks[@]} -eq 0 ] && return 0
+  device=${disks[0]}
+  mkdir -p "$dir"
+  # One disk has no array to create; mdadm asks nothing with --run (and no input).
+  if [ ${#disks[@]} -gt 1 ]; then
+    device=$orca_dev/md/orca-scratch
+    how=" in RAID0 as $device"
+    orca_try "creating the RAID0 array" mdadm --create "$device" --level=0 --raid-devices=${#disks[@]} --run --force "${disks[@]}"
+  fi && orca_try "creating an xfs filesystem on $device" mkfs -t xfs "$device" &&
+    orca_try "mounting $device at $dir" mount -t xfs "$device" "$dir" && {
+    mkdir -p "$dir/docker" "$dir/volumes" "$docker"
+    if orca_try "stopping Docker" systemctl stop docker.socket docker &&
+      orca_try "copying $docker" cp -a "$docker/." "$dir/docker" &&
+      orca_try "mounting $dir/docker at $docker" mount --bind "$dir/docker" "$docker"; then
+      if orca_try "mounting $dir/volumes at $orca_root/volumes" mount --bind "$dir/volumes" "$orca_root/volumes"; then
+        step=
+      else
+        umount "$docker"
+      fi
+    fi
+    [ -n "$step" ] && umount "$dir"
+    systemctl start docker >/dev/null 2>&1
+  }
+  if [ -n "$step" ]; then
+    orca_say "$orca_default" "$step failed, so the instance store (${disks[*]}) is not used and Docker and the pod's volumes stay on the root disk:"
+    orca_say_file "$orca_default" "$orca_state/scratch.err"
+    return 0
+  fi
+  orca_disk=$dir
+  echo "orca: instance store ${disks[*]}$how mounted at $dir, for Docker's data root and the pod's emptyDir volumes"
+}
+orca_disk_setup=orca_scratch
+
 # @CLAIMS@
 # The claims' helpers, only in the user data of pods with EBS or EFS claims.
 # orca_ebs_device VOLUME_ID LETTER: the device of the EBS volume orca attached at
@@ -381,6 +447,8 @@ orca_main() {
   echo "orca: running pod $orca_pod"
   # Whatever goes wrong below, the instance must still report and power off.
   trap 'orca_finish 125' EXIT
+  # Before the facts, which measure the disk it may set up, and before Docker starts.
+  $orca_disk_setup
   orca_facts
   if [ "$orca_metrics_interval" -gt 0 ]; then
     orca_sample &

@@ -28,6 +28,11 @@
 //! - for pods with EBS claims: `blkid` (util-linux), `mkfs.ext4` / `mkfs.xfs` (e2fsprogs,
 //!   xfsprogs) for the filesystem a blank volume gets, and the kernel's view of the volume in
 //!   `/sys/block/nvme*/device/serial` (Nitro) or as `/dev/xvdX` (Xen);
+//! - on instance types with NVMe instance-store disks, with `provider.aws.instanceStorePolicy`
+//!   `RAID0` (the default): `mkfs.xfs` (xfsprogs), `mdadm` where there are several disks,
+//!   the disks' model in `/sys/block/nvme*/device/model`, and Docker's data root at
+//!   `/var/lib/docker` with `docker.socket` and `docker` units (without them the pod runs on
+//!   the root volume, its log saying why);
 //! - for pods that ask for `nvidia.com/gpu`: the NVIDIA driver and container toolkit, so that
 //!   `docker run --gpus all` works;
 //! - for `kubectl exec`: the **SSM agent**, running and registered with Systems Manager (an
@@ -75,6 +80,11 @@
 //!   the content the user data carries. An EBS claim's volume is waited for (orca attaches it
 //!   once the instance runs, at the device [`attachments`] chose), given a filesystem only when
 //!   `blkid` finds none and it is mounted read-write, and mounted there.
+//! - With `provider.aws.instanceStorePolicy: RAID0`, an instance with NVMe instance-store disks
+//!   first makes them (one disk, or all striped into RAID0, with xfs) the home of Docker's data
+//!   root and of the volumes' directory, so image pulls and emptyDir volumes use them; a failed
+//!   step is undone and reported in the first container's log, and the pod runs on the root
+//!   volume ([`UserDataOptions::instance_store`]).
 //!
 //! What is resolved, and what is not honoured, is described in [`crate::workload`], with
 //! volumes and environment in [`crate::workload::volumes`] and [`crate::workload::env`].
@@ -93,7 +103,9 @@ mod metric_publishing;
 mod quote;
 
 pub use attachments::{Attachment, TAG_VOLUME_PREFIX, TooManyVolumes, attachments, wanted_volumes};
-pub use bootstrap::{BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, user_data};
+pub use bootstrap::{
+    BootstrapError, TAG_EXIT_CODE, TAG_FINISHED_AT, USER_DATA_LIMIT, UserDataOptions, user_data,
+};
 pub use console::{CONSOLE_PREFIX, EXIT_CODE_MARKER};
 pub use log_shipping::{LogShipping, log_stream};
 pub use metric_publishing::{

@@ -1,7 +1,7 @@
 //! The script checked by bash itself: `bash -n` for syntax, and whole runs against stand-ins
-//! for Docker, IMDS, the AWS CLI, `mount`, `blkid`, `mkfs`, `shutdown` and `nvidia-smi`
-//! (`fakes/`) that record what they were asked and play back what a test sets up, and trees
-//! of files for the cgroups, `/dev` and `/sys`.
+//! for Docker, IMDS, the AWS CLI, `mount`, `umount`, `blkid`, `mkfs`, `mdadm`, `df`,
+//! `systemctl`, `shutdown` and `nvidia-smi` (`fakes/`) that record what they were asked and
+//! play back what a test sets up, and trees of files for the cgroups, `/dev` and `/sys`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -22,11 +22,13 @@ use crate::provider::aws::workload::metric_publishing::{
 use crate::workload::source::fake::FakeSource;
 use crate::workload::workload_spec;
 
+mod scratch;
+
 /// Survives any shell that would interpret it: quotes, `$()`, backticks, a newline.
 const HOSTILE: &str =
     "it's $(touch \"$FAKE_DIR/pwned\") `touch \"$FAKE_DIR/pwned\"` \"q\"\nline 2 ${HOME} \\";
 
-const FAKES: [(&str, &str); 9] = [
+const FAKES: [(&str, &str); 12] = [
     ("blkid", include_str!("fakes/blkid")),
     ("mkfs", include_str!("fakes/mkfs")),
     ("docker", include_str!("fakes/docker")),
@@ -36,6 +38,9 @@ const FAKES: [(&str, &str); 9] = [
     ("mount", include_str!("fakes/mount")),
     ("systemctl", include_str!("fakes/systemctl")),
     ("nvidia-smi", include_str!("fakes/nvidia-smi")),
+    ("mdadm", include_str!("fakes/mdadm")),
+    ("umount", include_str!("fakes/umount")),
+    ("df", include_str!("fakes/df")),
 ];
 
 fn source() -> FakeSource {
@@ -105,8 +110,13 @@ async fn script_with(
     shipping: Option<&LogShipping>,
     publishing: Option<&MetricPublishing>,
 ) -> String {
+    let options = UserDataOptions {
+        shipping,
+        publishing,
+        ..UserDataOptions::default()
+    };
     let spec = workload_spec(&pod(spec), &source()).await.unwrap();
-    user_data(&spec, shipping, publishing).unwrap()
+    user_data(&spec, &options).unwrap()
 }
 
 /// Shipping to a group whose name needs quoting, for the pod `u-1`.
@@ -243,6 +253,7 @@ fn run_with(script: &str, env: &[(&str, &str)], prepare: impl FnOnce(&Path)) -> 
         .env("ORCA_CGROUP", dir.path().join("cgroup"))
         .env("ORCA_DEV", dir.path().join("dev"))
         .env("ORCA_SYS", dir.path().join("sys"))
+        .env("ORCA_DOCKER_ROOT", dir.path().join("docker-root"))
         .envs(env.iter().copied())
         .output()
         .expect("bash runs");
@@ -971,14 +982,26 @@ async fn ebs_script(volumes: Value, mounts: Value) -> String {
         "volumes": volumes,
     });
     let spec = workload_spec(&pod(spec), &ebs_source()).await.unwrap();
-    user_data(&spec, None, None).unwrap()
+    user_data(&spec, &UserDataOptions::default()).unwrap()
 }
 
 /// The EBS volume `id` attached as NVMe disk `name` (its serial the id without the dash).
 fn nvme(dir: &Path, name: &str, id: &str) {
+    nvme_disk(
+        dir,
+        name,
+        "Amazon Elastic Block Store",
+        &id.replace('-', ""),
+    );
+}
+
+/// NVMe disk `name` in the fake `/sys` and `/dev`, its model and serial padded with spaces as
+/// the kernel shows them.
+fn nvme_disk(dir: &Path, name: &str, model: &str, serial: &str) {
     let device = dir.join(format!("sys/block/{name}/device"));
     std::fs::create_dir_all(&device).unwrap();
-    write(&device, "serial", &format!("{:<20}\n", id.replace('-', "")));
+    write(&device, "serial", &format!("{serial:<20}\n"));
+    write(&device, "model", &format!("{model:<40}\n"));
     std::fs::create_dir_all(dir.join("dev")).unwrap();
     write(&dir.join("dev"), name, "");
 }
@@ -1144,7 +1167,7 @@ async fn efs_script(handle: &str, read_only: bool) -> String {
         "volumes": [{"name": "datasets", "persistentVolumeClaim": {"claimName": "shared"}}],
     });
     let spec = workload_spec(&pod(spec), &source).await.unwrap();
-    user_data(&spec, None, None).unwrap()
+    user_data(&spec, &UserDataOptions::default()).unwrap()
 }
 
 #[tokio::test]

@@ -28,7 +28,7 @@ async fn too_much_data_names_the_largest_part() {
     )
     .await
     .unwrap();
-    let error = user_data(&spec, None, None).unwrap_err();
+    let error = user_data(&spec, &UserDataOptions::default()).unwrap_err();
     let BootstrapError::TooLarge {
         bytes,
         limit,
@@ -55,7 +55,9 @@ async fn a_nul_byte_is_refused_with_its_place() {
     .await
     .unwrap();
     assert_eq!(
-        user_data(&spec, None, None).unwrap_err().to_string(),
+        user_data(&spec, &UserDataOptions::default())
+            .unwrap_err()
+            .to_string(),
         r#"container "trainer": env K contains a NUL byte, which cannot be passed to a container"#
     );
 }
@@ -89,7 +91,11 @@ async fn the_log_options_reach_bash_as_one_word_per_value() {
         endpoint_url: None,
     };
     let shipping = LogShipping::of(&logs, "u-1");
-    let script = user_data(&spec, Some(&shipping), None).unwrap();
+    let options = UserDataOptions {
+        shipping: Some(&shipping),
+        ..UserDataOptions::default()
+    };
+    let script = user_data(&spec, &options).unwrap();
     assert_eq!(
         assigned_words(&script, "orca_log", r#""${orca_log[@]}""#),
         shipping.docker_options()
@@ -100,7 +106,7 @@ async fn the_log_options_reach_bash_as_one_word_per_value() {
     );
 
     // Without shipping the pod's data sets neither: the script's json-file default stays.
-    let plain = user_data(&spec, None, None).unwrap();
+    let plain = user_data(&spec, &UserDataOptions::default()).unwrap();
     let (_, data) = plain.split_once("orca_pod=").unwrap();
     assert!(!data.contains("orca_log=") && !data.contains("orca_streams=("));
     assert!(plain.contains("orca_log=(--log-driver json-file --log-opt max-size=100m"));
@@ -136,7 +142,11 @@ async fn the_metric_options_reach_bash_only_when_the_pod_publishes() {
         ),
     ];
     for (publishing, expected) in cases {
-        let script = user_data(&spec, None, publishing.as_ref()).unwrap();
+        let options = UserDataOptions {
+            publishing: publishing.as_ref(),
+            ..UserDataOptions::default()
+        };
+        let script = user_data(&spec, &options).unwrap();
         // Everything but the call of orca_main: the template's defaults, then the pod's data.
         let setup = script.strip_suffix("orca_main\n").unwrap();
         let words = bash_words(
@@ -157,7 +167,20 @@ fn the_template_leaves_room_for_the_pod_and_survives_minifying() {
     let (head, tail) = TEMPLATE.split_once(WORKLOAD_MARKER).unwrap();
     let (head, sampler) = head.split_once(SAMPLER_MARKER).unwrap();
     let (head, claims) = head.split_once(CLAIMS_MARKER).unwrap();
+    let (head, scratch) = head.split_once(SCRATCH_MARKER).unwrap();
     let logic = minify(head).len() + minify(tail).len();
+    // Only user data for RAID0 carries the instance store's helpers, which hook themselves in.
+    let scratch = minify(scratch);
+    assert!(
+        scratch.len() < 2 * 1024,
+        "the instance store's helpers are {} bytes",
+        scratch.len()
+    );
+    assert!(
+        scratch.starts_with("orca_try() {\n")
+            && scratch.ends_with("}\norca_disk_setup=orca_scratch\n")
+    );
+    assert!(!minify(head).contains("orca_scratch") && !minify(tail).contains("orca_scratch"));
     // Only pods with EBS or EFS claims carry their helpers.
     let claims = minify(claims);
     assert!(
