@@ -100,9 +100,12 @@ mod tests {
         )
     }
 
+    /// A command, its input, and (stdout, stderr, exit code).
+    type Case<'a> = (&'a [&'a str], Option<&'a str>, (&'a str, &'a str, i32));
+
     #[test]
     fn a_simulated_container_answers_as_a_minimal_image_would() {
-        let cases: [(&[&str], Option<&str>, (&str, &str, i32)); 8] = [
+        let cases: [Case; 8] = [
             (&["echo", "hello", "world"], None, ("hello world\n", "", 0)),
             (&["hostname"], None, ("i-sim1\n", "", 0)),
             (&["cat"], Some("in\nput"), ("in\nput", "", 0)),
