@@ -6,7 +6,7 @@ use axum::http::Uri;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The message `kubectl exec` (and attach, port-forward) prints.
+/// The message `kubectl attach` (and port-forward) prints.
 pub fn message(operation: &str) -> String {
     format!(
         "{operation} is not supported by this node: orca runs each pod as its own EC2 instance \
