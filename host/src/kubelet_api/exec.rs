@@ -288,7 +288,9 @@ async fn session(
         command: options.command.clone(),
         stdin,
     };
-    tracing::info!(%pod, container = %request.container, command = ?request.command, "exec");
+    // The command's words may carry secrets: only its program at info.
+    let program = request.command.first().map(String::as_str).unwrap_or_default();
+    tracing::info!(%pod, container = %request.container, %program, "exec");
     let result = tokio::select! {
         result = provider.exec(&pod, &request) => result,
         () = client_gone(&mut socket) => {
