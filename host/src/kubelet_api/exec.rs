@@ -289,7 +289,11 @@ async fn session(
         stdin,
     };
     // The command's words may carry secrets: only its program at info.
-    let program = request.command.first().map(String::as_str).unwrap_or_default();
+    let program = request
+        .command
+        .first()
+        .map(String::as_str)
+        .unwrap_or_default();
     tracing::info!(%pod, container = %request.container, %program, "exec");
     let result = tokio::select! {
         result = provider.exec(&pod, &request) => result,
