@@ -80,7 +80,11 @@ impl TestRegistry {
             .path()
             .join(format!("dockerconfig-{}.json", addr.replace(':', "-")));
         let json = serde_json::json!({"auths": {format!("https://{addr}"): {"auth": auth}}});
-        std::fs::write(&path, serde_json::to_vec(&json)?)?;
+        // Tests sharing the registry write the same file while their orcas read it: written
+        // aside and renamed into place, so a reader never sees it empty or half written.
+        let mut staged = tempfile::NamedTempFile::new_in(self.dir.path())?;
+        std::io::Write::write_all(&mut staged, &serde_json::to_vec(&json)?)?;
+        staged.persist(&path)?;
         Ok(path)
     }
 
