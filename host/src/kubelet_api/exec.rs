@@ -172,20 +172,10 @@ pub async fn exec(
             "exec paths are /exec/{namespace}/{pod}/{container}".to_owned(),
         );
     };
-    let admitted_pod = admitted
-        .and_then(|Extension(admitted)| admitted.pod)
-        .filter(|found| {
-            found.pod.metadata.namespace.as_deref() == Some(namespace.as_str())
-                && found.pod.metadata.name.as_deref() == Some(name.as_str())
-        });
+    let admitted_pod =
+        admitted.and_then(|Extension(admitted)| admitted.pod_named(&namespace, &name));
     let Some(FoundPod { pod, provider, .. }) = admitted_pod else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            format!(
-                "pod {namespace}/{name} is not on a node orca serves here ({})",
-                state.node_names()
-            ),
-        );
+        return refuse(StatusCode::NOT_FOUND, state.not_served(&namespace, &name));
     };
     let in_spec = pod.spec.as_ref().is_some_and(|spec| {
         let init = spec.init_containers.iter().flatten();

@@ -30,6 +30,14 @@ impl ApiState {
         self.served.pod(namespace, name)
     }
 
+    /// What a handler answers for a pod that is not on a node served here.
+    pub fn not_served(&self, namespace: &str, name: &str) -> String {
+        format!(
+            "pod {namespace}/{name} is not on a node orca serves here ({})",
+            self.node_names()
+        )
+    }
+
     /// The served nodes' names, for messages.
     pub fn node_names(&self) -> String {
         let names = self.served.names();
@@ -64,4 +72,14 @@ impl ApiState {
 pub struct Admitted {
     pub pod: Option<FoundPod>,
     pub nodes: Vec<String>,
+}
+
+impl Admitted {
+    /// The pod the gate authorized, if it is `namespace/name` (the handler's own path).
+    pub fn pod_named(self, namespace: &str, name: &str) -> Option<FoundPod> {
+        self.pod.filter(|found| {
+            found.pod.metadata.namespace.as_deref() == Some(namespace)
+                && found.pod.metadata.name.as_deref() == Some(name)
+        })
+    }
 }

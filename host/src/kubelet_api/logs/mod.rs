@@ -173,20 +173,10 @@ pub async fn container_logs(
     Query(query): Query<LogQuery>,
     admitted: Option<Extension<Admitted>>,
 ) -> Response {
-    let admitted_pod = admitted
-        .and_then(|Extension(admitted)| admitted.pod)
-        .filter(|found| {
-            found.pod.metadata.namespace.as_deref() == Some(namespace.as_str())
-                && found.pod.metadata.name.as_deref() == Some(name.as_str())
-        });
+    let admitted_pod =
+        admitted.and_then(|Extension(admitted)| admitted.pod_named(&namespace, &name));
     let Some(FoundPod { pod, provider, .. }) = admitted_pod else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            format!(
-                "pod {namespace}/{name} is not on a node orca serves here ({})",
-                state.node_names()
-            ),
-        );
+        return refuse(StatusCode::NOT_FOUND, state.not_served(&namespace, &name));
     };
     let in_spec = pod
         .spec
