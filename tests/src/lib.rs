@@ -9,6 +9,7 @@ pub mod container_logs;
 pub mod cosign;
 pub mod deploy;
 pub mod ec2;
+pub mod ec2_listing;
 pub mod guest_plugins;
 pub mod http;
 pub mod iam;
