@@ -1,6 +1,5 @@
 //! The cost of reading the pods' usage back from CloudWatch (issue 43): orca with
-//! `provider.aws.metrics` (interval 10 s) on moto, behind a recording proxy, with N pods
-//! Running. Every interval the bench publishes what each pod's instance would (its
+//! `provider.aws.metrics` (interval 10 s) with N pods Running. Every interval the bench publishes what each pod's instance would (its
 //! container's CPU seconds and working set), then for S seconds measures:
 //!
 //! - the reads orca makes per interval, the `GetMetricData` calls per read and the metrics
@@ -20,8 +19,14 @@
 //! answers `DescribeInstances` from memory in EC2's XML and passes every other EC2 call to
 //! moto, counting them by action (the report's last column: orca launches and terminates
 //! nothing here). Still real: orca (the binary, its SDK client and the SDK's wire format), the
-//! apiserver, kube-scheduler, CloudWatch (moto, behind the recording proxy) and every EC2 call
-//! but the listing.
+//! apiserver, kube-scheduler, and every EC2 call but the listing.
+//!
+//! CloudWatch is a stand-in too, [`MetricStore`], which records every call as a proxy would:
+//! moto 5.2.5's `GetMetricData` scans every datum it holds for each query, so one call of 500
+//! queries takes seconds and a read of 1,000 pods' figures does not finish within an
+//! interval (at most 498 of 1,000 pods were served). The store keeps each series by time;
+//! the bench publishes to it with the real SDK's `PutMetricData`, and orca reads it with its
+//! own `GetMetricData`, so both wire formats are the real ones.
 //!
 //!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
 //!
@@ -45,7 +50,7 @@ use orca_e2e::http::curl_status;
 use orca_e2e::node_reader::NodeReader;
 use orca_e2e::orca::aws_test_config_at;
 use orca_e2e::pods::{self, burst_pod};
-use orca_e2e::proxy::Proxy;
+use orca_e2e::metric_store::MetricStore;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 
@@ -229,13 +234,17 @@ fn list_for(
 async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
-    let cloudwatch = cluster.cloudwatch_client().await;
-    let proxy = Proxy::http(cluster.var("AWS_ENDPOINT_URL")).await?;
+    let store = MetricStore::start().await?;
+    let cloudwatch = aws_sdk_cloudwatch::Client::from_conf(
+        aws_sdk_cloudwatch::config::Builder::from(&cluster.aws_config().await)
+            .endpoint_url(store.url())
+            .build(),
+    );
     let node = unique_node_name("usage-reads");
     let namespace_name = format!("Orca/Bench/{node}");
     let extra = format!(
         "metrics:\n  namespace: {namespace_name}\n  interval: {INTERVAL_SECONDS}s\n  endpointUrl: {}\n",
-        proxy.url
+        store.url()
     );
     let namespace = TestNamespace::create(&client, "bench-usage-reads").await?;
     let ns = namespace.name.clone();
@@ -335,7 +344,7 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = (orca.cpu_seconds().context("CPU")? - cpu_before) / elapsed;
     let rss = orca.rss_bytes().context("RSS")? as f64 / MIB;
-    let calls = proxy.calls_since(at, &["GetMetricData"]);
+    let calls = store.calls_since(at, &["GetMetricData"]);
     // The query protocol names each metric of a call `MetricDataQueries.member.N.Id=…`.
     let metrics_in = |body: &str| {
         body.split('&')

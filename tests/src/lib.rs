@@ -18,6 +18,7 @@ pub mod inprocess;
 pub mod journal;
 pub mod kubelet_conn;
 pub mod metrics;
+pub mod metric_store;
 pub mod metrics_server;
 pub mod model_ec2;
 pub mod model_queue;
