@@ -1,6 +1,5 @@
 //! The cost of reading the pods' usage back from CloudWatch (issue 43): orca with
-//! `provider.aws.metrics` (interval 10 s) on moto, behind a recording proxy, with N pods
-//! Running. Every interval the bench publishes what each pod's instance would (its
+//! `provider.aws.metrics` (interval 10 s) with N pods Running. Every interval the bench publishes what each pod's instance would (its
 //! container's CPU seconds and working set), then for S seconds measures:
 //!
 //! - the reads orca makes per interval, the `GetMetricData` calls per read and the metrics
@@ -9,18 +8,31 @@
 //! - orca's CPU share while reading, and its memory (RSS);
 //! - that every pod's figures are served on `/metrics/resource` (the pods counted there).
 //!
-//! The pods' instances are made before orca starts (each pod held back by a scheduling gate
-//! until its instance, tagged for it as orca tags its own, exists in moto), so orca finds them
-//! Running in its first listing: moto launches about one instance a second while orca lists a
-//! thousand, and launching is what `scale-bench` measures, not this. What is measured is the
-//! same either way: orca serving N running pods' usage. orca lists its instances every 5 s
-//! (`pods.syncInterval`'s default).
+//! The pods' instances are listed before orca starts (each pod held back by a scheduling gate
+//! until its instance, tagged for it as orca tags its own, is listed), so orca finds them
+//! Running in its first listing; launching is what `scale-bench` measures, not this. orca lists
+//! its instances every 5 s (`pods.syncInterval`'s default).
+//!
+//! The instances are listed by a stand-in, [`Ec2Listing`], which orca uses as its EC2 endpoint:
+//! moto 5.2.5 takes over 30 s to answer one `DescribeInstances` of 1,000 instances, past orca's
+//! 30 s call timeout, so against moto alone orca never sees 1,000 pods Running. The stand-in
+//! answers `DescribeInstances` from memory in EC2's XML and passes every other EC2 call to
+//! moto, counting them by action (the report's last column: orca launches and terminates
+//! nothing here). Still real: orca (the binary, its SDK client and the SDK's wire format), the
+//! apiserver, kube-scheduler, and every EC2 call but the listing.
+//!
+//! CloudWatch is a stand-in too, [`MetricStore`], which records every call as a proxy would:
+//! moto 5.2.5's `GetMetricData` scans every datum it holds for each query, so one call of 500
+//! queries takes seconds and a read of 1,000 pods' figures does not finish within an
+//! interval (at most 498 of 1,000 pods were served). The store keeps each series by time;
+//! the bench publishes to it with the real SDK's `PutMetricData`, and orca reads it with its
+//! own `GetMetricData`, so both wire formats are the real ones.
 //!
 //!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
 //!
-//! Defaults: 3 rounds of 60 s, for 100 pods. 1,000 pods do not run against moto: it cannot list
-//! 1,000 instances within orca's 30 s call timeout (BENCHMARKS.md).
+//! Defaults: 3 rounds of 60 s, for 100 pods.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -33,12 +45,14 @@ use kube::Api;
 use kube::api::ListParams;
 use orca::provider::PodKey;
 use orca::provider::ownership::{TAG_CLUSTER_ID, ownership_tags, read_cluster_id};
+use orca_e2e::ec2_listing::Ec2Listing;
 use orca_e2e::http::curl_status;
 use orca_e2e::node_reader::NodeReader;
+use orca_e2e::orca::aws_test_config_at;
 use orca_e2e::pods::{self, burst_pod};
-use orca_e2e::proxy::Proxy;
+use orca_e2e::metric_store::MetricStore;
 use orca_e2e::wait::poll_until;
-use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, aws_test_config, unique_node_name};
+use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 
 /// The scheduling gate that holds the bench's pods until their instances exist.
 const GATE: &str = "orca.research/bench-instance";
@@ -59,13 +73,17 @@ struct Round {
     cpu: f64,
     rss: f64,
     served: usize,
+    /// The `DescribeInstances` the stand-in answered, in the whole round.
+    listings: usize,
+    /// The EC2 calls passed on to moto in the whole round, by action.
+    passed: BTreeMap<String, usize>,
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let settings = settings()?;
     println!(
-        "pods | round | reads per interval | GetMetricData calls per read | metrics per call | orca CPU | RSS | pods served"
+        "pods | round | reads per interval | GetMetricData calls per read | metrics per call | orca CPU | RSS | pods served | listings answered | EC2 calls passed to moto"
     );
     for &count in &settings.pods {
         let mut rounds = Vec::new();
@@ -74,13 +92,15 @@ async fn main() -> Result<()> {
                 .await
                 .with_context(|| format!("{count} pods, round {round}"))?;
             println!(
-                "{count} | {round} | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | {}/{count}",
+                "{count} | {round} | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | {}/{count} | {} | {}",
                 r.reads_per_interval,
                 r.calls_per_read,
                 r.metrics_per_call,
                 r.cpu * 100.0,
                 r.rss,
-                r.served
+                r.served,
+                r.listings,
+                by_action(&r.passed),
             );
             rounds.push(r);
         }
@@ -90,7 +110,7 @@ async fn main() -> Result<()> {
             values[values.len() / 2]
         };
         println!(
-            "{count} | median | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB |",
+            "{count} | median | {:.2} | {:.2} | {:.0} | {:.1} % | {:.1} MiB | | |",
             median(&|r| r.reads_per_interval),
             median(&|r| r.calls_per_read),
             median(&|r| r.metrics_per_call),
@@ -99,6 +119,18 @@ async fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `calls` as `Action ×N, …` (`none` when empty), for the report line.
+fn by_action(calls: &BTreeMap<String, usize>) -> String {
+    if calls.is_empty() {
+        return "none".to_owned();
+    }
+    calls
+        .iter()
+        .map(|(action, count)| format!("{action} ×{count}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn settings() -> Result<Settings> {
@@ -178,51 +210,41 @@ async fn publish(
     Ok(())
 }
 
-/// The instance orca would have launched for `pod` on `node`: running in moto, tagged as
-/// orca tags its own.
-async fn launch_for(
-    ec2: &aws_sdk_ec2::Client,
+/// The instance orca would have launched for the `index`th pod, `pod`, on `node`: listed
+/// running by `listing`, tagged as orca tags its own, of type m5.large at 10.1.x.y.
+fn list_for(
+    listing: &Ec2Listing,
     node: &str,
     cluster_id: &str,
+    index: usize,
     pod: &Pod,
 ) -> Result<()> {
     let key = PodKey::of(pod).context("a created pod has a name and uid")?;
-    let tags = ownership_tags(node, node, &key)
+    let tags: BTreeMap<String, String> = ownership_tags(node, node, &key)
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value))
-        .chain([(TAG_CLUSTER_ID.to_owned(), cluster_id.to_owned())]);
-    let mut specification = aws_sdk_ec2::types::TagSpecification::builder()
-        .resource_type(aws_sdk_ec2::types::ResourceType::Instance);
-    for (key, value) in tags {
-        specification = specification.tags(
-            aws_sdk_ec2::types::Tag::builder()
-                .key(key)
-                .value(value)
-                .build(),
-        );
-    }
-    ec2.run_instances()
-        .image_id("ami-0123456789abcdef0")
-        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
-        .min_count(1)
-        .max_count(1)
-        .tag_specifications(specification.build())
-        .send()
-        .await
-        .with_context(|| format!("launching the instance of {key}"))?;
+        .chain([(TAG_CLUSTER_ID.to_owned(), cluster_id.to_owned())])
+        .collect();
+    let instance_id = format!("i-{:017x}", fastrand::u64(..) >> 4);
+    let private_ip = format!("10.1.{}.{}", index / 250, index % 250 + 1);
+    listing.add(&instance_id, "m5.large", &private_ip, tags);
     Ok(())
 }
 
 async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
-    let cloudwatch = cluster.cloudwatch_client().await;
-    let proxy = Proxy::http(cluster.var("AWS_ENDPOINT_URL")).await?;
+    let store = MetricStore::start().await?;
+    let cloudwatch = aws_sdk_cloudwatch::Client::from_conf(
+        aws_sdk_cloudwatch::config::Builder::from(&cluster.aws_config().await)
+            .endpoint_url(store.url())
+            .build(),
+    );
     let node = unique_node_name("usage-reads");
     let namespace_name = format!("Orca/Bench/{node}");
     let extra = format!(
         "metrics:\n  namespace: {namespace_name}\n  interval: {INTERVAL_SECONDS}s\n  endpointUrl: {}\n",
-        proxy.url
+        store.url()
     );
     let namespace = TestNamespace::create(&client, "bench-usage-reads").await?;
     let ns = namespace.name.clone();
@@ -240,20 +262,19 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         .buffer_unordered(32)
         .try_collect::<Vec<_>>()
         .await?;
-    // Made before orca starts: moto answers slowly while orca lists a thousand instances.
+    // Listed before orca starts, so its first listing finds every pod's instance running.
     let cluster_id = read_cluster_id(&client).await?;
-    let ec2 = cluster.ec2_client().await;
-    futures::stream::iter(&created)
-        .map(|pod| launch_for(&ec2, &node, &cluster_id, pod))
-        .buffer_unordered(8)
-        .try_collect::<Vec<_>>()
-        .await?;
+    let zone = format!("{}a", cluster.var("AWS_REGION"));
+    let listing = Ec2Listing::start(cluster.var("AWS_ENDPOINT_URL"), &zone).await?;
+    for (index, pod) in created.iter().enumerate() {
+        list_for(&listing, &node, &cluster_id, index, pod)?;
+    }
     // The instances wait for their pods longer than the bench takes to lift the gates; orca
     // lists every 5 s, its default.
     let orca = OrcaProcess::start(&node, |_| {
         format!(
             "{}logging:\n  level: warn\n",
-            aws_test_config(&node, &extra)
+            aws_test_config_at(&node, listing.url(), &extra)
                 .replace("orphanGracePeriod: 3s", "orphanGracePeriod: 1h")
                 .replace("syncInterval: 1s", "syncInterval: 5s")
         )
@@ -323,7 +344,7 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = (orca.cpu_seconds().context("CPU")? - cpu_before) / elapsed;
     let rss = orca.rss_bytes().context("RSS")? as f64 / MIB;
-    let calls = proxy.calls_since(at, &["GetMetricData"]);
+    let calls = store.calls_since(at, &["GetMetricData"]);
     // The query protocol names each metric of a call `MetricDataQueries.member.N.Id=…`.
     let metrics_in = |body: &str| {
         body.split('&')
@@ -373,5 +394,7 @@ async fn one_round(count: usize, seconds: u64) -> Result<Round> {
         cpu,
         rss,
         served,
+        listings: listing.listings(),
+        passed: listing.passed(),
     })
 }

@@ -92,7 +92,8 @@ impl TestCluster {
         aws_sdk_sqs::Client::new(&self.aws_config().await)
     }
 
-    async fn aws_config(&self) -> aws_config::SdkConfig {
+    /// The SDK configuration of moto's endpoint, region and dummy credentials.
+    pub async fn aws_config(&self) -> aws_config::SdkConfig {
         aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.var("AWS_REGION").to_owned()))
             .endpoint_url(self.var("AWS_ENDPOINT_URL"))

@@ -30,7 +30,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// What the requests a proxy's rule picks get while the fault is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ enum Upstream {
     /// A plain HTTP server (moto), at this base URL.
     Http {
         base: String,
-        client: Box<HttpClient<HttpConnector, Full<Bytes>>>,
+        client: Box<PlainClient>,
     },
 }
 
@@ -119,25 +119,11 @@ impl Proxy {
             fault: Mutex::new(None),
             seen: Mutex::new(Vec::new()),
         });
-        let task = tokio::spawn({
+        let task = serve(listener, {
             let state = state.clone();
-            async move {
-                // Each connection's task ends with its connection (orca's, or the proxy's
-                // runtime at the end of the test).
-                while let Ok((stream, _)) = listener.accept().await {
-                    let state = state.clone();
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let state = state.clone();
-                            async move { Ok::<_, Infallible>(state.handle(request).await) }
-                        });
-                        // A connection cut (orca killed mid-request) is no news to a test.
-                        let served = auto::Builder::new(TokioExecutor::new())
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
-                        drop(served);
-                    });
-                }
+            move |request| {
+                let state = state.clone();
+                async move { state.handle(request).await }
             }
         });
         Ok(Proxy { url, state, task })
@@ -221,7 +207,8 @@ const HOP_BY_HOP: [HeaderName; 6] = [
     header::UPGRADE,
 ];
 
-fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+/// `headers` without those that belong to one connection.
+pub(crate) fn end_to_end(headers: &HeaderMap) -> HeaderMap {
     let mut kept = headers.clone();
     for name in &HOP_BY_HOP {
         kept.remove(name);
@@ -282,23 +269,9 @@ impl State {
                 })
             }
             Upstream::Http { base, client } => {
-                let mut upstream = Request::builder()
-                    .method(parts.method)
-                    .uri(format!("{base}{path}"));
-                if let Some(map) = upstream.headers_mut() {
-                    *map = headers;
-                }
-                let Ok(upstream) = upstream.body(Full::new(body)) else {
-                    return answer(StatusCode::BAD_REQUEST, "cannot build the request");
-                };
-                client
-                    .request(upstream)
+                forward_http(client, base, parts.method, &path, headers, body)
                     .await
-                    .map(|response| {
-                        let (parts, body) = response.into_parts();
-                        Response::from_parts(parts, body.map_err(Into::into).boxed_unsync())
-                    })
-                    .map_err(|error| kube::Error::Service(error.into()))
+                    .map_err(|error| kube::Error::Service(format!("{error:#}").into()))
             }
         };
         match forwarded {
@@ -312,8 +285,70 @@ impl State {
     }
 }
 
+/// A plain-HTTP client to an upstream such as moto.
+pub(crate) type PlainClient = HttpClient<HttpConnector, Full<Bytes>>;
+
+/// Serves every connection `listener` accepts with `handle`, one task a connection, until the
+/// returned task is aborted (a connection's task ends with its connection, or with the
+/// runtime at the end of the test).
+pub(crate) fn serve<H, F>(listener: TcpListener, handle: H) -> JoinHandle<()>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let answered = handle(request);
+                    async move { Ok::<_, Infallible>(answered.await) }
+                });
+                // A connection cut (orca killed mid-request) is no news to a test.
+                let served = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+                drop(served);
+            });
+        }
+    })
+}
+
+/// Sends `method` `path` with `headers` (already [`end_to_end`]) and `body` to the
+/// plain-HTTP server at `base`, and answers its response as it streams.
+///
+/// # Errors
+/// The request cannot be built from these parts, or the upstream cannot be reached.
+pub(crate) async fn forward_http(
+    client: &PlainClient,
+    base: &str,
+    method: Method,
+    path: &str,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response<Body>> {
+    let mut upstream = Request::builder()
+        .method(method)
+        .uri(format!("{base}{path}"));
+    if let Some(map) = upstream.headers_mut() {
+        *map = headers;
+    }
+    let upstream = upstream
+        .body(Full::new(body))
+        .with_context(|| format!("building the request of {path} to {base}"))?;
+    let response = client
+        .request(upstream)
+        .await
+        .with_context(|| format!("passing {path} on to {base}"))?;
+    let (parts, body) = response.into_parts();
+    Ok(Response::from_parts(
+        parts,
+        body.map_err(Into::into).boxed_unsync(),
+    ))
+}
+
 /// The AWS operation a request calls, if it is one.
-fn operation(headers: &HeaderMap, body: &[u8]) -> Option<String> {
+pub(crate) fn operation(headers: &HeaderMap, body: &[u8]) -> Option<String> {
     if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
         return target.rsplit('.').next().map(str::to_owned);
     }
