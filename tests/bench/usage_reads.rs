@@ -30,7 +30,7 @@
 //!
 //!     cargo run --release -p orca-e2e --bin usage-reads-bench -- [--rounds R] [--seconds S] [PODS ...]
 //!
-//! Defaults: 3 rounds of 60 s, for 100 pods.
+//! Defaults: 3 rounds of 60 s, for 100 and 1,000 pods.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -47,10 +47,10 @@ use orca::provider::PodKey;
 use orca::provider::ownership::{TAG_CLUSTER_ID, ownership_tags, read_cluster_id};
 use orca_e2e::ec2_listing::Ec2Listing;
 use orca_e2e::http::curl_status;
+use orca_e2e::metric_store::MetricStore;
 use orca_e2e::node_reader::NodeReader;
 use orca_e2e::orca::aws_test_config_at;
 use orca_e2e::pods::{self, burst_pod};
-use orca_e2e::metric_store::MetricStore;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 
@@ -155,7 +155,7 @@ fn settings() -> Result<Settings> {
         }
     }
     if settings.pods.is_empty() {
-        settings.pods = vec![100];
+        settings.pods = vec![100, 1000];
     }
     if settings.rounds == 0 || settings.seconds < 2 * INTERVAL_SECONDS {
         bail!("at least one round of two intervals");
