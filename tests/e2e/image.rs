@@ -40,7 +40,9 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
     );
     // The build stage's /out/orca is the orca under test (a debug build in CI: the builder
     // strips its debug info, as the release profile leaves none).
-    let stage_dir = tempfile::Builder::new().prefix("orca-image-stage-").tempdir()?;
+    let stage_dir = tempfile::Builder::new()
+        .prefix("orca-image-stage-")
+        .tempdir()?;
     std::fs::create_dir_all(stage_dir.path().join("out"))?;
     std::os::unix::fs::symlink(orca_binary(), stage_dir.path().join("out/orca"))?;
     let dockerfile = repo_root().join("deploy/Dockerfile");
@@ -68,7 +70,10 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
         },
     )
     .await?;
-    ensure!(pinned.contains("@sha256:"), "push pins the digest: {pinned}");
+    ensure!(
+        pinned.contains("@sha256:"),
+        "push pins the digest: {pinned}"
+    );
 
     // Pulled back by a client of this test's own, as a node's runtime would.
     let (config, rootfs) = pull_and_unpack(&registry, &pinned).await?;
@@ -78,14 +83,17 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
         settings["Entrypoint"] == serde_json::json!(stage.entrypoint),
         "{settings}"
     );
-    ensure!(settings["Cmd"] == serde_json::json!(stage.cmd), "{settings}");
+    ensure!(
+        settings["Cmd"] == serde_json::json!(stage.cmd),
+        "{settings}"
+    );
     for port in ["10250/tcp", "10255/tcp"] {
         ensure!(settings["ExposedPorts"].get(port).is_some(), "{settings}");
     }
     ensure!(
-        settings["Env"]
-            .as_array()
-            .is_some_and(|env| env.iter().any(|e| e == "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")),
+        settings["Env"].as_array().is_some_and(|env| env
+            .iter()
+            .any(|e| e == "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")),
         "{settings}"
     );
     // Every file the Dockerfile's final stage copies is where it puts it.
@@ -102,6 +110,11 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
     }
     let passwd = std::fs::read_to_string(rootfs.path().join("etc/passwd"))?;
     ensure!(passwd.contains("nonroot:x:65532:65532:"), "{passwd}");
+
+    // The Deployment's writable cache (the `cache` emptyDir, XDG_CACHE_HOME).
+    let cache = rootfs.path().join("var/cache/orca");
+    std::fs::create_dir_all(&cache)?;
+    chown(&cache, 65532)?;
 
     // orca --version, as UID 65532, with nothing but the image's files.
     let version = in_image(rootfs.path(), &["--version"], &[])?;
@@ -124,10 +137,13 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
     )?;
     let report = String::from_utf8_lossy(&check.stdout);
     ensure!(
-        check.status.success() && report.contains("team-selector"),
+        check.status.success() && report.contains("name:       team-selector"),
         "orca plugin check in the image: {report}{}",
         String::from_utf8_lossy(&check.stderr)
     );
+    // The compile cache works as 65532 where the Deployment puts it.
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    ensure!(!stderr.contains("compile cache not used"), "{stderr}");
 
     // orca serving a Node of the harness against its apiserver and moto.
     let node = unique_node_name("image");
@@ -145,8 +161,10 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
     )
     .await
     .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", serving.log()))?;
-    let (status, body) =
-        orca_e2e::http::curl_status(&format!("http://127.0.0.1:{}/readyz", serving.metrics_port), &[])?;
+    let (status, body) = orca_e2e::http::curl_status(
+        &format!("http://127.0.0.1:{}/readyz", serving.metrics_port),
+        &[],
+    )?;
     ensure!(status == 200, "/readyz: {status} {body}");
     ensure!(
         serving.runs_as(65532)?,
@@ -177,7 +195,9 @@ async fn pull_and_unpack(
         .await
         .with_context(|| format!("pulling {pinned}"))?;
     let config: serde_json::Value = serde_json::from_slice(&pulled.config.data)?;
-    let rootfs = tempfile::Builder::new().prefix("orca-image-rootfs-").tempdir()?;
+    let rootfs = tempfile::Builder::new()
+        .prefix("orca-image-rootfs-")
+        .tempdir()?;
     // The image's `/`, as a runtime makes it: every user may walk it.
     std::fs::set_permissions(
         rootfs.path(),
@@ -192,12 +212,10 @@ async fn pull_and_unpack(
     Ok((config, rootfs))
 }
 
-/// `orca ARGS` in the image at `rootfs` as UID/GID 65532, with the image's environment and
-/// `env`; its output.
+/// `orca ARGS` in the image at `rootfs` as UID/GID 65532, with the image's environment, the
+/// Deployment's XDG_CACHE_HOME and `env`; its output.
 fn in_image(rootfs: &Path, args: &[&str], env: &[(String, String)]) -> Result<Output> {
-    chroot(rootfs, args, env)
-        .output()
-        .context("running chroot")
+    chroot(rootfs, args, env).output().context("running chroot")
 }
 
 fn chroot(rootfs: &Path, args: &[&str], env: &[(String, String)]) -> Command {
@@ -215,12 +233,13 @@ fn chroot(rootfs: &Path, args: &[&str], env: &[(String, String)]) -> Command {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         )
         .env("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+        .env("XDG_CACHE_HOME", "/var/cache/orca")
         .envs(env.iter().map(|(k, v)| (k, v)));
     command
 }
 
 /// orca serving from the image, as the Deployment runs it: its config and kubeconfig where the
-/// ConfigMap and a token would be, its cache on a writable directory (the `cache` emptyDir).
+/// ConfigMap and a token would be.
 struct Serving {
     child: Child,
     node: String,
@@ -254,10 +273,6 @@ impl Serving {
             etc.join("config.yaml"),
             with_test_listeners(&config, kubelet_port, metrics_port),
         )?;
-        let cache = rootfs.join("var/cache/orca");
-        std::fs::create_dir_all(&cache)?;
-        chown(&cache, 65532)?;
-
         let log = PathBuf::from(cluster.var("ORCA_CLUSTER_STATE"))
             .join("logs")
             .join(format!("orca-{node}.log"));
@@ -266,7 +281,6 @@ impl Serving {
             .env_vars()
             .filter(|(key, _)| key.starts_with("AWS_"))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .chain([("XDG_CACHE_HOME".to_owned(), "/var/cache/orca".to_owned())])
             .collect();
         let child = chroot(
             rootfs,
@@ -304,7 +318,9 @@ impl Serving {
                 .map(|rest| rest.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default()
         };
-        let all = |values: Vec<String>| !values.is_empty() && values.iter().all(|v| *v == uid.to_string());
+        let all = |values: Vec<String>| {
+            !values.is_empty() && values.iter().all(|v| *v == uid.to_string())
+        };
         Ok(all(ids("Uid:")) && all(ids("Gid:")))
     }
 
@@ -319,7 +335,13 @@ impl Drop for Serving {
         let _ = self.child.wait();
         let _ = TestCluster::shared()
             .kubectl()
-            .args(["delete", "node", "--ignore-not-found", "--wait=false", &self.node])
+            .args([
+                "delete",
+                "node",
+                "--ignore-not-found",
+                "--wait=false",
+                &self.node,
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

@@ -37,11 +37,11 @@ hosts: files dns\nnetworks: files\n\nprotocols: files\nservices: files\nethers: 
 /// Why the base could not be made on this machine.
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
-    #[error(
-        "the final stage is FROM {0}; this builder stands in for {DISTROLESS_CC_NONROOT} only"
-    )]
+    #[error("the final stage is FROM {0}; this builder stands in for {DISTROLESS_CC_NONROOT} only")]
     UnknownBase(String),
-    #[error("no CA bundle on this machine (looked for {CA_BUNDLE} and {CA_BUNDLE_ELSEWHERE:?}; Debian's ca-certificates package provides it)")]
+    #[error(
+        "no CA bundle on this machine (looked for {CA_BUNDLE} and {CA_BUNDLE_ELSEWHERE:?}; Debian's ca-certificates package provides it)"
+    )]
     NoCaBundle,
     #[error(transparent)]
     HostFile(#[from] TreeError),
@@ -140,7 +140,9 @@ mod tests {
                 owner: 0
             })
         );
-        assert!(matches!(tree.get(CA_BUNDLE), Some(Entry::File { bytes, .. }) if !bytes.is_empty()));
+        assert!(
+            matches!(tree.get(CA_BUNDLE), Some(Entry::File { bytes, .. }) if !bytes.is_empty())
+        );
     }
 
     #[test]

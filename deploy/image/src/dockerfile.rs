@@ -89,44 +89,58 @@ impl FinalStage {
     /// # Errors
     /// [`DockerfileError::NeedsEngine`] or [`DockerfileError::Malformed`], with the line.
     pub fn parse(text: &str) -> Result<Option<FinalStage>, DockerfileError> {
-        let mut stage: Option<FinalStage> = None;
-        for (line, instruction, arguments) in instructions(text) {
-            let keyword = instruction.to_ascii_uppercase();
-            if keyword == "FROM" {
-                let image = arguments.split_whitespace().next().unwrap_or_default();
-                stage = Some(FinalStage {
-                    base: image.to_owned(),
-                    ..FinalStage::default()
-                });
-                continue;
-            }
-            // Earlier stages run on an engine (or deploy/check-build-stage); only the last
-            // one's instructions make the image.
-            let Some(current) = stage.as_mut() else {
-                continue;
-            };
-            current.apply(line, &keyword, &arguments)?;
+        let all = instructions(text);
+        // Earlier stages run on an engine (or deploy/check-build-stage); only the last one's
+        // instructions make the image.
+        let Some(last_from) = all
+            .iter()
+            .rposition(|(_, instruction, _)| instruction.eq_ignore_ascii_case("FROM"))
+        else {
+            return Ok(None);
+        };
+        let mut stage = FinalStage {
+            base: all[last_from]
+                .2
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            ..FinalStage::default()
+        };
+        for (line, instruction, arguments) in &all[last_from + 1..] {
+            stage.apply(*line, &instruction.to_ascii_uppercase(), arguments)?;
         }
-        Ok(stage)
+        Ok(Some(stage))
     }
 
-    fn apply(&mut self, line: usize, keyword: &str, arguments: &str) -> Result<(), DockerfileError> {
+    fn apply(
+        &mut self,
+        line: usize,
+        keyword: &str,
+        arguments: &str,
+    ) -> Result<(), DockerfileError> {
         let malformed = |problem: &str| DockerfileError::Malformed {
             line,
             instruction: keyword.to_owned(),
             problem: problem.to_owned(),
         };
         match keyword {
-            "COPY" => self.copies.push(parse_copy(arguments).map_err(|p| malformed(&p))?),
+            "COPY" => self
+                .copies
+                .push(parse_copy(arguments).map_err(|p| malformed(&p))?),
             "USER" => self.user = Some(arguments.trim().to_owned()),
-            "EXPOSE" => self.exposed_ports.extend(arguments.split_whitespace().map(|port| {
-                if port.contains('/') {
-                    port.to_owned()
-                } else {
-                    format!("{port}/tcp")
-                }
-            })),
-            "ENTRYPOINT" => self.entrypoint = Some(exec_form(arguments).map_err(|p| malformed(&p))?),
+            "EXPOSE" => self
+                .exposed_ports
+                .extend(arguments.split_whitespace().map(|port| {
+                    if port.contains('/') {
+                        port.to_owned()
+                    } else {
+                        format!("{port}/tcp")
+                    }
+                })),
+            "ENTRYPOINT" => {
+                self.entrypoint = Some(exec_form(arguments).map_err(|p| malformed(&p))?)
+            }
             "CMD" => self.cmd = Some(exec_form(arguments).map_err(|p| malformed(&p))?),
             "WORKDIR" => self.workdir = Some(arguments.trim().to_owned()),
             "ENV" => {
@@ -173,8 +187,9 @@ fn instructions(text: &str) -> Vec<(usize, String, String)> {
             }
             None => {
                 joined.push_str(trimmed);
-                let (instruction, arguments) =
-                    joined.split_once(char::is_whitespace).unwrap_or((&joined, ""));
+                let (instruction, arguments) = joined
+                    .split_once(char::is_whitespace)
+                    .unwrap_or((&joined, ""));
                 out.push((start, instruction.to_owned(), arguments.trim().to_owned()));
             }
         }
@@ -242,7 +257,10 @@ CMD ["--config", \
         assert_eq!(stage.copies[1].target(), "/etc/orca/config.yaml");
         assert_eq!(stage.user.as_deref(), Some("65532:65532"));
         assert_eq!(stage.exposed_ports, ["10250/tcp", "10255/udp"]);
-        assert_eq!(stage.env, [("A".into(), "1".into()), ("B".into(), "two".into())]);
+        assert_eq!(
+            stage.env,
+            [("A".into(), "1".into()), ("B".into(), "two".into())]
+        );
         assert_eq!(stage.entrypoint.unwrap(), ["/usr/local/bin/orca"]);
         assert_eq!(stage.cmd.unwrap(), ["--config", "/etc/orca/config.yaml"]);
     }
@@ -271,7 +289,10 @@ CMD ["--config", \
         let stage = FinalStage::read(&path).unwrap();
         assert_eq!(stage.base, crate::base::DISTROLESS_CC_NONROOT);
         assert!(
-            stage.copies.iter().any(|copy| copy.from.as_deref() == Some("build")),
+            stage
+                .copies
+                .iter()
+                .any(|copy| copy.from.as_deref() == Some("build")),
             "{stage:?}"
         );
     }

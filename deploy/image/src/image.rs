@@ -104,7 +104,11 @@ impl Image {
         }
         let mut config = ConfigBuilder::default()
             .user(stage.user.clone().unwrap_or(settings.user))
-            .env(env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>())
+            .env(
+                env.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>(),
+            )
             .working_dir(stage.workdir.clone().unwrap_or(settings.workdir))
             .exposed_ports(stage.exposed_ports.clone());
         if let Some(entrypoint) = &stage.entrypoint {
@@ -202,7 +206,9 @@ fn without_debug_info(copy: &Copy, path: &Path) -> Result<Vec<u8>, ImageError> {
         .output()
         .map_err(|e| failed(e.to_string()))?;
     if !output.status.success() {
-        return Err(failed(String::from_utf8_lossy(&output.stderr).trim().to_owned()));
+        return Err(failed(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ));
     }
     std::fs::read(out.path()).map_err(|e| failed(e.to_string()))
 }

@@ -154,7 +154,10 @@ mod tests {
         flate2::read::GzDecoder::new(layer.blob.as_slice())
             .read_to_end(&mut tar)
             .unwrap();
-        assert_eq!(layer.diff_id, format!("sha256:{}", hex(&Sha256::digest(&tar))));
+        assert_eq!(
+            layer.diff_id,
+            format!("sha256:{}", hex(&Sha256::digest(&tar)))
+        );
         assert_eq!(layer.unpacked_bytes, tar.len() as u64);
 
         let mut archive = tar::Archive::new(tar.as_slice());
@@ -175,7 +178,15 @@ mod tests {
         let paths: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(
             paths,
-            ["home/", "home/nonroot/", "lib", "usr/", "usr/local/", "usr/local/bin/", "usr/local/bin/orca"]
+            [
+                "home/",
+                "home/nonroot/",
+                "lib",
+                "usr/",
+                "usr/local/",
+                "usr/local/bin/",
+                "usr/local/bin/orca"
+            ]
         );
         assert!(entries.contains(&("home/nonroot/".into(), 0o700, 65532, 0)));
         assert!(entries.contains(&("usr/local/bin/orca".into(), 0o755, 0, 0)));

@@ -111,11 +111,15 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let paths = needed_by(&exe).unwrap();
         assert!(
-            paths.iter().any(|p| p.to_string_lossy().contains("libc.so")),
+            paths
+                .iter()
+                .any(|p| p.to_string_lossy().contains("libc.so")),
             "{paths:?}"
         );
         assert!(
-            paths.iter().any(|p| p.to_string_lossy().contains("ld-linux")),
+            paths
+                .iter()
+                .any(|p| p.to_string_lossy().contains("ld-linux")),
             "{paths:?}"
         );
     }

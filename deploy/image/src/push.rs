@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use oci_client::client::{Config, ImageLayer};
 use oci_client::errors::OciDistributionError;
-use oci_client::manifest::{IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OciImageManifest};
+use oci_client::manifest::{
+    IMAGE_CONFIG_MEDIA_TYPE, IMAGE_LAYER_GZIP_MEDIA_TYPE, OciImageManifest,
+};
 use oci_client::{ParseError, Reference};
 use orca::policy::oci::{ClientError, PullError, PullLimits, Puller};
 
@@ -46,11 +48,17 @@ pub struct Registry {
 ///
 /// # Errors
 /// [`PushError`]: a malformed reference, unusable CA or credentials, the registry's refusal.
-pub async fn push(image: &Image, reference: &str, registry: &Registry) -> Result<String, PushError> {
-    let target: Reference = reference.parse().map_err(|source| PushError::NotAReference {
-        text: reference.to_owned(),
-        source,
-    })?;
+pub async fn push(
+    image: &Image,
+    reference: &str,
+    registry: &Registry,
+) -> Result<String, PushError> {
+    let target: Reference = reference
+        .parse()
+        .map_err(|source| PushError::NotAReference {
+            text: reference.to_owned(),
+            source,
+        })?;
     let puller = Puller::new(
         registry.ca_file.as_deref(),
         registry.docker_config.clone(),
@@ -61,9 +69,19 @@ pub async fn push(image: &Image, reference: &str, registry: &Registry) -> Result
     let layers: Vec<ImageLayer> = image
         .layers
         .iter()
-        .map(|layer| ImageLayer::new(layer.blob.clone(), IMAGE_LAYER_GZIP_MEDIA_TYPE.to_owned(), None))
+        .map(|layer| {
+            ImageLayer::new(
+                layer.blob.clone(),
+                IMAGE_LAYER_GZIP_MEDIA_TYPE.to_owned(),
+                None,
+            )
+        })
         .collect();
-    let config = Config::new(image.config.clone(), IMAGE_CONFIG_MEDIA_TYPE.to_owned(), None);
+    let config = Config::new(
+        image.config.clone(),
+        IMAGE_CONFIG_MEDIA_TYPE.to_owned(),
+        None,
+    );
     let manifest = OciImageManifest::build(&layers, &config, None);
     let refused = |source| PushError::Refused {
         reference: reference.to_owned(),

@@ -23,9 +23,18 @@ pub enum TreeError {
 /// One entry of a layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    Directory { mode: u32, owner: u32 },
-    File { bytes: Vec<u8>, mode: u32, owner: u32 },
-    Symlink { target: PathBuf },
+    Directory {
+        mode: u32,
+        owner: u32,
+    },
+    File {
+        bytes: Vec<u8>,
+        mode: u32,
+        owner: u32,
+    },
+    Symlink {
+        target: PathBuf,
+    },
 }
 
 /// A layer's entries by path (relative to `/`, without the leading slash).
@@ -46,7 +55,14 @@ impl Tree {
     pub fn file(&mut self, path: &str, bytes: Vec<u8>, mode: u32) {
         let key = key(path);
         self.parents(&key);
-        self.entries.insert(key, Entry::File { bytes, mode, owner: 0 });
+        self.entries.insert(
+            key,
+            Entry::File {
+                bytes,
+                mode,
+                owner: 0,
+            },
+        );
     }
 
     pub fn symlink(&mut self, path: &str, target: &Path) {
@@ -115,7 +131,9 @@ impl Tree {
     }
 
     pub fn entries(&self) -> impl Iterator<Item = (&str, &Entry)> {
-        self.entries.iter().map(|(path, entry)| (path.as_str(), entry))
+        self.entries
+            .iter()
+            .map(|(path, entry)| (path.as_str(), entry))
     }
 
     pub fn get(&self, path: &str) -> Option<&Entry> {
@@ -141,7 +159,9 @@ impl Tree {
 
 /// A path's key: relative to `/`, no trailing slash.
 fn key(path: &str) -> String {
-    path.trim_start_matches('/').trim_end_matches('/').to_owned()
+    path.trim_start_matches('/')
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// One step of a walk along a path.
@@ -178,7 +198,11 @@ mod tests {
         // /lib -> usr/lib (relative), /lib64/ld.so -> absolute path through /lib again.
         symlink("usr/lib", root.path().join("lib")).unwrap();
         std::fs::create_dir(root.path().join("lib64")).unwrap();
-        symlink(root.path().join("lib/arch/libc.so.6"), root.path().join("lib64/ld.so")).unwrap();
+        symlink(
+            root.path().join("lib/arch/libc.so.6"),
+            root.path().join("lib64/ld.so"),
+        )
+        .unwrap();
 
         let mut tree = Tree::default();
         tree.host_file(&root.path().join("lib64/ld.so")).unwrap();
@@ -203,7 +227,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         symlink("b", root.path().join("a")).unwrap();
         symlink("a", root.path().join("b")).unwrap();
-        let error = Tree::default().host_file(&root.path().join("a")).unwrap_err();
+        let error = Tree::default()
+            .host_file(&root.path().join("a"))
+            .unwrap_err();
         assert!(matches!(error, TreeError::LinkLoop(_)), "{error}");
     }
 
