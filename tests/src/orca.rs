@@ -444,7 +444,7 @@ pub fn aws_test_config_at(node_name: &str, endpoint: &str, aws_extra: &str) -> S
 /// kubelet API and metrics, and a self-signed serving certificate (the CSR source has a test
 /// of its own) unless the config chooses its TLS. Any config gets these, so no two orcas
 /// ever fight over 10250.
-fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> String {
+pub fn with_test_listeners(config: &str, kubelet_port: u16, metrics_port: u16) -> String {
     let port_line = format!("  daemonPort: {kubelet_port}\n");
     let mut config = match section_start(config, "node") {
         Some(at) => {
