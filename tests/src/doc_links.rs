@@ -113,8 +113,7 @@ fn check_link(book: &Book<'_>, page: &Path, target: &str) -> Result<(), Problem>
     let file = if path.is_empty() {
         page.to_owned()
     } else {
-        normalize(&page.parent().unwrap_or(Path::new("")).join(path))
-            .ok_or(Problem::NoSuchFile)?
+        normalize(&page.parent().unwrap_or(Path::new("")).join(path)).ok_or(Problem::NoSuchFile)?
     };
     let page_in_book = page.starts_with(book.sources);
     let file_in_book = file.starts_with(book.sources);
@@ -237,10 +236,7 @@ mod tests {
     fn links_to_pages_and_their_headings_pass() {
         let text = "[a](a.md) [top](a.md#top) [b](#b-2) ![img](a.md)\n[ext](https://x.org/#y)";
         assert_eq!(problems("docs/src/a.md", text), vec![]);
-        assert_eq!(
-            problems("docs/src/sub/c.md", "[up](../a.md#b-2)"),
-            vec![]
-        );
+        assert_eq!(problems("docs/src/sub/c.md", "[up](../a.md#b-2)"), vec![]);
     }
 
     #[test]
@@ -255,7 +251,11 @@ mod tests {
     fn a_missing_anchor_is_reported_on_another_page_and_on_the_same_one() {
         assert_eq!(
             problems("docs/src/sub/c.md", "[x](../a.md#nope)"),
-            vec![(1, "../a.md#nope".into(), Problem::NoSuchAnchor("nope".into()))]
+            vec![(
+                1,
+                "../a.md#nope".into(),
+                Problem::NoSuchAnchor("nope".into())
+            )]
         );
         assert_eq!(
             problems("docs/src/a.md", "[x](#b)"),

@@ -626,7 +626,11 @@ fn documentation() -> Vec<(PathBuf, String)> {
 #[test]
 fn the_policies_are_not_copied_into_the_docs() {
     let pages = documentation();
-    assert!(pages.len() > 10, "the docs tree has its pages: {}", pages.len());
+    assert!(
+        pages.len() > 10,
+        "the docs tree has its pages: {}",
+        pages.len()
+    );
     for (path, text) in pages {
         assert!(
             !text.contains("\"Action\""),
