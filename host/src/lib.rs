@@ -3,7 +3,8 @@
 //! Data flows one way: pod → [`policy`] → [`provider::plan::LaunchPlan`] → [`workload`] (the
 //! pod resolved into a [`provider::LaunchRequest`]) → [`provider`] → pod status. [`node`] keeps
 //! the Node registered and knows nothing of pods; [`process`] wires the parts once and owns
-//! every loop. `docs/architecture.md` has the modules and what each may depend on.
+//! every loop. `docs/src/concepts/architecture.md` has the modules and what each may depend
+//! on.
 
 pub mod cluster;
 pub mod config;

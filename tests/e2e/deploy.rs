@@ -55,7 +55,7 @@ fn object<'a>(objects: &'a [Value], kind: &str, name_prefix: &str) -> Result<&'a
 }
 
 /// `deploy/base` and the custom plugin overlay copied to `dir`, with the example plugin built
-/// into the overlay as its README says; returns the overlay's path.
+/// into the overlay as the docs say; returns the overlay's path.
 fn custom_plugin_overlay(dir: &Path) -> Result<PathBuf> {
     let deploy = repo_root().join("deploy");
     let base = dir.join("base");

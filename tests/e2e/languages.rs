@@ -31,7 +31,7 @@ const LOADED: Duration = Duration::from_secs(420);
 
 /// orca with `wasm` in its plugins directory, the chain
 /// `selectInstance: [<the team selector> with SETTINGS, orca-default-selector]`, and the
-/// limits README recommends for an interpreter's plugin: its own memory, its instance reused.
+/// limits the docs recommend for an interpreter's plugin: its own memory, its instance reused.
 fn start_with_team_selector(node: &str, language: Language, wasm: &Path) -> Result<OrcaProcess> {
     let bytes = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
     let name = language.team_selector_name();

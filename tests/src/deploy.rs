@@ -15,7 +15,7 @@ pub const SERVICE_ACCOUNT: &str = "orca";
 /// The user the apiserver sees for a token of the `orca` ServiceAccount.
 pub const USERNAME: &str = "system:serviceaccount:orca-system:orca";
 
-/// `deploy/` as the README applies it (`kubectl apply --server-side -k deploy/`), once per test
+/// `deploy/` as the install guide applies it (`kubectl apply --server-side -k deploy/`), once per test
 /// process. The Deployment's pod stays Pending (its image is not on any node here, and the
 /// orca nodes' taint keeps it off them); the tests run the orca binary themselves.
 /// `--force-conflicts` only takes over fields an earlier client-side apply left behind.

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod container_logs;
 pub mod cosign;
 pub mod deploy;
+pub mod doc_links;
 pub mod ec2;
 pub mod ec2_listing;
 pub mod guest_plugins;

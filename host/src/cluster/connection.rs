@@ -1,5 +1,5 @@
 //! How orca finds its cluster: in-cluster service account first, then `--kubeconfig`, then
-//! `~/.kube/config` — the order `docs/architecture.md` gives.
+//! `~/.kube/config` — the order `docs/src/concepts/architecture.md` gives.
 
 use std::path::{Path, PathBuf};
 

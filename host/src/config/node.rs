@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{ConfigError, Seconds};
 
-/// The Node orca registers: `node:` in `config.yaml`, as the README documents it.
+/// The Node orca registers: `node:` in `config.yaml`, as the docs describe it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct NodeConfig {

@@ -1,8 +1,8 @@
 //! One SQS message body, the EventBridge event a rule delivered, read into the notices it
 //! carries for EC2 instances.
 //!
-//! Four events are notices (the queue's rules route exactly these; see the README's
-//! "Interruption queue"): a spot interruption warning, a rebalance recommendation, an AWS Health
+//! Four events are notices (the queue's rules route exactly these; see
+//! `docs/src/operations/interruption-queue.md`): a spot interruption warning, a rebalance recommendation, an AWS Health
 //! scheduled change for EC2, and an instance state change. Everything else is a
 //! [`NoticeError`]: an event orca does not know is reported, never guessed at. Every event says
 //! which account and region it comes from ([`Origin`]); whether that is this orca's is the

@@ -2,7 +2,7 @@
 //! instances: pure, so every situation is a row of one table test.
 //!
 //! The queue belongs to one orca deployment (each cluster has its own queue and rules, as the
-//! README's stack makes them): a message is kept only for a notice this orca may still act on.
+//! docs' stack makes them): a message is kept only for a notice this orca may still act on.
 //! Everything else is deleted at once, so that no junk circulates ahead of a real warning until
 //! the queue's retention drops it: another account's or region's events, bodies orca cannot
 //! read, and notices about instances that are not this orca's.

@@ -1,5 +1,6 @@
 //! Instance → pod status, as pure functions (the lifecycle table in [`super::decide`] and
-//! `docs/architecture.md`). [`patch`] writes a status so that nothing stale survives the merge.
+//! `docs/src/concepts/architecture.md`). [`patch`] writes a status so that nothing stale
+//! survives the merge.
 
 mod patch;
 

@@ -309,7 +309,7 @@ fn listed(id: &str, instance_type: &str, market: Market, max_price: Option<f64>)
     }
 }
 
-/// What counts, as the README says: on demand, the catalogue's on-demand price; spot, the max
+/// What counts, as the guardrails page says: on demand, the catalogue's on-demand price; spot, the max
 /// price it was launched with, else the on-demand price; unknown, nothing (reported).
 #[tokio::test]
 async fn the_census_prices_each_instance_as_documented() {

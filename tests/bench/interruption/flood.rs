@@ -1,5 +1,5 @@
 //! `--flood F`: one spot pod's warning behind F messages that are not its orca's (issue 39,
-//! case 7). The queue is one of moto's SQS queues as the README's stack makes it (30 s
+//! case 7). The queue is one of moto's SQS queues as the docs' stack makes it (30 s
 //! visibility timeout, SQS's default; 5-minute retention), read through orca's `SqsQueue`.
 //! The flood is a third each: spot warnings from another account, notices about the account's
 //! other instances (state changes and spot warnings for instances someone else launched in the

@@ -13,7 +13,7 @@
 //! takes, per pod, the first poll that shows the condition. Prints median, p99 and max per
 //! round.
 //!
-//! `--flood F` (see [`flood`]): the queue is a queue of moto's SQS, as the README's stack makes
+//! `--flood F` (see [`flood`]): the queue is a queue of moto's SQS, as the docs' stack makes
 //! it (30 s visibility timeout, 5-minute retention); F messages that are not this orca's go in
 //! first, the one warning for the pod's instance S seconds after the last of them.
 

@@ -9,14 +9,14 @@ set -euo pipefail
 
 K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
-# check_go_floor GO_MOD: versions.env's GO_MIN_VERSION is what tests/setup and the README promise;
+# check_go_floor GO_MOD: versions.env's GO_MIN_VERSION is what tests/setup and the docs promise;
 # a module that needs a newer Go makes it a lie, so a version bump that forgets it stops here.
 check_go_floor() {
   local needed
   needed=$(sed -nE 's/^go[[:space:]]+([0-9.]+).*/\1/p' "$1")
   [[ -n "$needed" ]] || return 0
   version_at_least "$GO_MIN_VERSION" "$needed" ||
-    die "$1 needs Go $needed, newer than GO_MIN_VERSION=$GO_MIN_VERSION: raise it in tests/cluster/versions.env (and README's prerequisites)"
+    die "$1 needs Go $needed, newer than GO_MIN_VERSION=$GO_MIN_VERSION: raise it in tests/cluster/versions.env (and the prerequisites in docs/src/getting-started/contributor.md)"
 }
 
 # k8s.io/kubernetes points its staging modules (k8s.io/api, k8s.io/client-go, ...) at ./staging

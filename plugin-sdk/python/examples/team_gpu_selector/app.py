@@ -1,4 +1,4 @@
-"""The selector of plugin-sdk/README.md ("Saying not my pod"), in Python: team ``ml`` gets GPU
+"""The selector of docs/src/plugins/rust.md ("Saying not my pod"), in Python: team ``ml`` gets GPU
 types, ``g6``/``g5`` first, never ``p5``, at most 8 GPUs; team ``batch`` the cheapest arm64
 types; any other pod is declined. No settings.
 

@@ -1,4 +1,4 @@
-"""The README's team-gpu-selector cases, natively against the catalogue double."""
+"""The team-gpu-selector cases of docs/src/plugins/rust.md, natively against the catalogue double."""
 
 from __future__ import annotations
 

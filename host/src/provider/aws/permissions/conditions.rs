@@ -1,6 +1,6 @@
 //! The conditions of `deploy/iam/` hold for what orca sends: the tags of its launches, of its
 //! instances and of its claim, the bootstrap's tag keys. moto cannot evaluate conditions (see
-//! the README, "orca's IAM role"), so without this a renamed tag key or a new tag on the claim
+//! `docs/src/security/aws.md`, "orca's IAM role"), so without this a renamed tag key or a new tag on the claim
 //! would pass every test and be denied by every real account. The evaluator knows the few
 //! operators the policies use, as IAM's condition reference defines them, and refuses others.
 

@@ -1,4 +1,5 @@
-//! The code, the policies in `deploy/iam/` and the README agree on every AWS call.
+//! The code, the policies in `deploy/iam/` and the docs (`docs/src/security/aws.md`,
+//! `docs/src/troubleshooting/aws.md`) agree on every AWS call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -281,7 +282,7 @@ fn every_aws_call_in_the_code_is_listed_with_its_permissions_and_none_that_is_no
     assert!(
         unlisted.is_empty(),
         "calls the code makes that provider/aws/permissions.rs does not list (add each with \
-         the IAM actions it needs, then the permission to deploy/iam/orca.json and the README): \
+         the IAM actions it needs, then the permission to deploy/iam/orca.json and docs/src/security/aws.md): \
          {unlisted:?}"
     );
     let never_called: Vec<&(Service, String)> = listed
@@ -487,9 +488,9 @@ fn the_queue_stack_carries_the_queue_policy_file_and_its_rules_are_the_only_send
     assert_eq!(rules.len(), 4);
 }
 
-/// The rows of the README's table with this header line, as cells.
-fn table(readme: &str, header: &str) -> Vec<Vec<String>> {
-    let rows: Vec<Vec<String>> = readme
+/// The rows of the page's table with this header line, as cells.
+fn table(page: &str, header: &str) -> Vec<Vec<String>> {
+    let rows: Vec<Vec<String>> = page
         .lines()
         .skip_while(|line| *line != header)
         .take_while(|line| line.starts_with('|'))
@@ -501,7 +502,7 @@ fn table(readme: &str, header: &str) -> Vec<Vec<String>> {
                 .collect()
         })
         .collect();
-    assert!(!rows.is_empty(), "README: no table headed {header}");
+    assert!(!rows.is_empty(), "no table headed {header}");
     rows
 }
 
@@ -532,10 +533,10 @@ fn quoted(cell: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn the_readmes_call_table_is_the_list() {
-    let readme = read("README.md");
+fn the_security_models_call_table_is_the_list() {
+    let page = read("docs/src/security/aws.md");
     let rows = table(
-        &readme,
+        &page,
         "| call | used for | IAM actions | resource-level scoping in `orca.json` |",
     );
     let mut documented = BTreeMap::new();
@@ -555,14 +556,14 @@ fn the_readmes_call_table_is_the_list() {
         .collect();
     assert_eq!(
         documented, listed,
-        "README's call table (call → IAM actions)"
+        "docs/src/security/aws.md's call table (call → IAM actions)"
     );
 }
 
 #[test]
-fn the_readmes_permission_troubleshooting_names_every_call_and_only_its_actions() {
-    let readme = read("README.md");
-    let rows = table(&readme, "| symptom | call | IAM action |");
+fn the_permission_troubleshooting_names_every_call_and_only_its_actions() {
+    let page = read("docs/src/troubleshooting/aws.md");
+    let rows = table(&page, "| symptom | call | IAM action |");
     let by_operation: BTreeMap<&str, &AwsCall> = ORCA_CALLS
         .iter()
         .map(|call| (call.operation, call))
@@ -598,13 +599,45 @@ fn the_readmes_permission_troubleshooting_names_every_call_and_only_its_actions(
     );
 }
 
+/// README.md and every page of the docs, by path.
+fn documentation() -> Vec<(PathBuf, String)> {
+    let mut pages = vec![repository().join("README.md")];
+    let mut folders = vec![repository().join("docs/src")];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())) {
+            let path = entry.expect("a docs entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    pages
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            (path, text)
+        })
+        .collect()
+}
+
 #[test]
-fn the_policies_are_not_copied_into_the_readme() {
-    let readme = read("README.md");
+fn the_policies_are_not_copied_into_the_docs() {
+    let pages = documentation();
     assert!(
-        !readme.contains("\"Action\""),
-        "README embeds a policy; it points to deploy/iam/ instead, the one copy the tests check"
+        pages.len() > 10,
+        "the docs tree has its pages: {}",
+        pages.len()
     );
+    for (path, text) in pages {
+        assert!(
+            !text.contains("\"Action\""),
+            "{} embeds a policy; it points to deploy/iam/ instead, the one copy the tests check",
+            path.display()
+        );
+    }
 }
 
 #[test]
@@ -631,7 +664,7 @@ fn the_policies_name_what_the_shipped_base_deploys() {
     assert!(
         orca.contains(&format!("\"arn:aws:iam::ACCOUNT:role/{profile}\"")),
         "orca.json passes the role of the base's instance profile {profile} (role and profile \
-         share the name, as the README creates them)"
+         share the name, as the install guide creates them)"
     );
 
     let account: Value = serde_saphyr::from_str(&read("deploy/base/serviceaccount.yaml"))
