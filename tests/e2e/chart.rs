@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 #[path = "chart/metrics.rs"]
 mod metrics;
 
-/// Labels helm's conventions add to every object (and `instance` to every selector), which the
+/// Labels helm's conventions add to every pod (and `instance` to every selector), which the
 /// kustomize base does not carry: README.md of the chart, "Differences from deploy/base".
 const HELM_LABELS: [&str; 4] = [
     "helm.sh/chart",
@@ -27,6 +27,9 @@ const HELM_LABELS: [&str; 4] = [
     "app.kubernetes.io/version",
     "app.kubernetes.io/managed-by",
 ];
+/// On objects, helm's standard labels are these and `app.kubernetes.io/name`, which the base
+/// puts only on its Deployment, PodDisruptionBudget and Service.
+const NAME_LABEL: &str = "app.kubernetes.io/name";
 
 /// `objects` as `kubectl create --dry-run=client -o json` prints them, so YAML written two ways
 /// (flow or block lists, quoted or bare numbers) compares as the API would read it.
@@ -36,9 +39,15 @@ fn as_api_json(objects: &[Value]) -> Result<Vec<Value>> {
         &["create", "--dry-run=client", "-o", "json", "-f", "-"],
         serde_json::to_string(&list)?.as_bytes(),
     )?;
-    Ok(serde_json::Deserializer::from_str(&json)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()?)
+    let mut objects = Vec::new();
+    for value in serde_json::Deserializer::from_str(&json).into_iter::<Value>() {
+        let value = value?;
+        match value["items"].as_array() {
+            Some(items) if value["kind"] == "List" => objects.extend(items.iter().cloned()),
+            _ => objects.push(value),
+        }
+    }
+    Ok(objects)
 }
 
 fn key(object: &Value) -> String {
@@ -50,11 +59,12 @@ fn key(object: &Value) -> String {
     )
 }
 
-/// Removes `labels` from a label map, and the map itself when nothing is left.
-fn strip_labels(parent: &mut Value, field: &str) {
+/// Removes helm's labels (and `also`) from a label map, and the map itself when nothing is
+/// left.
+fn strip_labels_and(parent: &mut Value, field: &str, also: &[&str]) {
     if let Some(map) = parent.get_mut(field).and_then(Value::as_object_mut) {
-        for label in HELM_LABELS {
-            map.remove(label);
+        for label in HELM_LABELS.iter().chain(also) {
+            map.remove(*label);
         }
         if map.is_empty() {
             parent.as_object_mut().map(|p| p.remove(field));
@@ -62,10 +72,14 @@ fn strip_labels(parent: &mut Value, field: &str) {
     }
 }
 
+fn strip_labels(parent: &mut Value, field: &str) {
+    strip_labels_and(parent, field, &[]);
+}
+
 /// The chart's objects with helm's labels and the config checksum taken out, the config read
 /// as YAML: the documented differences, undone.
 fn chart_normalised(mut object: Value) -> Result<Value> {
-    strip_labels(&mut object["metadata"], "labels");
+    strip_labels_and(&mut object["metadata"], "labels", &[NAME_LABEL]);
     if object["kind"] == "Deployment" {
         let spec = &mut object["spec"];
         strip_labels(&mut spec["selector"], "matchLabels");
@@ -104,22 +118,12 @@ fn chart_normalised(mut object: Value) -> Result<Value> {
         ensure!(container["imagePullPolicy"] == "IfNotPresent", "{container}");
         container.as_object_mut().map(|c| c.remove("imagePullPolicy"));
     }
-    if matches!(object["kind"].as_str(), Some("PodDisruptionBudget"))
-        || matches!(object["kind"].as_str(), Some("Service"))
-    {
-        let selector = if object["kind"] == "Service" {
-            &mut object["spec"]
-        } else {
-            &mut object["spec"]["selector"]
-        };
-        strip_labels(
-            selector,
-            if object["kind"] == "Service" {
-                "selector"
-            } else {
-                "matchLabels"
-            },
-        );
+    match object["kind"].as_str() {
+        Some("Service") => strip_labels(&mut object["spec"], "selector"),
+        Some("PodDisruptionBudget") => {
+            strip_labels(&mut object["spec"]["selector"], "matchLabels");
+        }
+        _ => {}
     }
     config_as_yaml(&mut object)?;
     Ok(object)
@@ -137,6 +141,7 @@ fn config_as_yaml(object: &mut Value) -> Result<()> {
 /// The base's objects with the config ConfigMap's content hash taken out of its name (the
 /// chart names it `orca-config` and rolls the Deployment with a checksum instead).
 fn base_normalised(mut object: Value) -> Result<Value> {
+    strip_labels_and(&mut object["metadata"], "labels", &[NAME_LABEL]);
     let unhashed = |name: &str| {
         name.strip_prefix("orca-config-")
             .map_or(name.to_owned(), |_| "orca-config".to_owned())
