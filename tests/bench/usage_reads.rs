@@ -47,10 +47,10 @@ use orca::provider::PodKey;
 use orca::provider::ownership::{TAG_CLUSTER_ID, ownership_tags, read_cluster_id};
 use orca_e2e::ec2_listing::Ec2Listing;
 use orca_e2e::http::curl_status;
+use orca_e2e::metric_store::MetricStore;
 use orca_e2e::node_reader::NodeReader;
 use orca_e2e::orca::aws_test_config_at;
 use orca_e2e::pods::{self, burst_pod};
-use orca_e2e::metric_store::MetricStore;
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, unique_node_name};
 

@@ -100,23 +100,30 @@ fn chart_normalised(mut object: Value) -> Result<Value> {
                 .map(|m| m.remove("annotations"));
         }
         let pod = &mut template["spec"];
-        for term in pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            .as_array_mut()
-            .into_iter()
-            .flatten()
-            .chain(
-                pod["topologySpreadConstraints"]
-                    .as_array_mut()
-                    .into_iter()
-                    .flatten(),
-            )
+        for term in
+            pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
         {
             strip_labels(&mut term["labelSelector"], "matchLabels");
         }
+        for constraint in pod["topologySpreadConstraints"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            strip_labels(&mut constraint["labelSelector"], "matchLabels");
+        }
         let container = &mut pod["containers"][0];
         // Kubernetes' default for an image with a tag other than latest, written out.
-        ensure!(container["imagePullPolicy"] == "IfNotPresent", "{container}");
-        container.as_object_mut().map(|c| c.remove("imagePullPolicy"));
+        ensure!(
+            container["imagePullPolicy"] == "IfNotPresent",
+            "{container}"
+        );
+        container
+            .as_object_mut()
+            .map(|c| c.remove("imagePullPolicy"));
     }
     match object["kind"].as_str() {
         Some("Service") => strip_labels(&mut object["spec"], "selector"),
@@ -304,7 +311,10 @@ fn settings_and_plugins_land_in_orcas_config() -> Result<()> {
         "https://sqs.us-west-2.amazonaws.com/111122223333/q"
     );
     // What the values did not touch stays as the defaults set it.
-    assert_eq!(config["provider"]["aws"]["instanceProfile"], "orca-workload");
+    assert_eq!(
+        config["provider"]["aws"]["instanceProfile"],
+        "orca-workload"
+    );
     let plugins = find("ConfigMap", "team-orca-plugins")?;
     assert_eq!(plugins["binaryData"]["team-selector.wasm"], "AGFzbQ==");
     let deployment = find("Deployment", "team-orca")?;
@@ -427,14 +437,7 @@ async fn the_chart_installs_upgrades_and_uninstalls_in_the_cluster() -> Result<(
     for object in &manifest {
         let kind = object["kind"].as_str().context("kind")?;
         let object_name = object["metadata"]["name"].as_str().context("name")?;
-        let mut args = vec![
-            "get",
-            kind,
-            object_name,
-            "--ignore-not-found",
-            "-o",
-            "name",
-        ];
+        let mut args = vec!["get", kind, object_name, "--ignore-not-found", "-o", "name"];
         if let Some(ns) = object["metadata"]["namespace"].as_str() {
             args.extend(["-n", ns]);
         }
@@ -474,7 +477,10 @@ fn the_prometheus_rule_and_the_dashboard_config_map_ship_the_files() -> Result<(
         .iter()
         .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "orca-dashboard")
         .context("the dashboard ConfigMap")?;
-    assert_eq!(dashboard["metadata"]["annotations"]["grafana_folder"], "AWS");
+    assert_eq!(
+        dashboard["metadata"]["annotations"]["grafana_folder"],
+        "AWS"
+    );
     // Off by default: the chart installs without the Prometheus operator's CRDs.
     let defaults = template("orca", "orca-system", &[])?;
     ensure!(

@@ -18,11 +18,10 @@ use kube::api::{DeleteParams, PostParams};
 use orca_e2e::audit;
 use orca_e2e::cluster::{kubectl_ok, kubectl_ok_with_input, repo_root};
 use orca_e2e::deploy::{
-    ServiceAccount, apply_base, service_account_can, service_account_kubeconfig, to_yaml,
-    yaml_file,
+    ServiceAccount, apply_base, service_account_can, service_account_kubeconfig, to_yaml, yaml_file,
 };
-use orca_e2e::helm::Release;
 use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
+use orca_e2e::helm::Release;
 use orca_e2e::http::curl_status;
 use orca_e2e::plugins::{publish_like_kubelet, team_selector_wasm};
 use orca_e2e::pods::{self, burst_pod, instance_id, wait_decided};
@@ -341,7 +340,11 @@ async fn orca_with_only_the_charts_rbac_takes_a_pod_through_its_whole_life() -> 
     let release = Release::install(&namespace.name, &namespace.name, &[])?;
     let objects = release.manifest()?;
     let account = object(&objects, "ServiceAccount", "")?;
-    let config_map = object(&objects, "ConfigMap", &format!("{}-orca-config", release.name))?;
+    let config_map = object(
+        &objects,
+        "ConfigMap",
+        &format!("{}-orca-config", release.name),
+    )?;
     let install = Install {
         account: ServiceAccount {
             namespace: namespace.name.clone(),

@@ -150,7 +150,13 @@ impl Release {
     /// `helm get manifest`: the objects the release holds, as JSON.
     pub fn manifest(&self) -> Result<Vec<Value>> {
         let yaml = helm_ok(
-            &["get", "manifest", &self.name, "--namespace", &self.namespace],
+            &[
+                "get",
+                "manifest",
+                &self.name,
+                "--namespace",
+                &self.namespace,
+            ],
             true,
         )?;
         let documents: Vec<Value> = serde_saphyr::from_multiple(&yaml)?;

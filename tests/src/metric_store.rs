@@ -34,10 +34,8 @@ use tokio::task::JoinHandle;
 
 use crate::proxy::{Seen, operation, serve};
 
-type Body = http_body_util::combinators::UnsyncBoxBody<
-    Bytes,
-    Box<dyn std::error::Error + Send + Sync>,
->;
+type Body =
+    http_body_util::combinators::UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// CloudWatch's most queries in one `GetMetricData`.
 const MAX_QUERIES: usize = 500;
@@ -290,7 +288,11 @@ fn data(form: &BTreeMap<String, String>, now: i64) -> Result<Vec<(SeriesKey, i64
             Some(_) => time(form, &format!("{member}.Timestamp"))?,
             None => now,
         };
-        data.push(((namespace.clone(), name, dimensions(form, &member)), at, value));
+        data.push((
+            (namespace.clone(), name, dimensions(form, &member)),
+            at,
+            value,
+        ));
     }
     Ok(data)
 }
@@ -303,9 +305,10 @@ fn escape(text: &str) -> String {
 }
 
 fn iso(second: i64) -> String {
-    Timestamp::from_second(second).map_or_else(|_| "1970-01-01T00:00:00Z".to_owned(), |at| {
-        at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-    })
+    Timestamp::from_second(second).map_or_else(
+        |_| "1970-01-01T00:00:00Z".to_owned(),
+        |at| at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    )
 }
 
 const XMLNS: &str = "http://monitoring.amazonaws.com/doc/2010-08-01/";
@@ -383,7 +386,10 @@ impl State {
             (Method::POST, Some("PutMetricData")) => self.put_metric_data(&form),
             (_, other) => Err(refuse(
                 "InvalidAction",
-                format!("{} is not implemented by this store", other.unwrap_or("no action")),
+                format!(
+                    "{} is not implemented by this store",
+                    other.unwrap_or("no action")
+                ),
             )),
         };
         match answered {
@@ -481,10 +487,7 @@ mod tests {
             }]
         );
         let math = format!("{body}&MetricDataQueries.member.1.Expression=SUM(METRICS())");
-        assert_eq!(
-            queries_of(&math).unwrap_err().code,
-            "InvalidParameterValue"
-        );
+        assert_eq!(queries_of(&math).unwrap_err().code, "InvalidParameterValue");
         let no_window = body.replace("StartTime", "Begin");
         assert_eq!(queries_of(&no_window).unwrap_err().code, "MissingParameter");
     }

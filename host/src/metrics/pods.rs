@@ -6,8 +6,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use crate::process::served_nodes::ServedNodes;
-use prometheus_client::collector::Collector;
 use k8s_openapi::api::core::v1::Pod;
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::family::Family;
@@ -255,7 +255,11 @@ mod tests {
             pod(Some("Pending"), None, Some(("False", "InstanceLaunching"))),
             pod(Some("Pending"), None, Some(("False", "PolicyNotReady"))),
             pod(Some("Running"), None, Some(("True", "ignored while ready"))),
-            pod(Some("Failed"), Some("SpotInterrupted"), Some(("False", "PodFailed"))),
+            pod(
+                Some("Failed"),
+                Some("SpotInterrupted"),
+                Some(("False", "PodFailed")),
+            ),
             Pod::default(),
         ];
         let counts = by_phase_and_reason(pods.iter());

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use orca::config::GuardrailsConfig;
-use orca::metrics::Metrics;
+use orca::metrics::{EvaluationLabels, Metrics, PluginInfoLabels};
 use orca::policy::guardrails::Guardrails;
 use orca::process::pod_usage::PodUsages;
 use orca::process::served_nodes::ServedNodes;
+use orca::process::turn::TurnEnd;
 use orca::provider::aws::Ec2Calls;
 use orca::spend::NamespaceSpend;
 use orca_e2e::helm::chart_dir;
@@ -27,8 +28,9 @@ const NOT_ORCAS: [&str; 1] = ["container_memory_working_set_bytes"];
 
 /// Every sample name orca's registry exposes: the registry built as `Metrics::new` builds it
 /// at startup, with a namespace cap so the spend gauges (written only when some namespace has
-/// one) are described too. Each family's `# TYPE` line names it; a counter's samples end in
-/// `_total`, a histogram's in `_bucket`, `_sum` and `_count`.
+/// one) are described too, and one value recorded into each family that is encoded only once
+/// it holds a series (through the calls orca's parts make). Each family's `# TYPE` line names
+/// it; a counter's samples end in `_total`, a histogram's in `_bucket`, `_sum` and `_count`.
 fn exported() -> Result<BTreeSet<String>> {
     let guardrails: GuardrailsConfig = serde_saphyr::from_str("maxNamespacePricePerHour: 50")?;
     let spend = NamespaceSpend::new(
@@ -41,6 +43,26 @@ fn exported() -> Result<BTreeSet<String>> {
         Arc::new(spend),
         Arc::new(PodUsages::default()),
     );
+    let elapsed = Duration::from_millis(3);
+    metrics.reconcile.observe("ok", elapsed);
+    metrics.reconcile.unclaimed("node", 0);
+    metrics.ec2.record("RunInstances", "ok", elapsed);
+    metrics.serving.ended("node", TurnEnd::Lapsed);
+    let _ = metrics.policy.evaluations.get_or_create(&EvaluationLabels {
+        plugin: "plugin".to_owned(),
+        hook: "select-instance".to_owned(),
+        result: "ok".to_owned(),
+    });
+    metrics
+        .policy
+        .plugin_info
+        .get_or_create(&PluginInfoLabels {
+            plugin: "plugin".to_owned(),
+            version: "0.1.0".to_owned(),
+            sha256: "0".repeat(64),
+            source: "embedded".to_owned(),
+        })
+        .set(1);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &metrics.registry())?;
     let mut names = BTreeSet::new();
@@ -121,11 +143,17 @@ fn dashboard_expressions(dashboard: &Value) -> Result<Vec<String>> {
     }
     let mut expressions = Vec::new();
     panels(&dashboard["panels"], &mut expressions);
-    for variable in dashboard["templating"]["list"].as_array().into_iter().flatten() {
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         if variable["type"] != "query" {
             continue;
         }
-        let query = variable["definition"].as_str().context("a query's definition")?;
+        let query = variable["definition"]
+            .as_str()
+            .context("a query's definition")?;
         let inner = query
             .strip_prefix("label_values(")
             .and_then(|q| q.strip_suffix(')'))
@@ -185,7 +213,10 @@ fn every_metric_the_dashboard_and_the_alert_rules_read_is_one_orca_exports() -> 
                     .map_err(|e| anyhow::anyhow!("{alert}: for {duration}: {e}"))?;
             }
             ensure!(
-                matches!(rule["labels"]["severity"].as_str(), Some("warning" | "critical")),
+                matches!(
+                    rule["labels"]["severity"].as_str(),
+                    Some("warning" | "critical")
+                ),
                 "{alert}: severity {}",
                 rule["labels"]["severity"]
             );
