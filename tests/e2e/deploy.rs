@@ -1,8 +1,9 @@
 //! `deploy/` against the real control plane: the kustomize base and the examples pass a
 //! server-side dry run; orca running with the `orca` ServiceAccount's own token (bound only by
-//! `deploy/`'s RBAC) takes a pod through its whole life on moto, every request allowed and
-//! every permission used; and the custom plugin example, packaged as a ConfigMap by its
-//! overlay, goes live in a running orca without a restart.
+//! `deploy/`'s RBAC: the kustomize base's, then a release of the Helm chart's) takes a pod
+//! through its whole life on moto, every request allowed and every permission used; and the
+//! custom plugin example, packaged as a ConfigMap by its overlay, goes live in a running orca
+//! without a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,9 +18,10 @@ use kube::api::{DeleteParams, PostParams};
 use orca_e2e::audit;
 use orca_e2e::cluster::{kubectl_ok, kubectl_ok_with_input, repo_root};
 use orca_e2e::deploy::{
-    self, USERNAME, apply_base, service_account_can, service_account_kubeconfig, to_yaml, yaml_file,
+    ServiceAccount, apply_base, service_account_can, service_account_kubeconfig, to_yaml, yaml_file,
 };
 use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
+use orca_e2e::helm::Release;
 use orca_e2e::http::curl_status;
 use orca_e2e::plugins::{publish_like_kubelet, team_selector_wasm};
 use orca_e2e::pods::{self, burst_pod, instance_id, wait_decided};
@@ -160,10 +162,16 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
     namespace.delete().await
 }
 
-/// deploy/base/config.yaml as the test runs it: the node's own name (and cluster name, so it
+/// An install's config.yaml as the test runs it: the node's own name (and cluster name, so it
 /// sees no other test's instances), moto as the EC2 endpoint with moto's own subnet and
-/// security group, and short intervals. Everything else, the TLS sources included, as shipped.
-async fn shipped_config_for_moto(node: &str, plugins_dir: &Path) -> Result<String> {
+/// security group, short intervals, and the node Leases in the install's namespace (orca in a
+/// pod finds it in POD_NAMESPACE). Everything else, the TLS sources included, as shipped.
+async fn shipped_config_for_moto(
+    shipped: &Value,
+    account: &ServiceAccount,
+    node: &str,
+    plugins_dir: &Path,
+) -> Result<String> {
     let cluster = TestCluster::shared();
     let ec2 = cluster.ec2_client().await;
     let subnet = ec2
@@ -183,7 +191,8 @@ async fn shipped_config_for_moto(node: &str, plugins_dir: &Path) -> Result<Strin
         .iter()
         .find_map(|g| g.group_id().map(str::to_owned))
         .context("moto has a default security group")?;
-    let mut config = yaml_file("deploy/base/config.yaml")?;
+    let mut config = shipped.clone();
+    config["replicas"]["namespace"] = json!(account.namespace);
     config["node"]["name"] = json!(node);
     config["node"]["clusterName"] = json!(node);
     config["node"]["leaseRenewInterval"] = json!("2s");
@@ -225,7 +234,7 @@ fn gpu_training_pod(node: &str) -> Result<Pod> {
     Ok(serde_json::from_value(pod)?)
 }
 
-/// One permission a Role or ClusterRole of deploy/ grants.
+/// One permission a Role or ClusterRole of an install grants.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Grant {
     verb: String,
@@ -240,13 +249,14 @@ struct Grant {
 impl Grant {
     /// Asked with `kubectl auth can-i`, which names a group as `resource.group` and a
     /// subresource with `--subresource`.
-    fn allowed(&self) -> Result<bool> {
+    fn allowed(&self, account: &ServiceAccount) -> Result<bool> {
         let qualified = match (self.group.as_str(), self.resource.split_once('/')) {
             ("", _) => self.resource.clone(),
             (group, Some((resource, sub))) => format!("{resource}.{group}/{sub}"),
             (group, None) => format!("{}.{group}", self.resource),
         };
         service_account_can(
+            account,
             &self.verb,
             &qualified,
             self.name.as_deref(),
@@ -255,9 +265,8 @@ impl Grant {
     }
 }
 
-fn granted_by_deploy() -> Result<BTreeSet<Grant>> {
-    let text = std::fs::read_to_string(repo_root().join("deploy/base/rbac.yaml"))?;
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)?;
+/// Every permission the Roles and ClusterRoles among `documents` grant.
+fn granted_by(documents: &[Value]) -> BTreeSet<Grant> {
     let strings = |value: &Value| -> Vec<String> {
         value
             .as_array()
@@ -296,21 +305,80 @@ fn granted_by_deploy() -> Result<BTreeSet<Grant>> {
             }
         }
     }
-    Ok(granted)
+    granted
+}
+
+/// An install of orca in the cluster, whose RBAC the whole-life test runs orca under.
+struct Install {
+    account: ServiceAccount,
+    /// Its objects: the Roles and ClusterRoles among them are what it grants.
+    objects: Vec<Value>,
+    /// Its config.yaml.
+    config: Value,
 }
 
 #[tokio::test]
 async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_life() -> Result<()>
 {
+    apply_base()?;
+    let rbac = std::fs::read_to_string(repo_root().join("deploy/base/rbac.yaml"))?;
+    let install = Install {
+        account: ServiceAccount::base(),
+        objects: serde_saphyr::from_multiple(&rbac)?,
+        config: yaml_file("deploy/base/config.yaml")?,
+    };
+    whole_life_under(&install, "deploy-rbac").await
+}
+
+/// The same life under a release of the Helm chart (deploy/charts/orca) in a namespace of its
+/// own, with the roles and the config the release holds; uninstalled afterwards.
+#[tokio::test]
+async fn orca_with_only_the_charts_rbac_takes_a_pod_through_its_whole_life() -> Result<()> {
+    let client = TestCluster::shared().kube_client().await?;
+    let namespace = TestNamespace::create(&client, "e2e-chart-rbac").await?;
+    // Cluster-scoped objects are named after the release: one unique to this test.
+    let release = Release::install(&namespace.name, &namespace.name, &[])?;
+    let objects = release.manifest()?;
+    let account = object(&objects, "ServiceAccount", "")?;
+    let config_map = object(
+        &objects,
+        "ConfigMap",
+        &format!("{}-orca-config", release.name),
+    )?;
+    let install = Install {
+        account: ServiceAccount {
+            namespace: namespace.name.clone(),
+            name: account["metadata"]["name"]
+                .as_str()
+                .context("the ServiceAccount's name")?
+                .to_owned(),
+        },
+        config: serde_saphyr::from_str(
+            config_map["data"]["config.yaml"]
+                .as_str()
+                .context("the release's config.yaml")?,
+        )?,
+        objects,
+    };
+    let lived = whole_life_under(&install, "chart-rbac").await;
+    release.uninstall()?;
+    namespace.delete().await?;
+    lived
+}
+
+/// orca with only `install`'s ServiceAccount's token and `install`'s config (on moto) takes
+/// pods through their whole lives; every request is allowed, every permission the install
+/// grants is used, and what orca must not do is refused.
+async fn whole_life_under(install: &Install, node_prefix: &str) -> Result<()> {
     let cluster = TestCluster::shared();
     let client = cluster.kube_client().await?;
-    apply_base()?;
+    let account = &install.account;
     let credentials = tempfile::tempdir()?;
-    let kubeconfig = service_account_kubeconfig(credentials.path())?;
-    let node = unique_node_name("deploy-rbac");
+    let kubeconfig = service_account_kubeconfig(credentials.path(), account)?;
+    let node = unique_node_name(node_prefix);
     let plugins = credentials.path().join("plugins");
     std::fs::create_dir(&plugins)?;
-    let config = shipped_config_for_moto(&node, &plugins).await?;
+    let config = shipped_config_for_moto(&install.config, account, &node, &plugins).await?;
     let from = Timestamp::now();
     let mut orca = OrcaProcess::start_with_kubeconfig(&node, &kubeconfig, |_| config)?;
     orca.wait_ready(Duration::from_secs(30)).await?;
@@ -466,7 +534,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
     assert!(exit.success(), "orca exited with {exit}");
     let requests = audit::requests(
         Path::new(cluster.var("AUDIT_LOG")),
-        USERNAME,
+        &account.username(),
         from,
         Timestamp::now(),
     );
@@ -478,12 +546,12 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         "RBAC refused orca: {refused:#?}\norca log:\n{}",
         orca.log()
     );
-    // ...and every permission deploy/ grants was used. Two are not visible as such: events are
+    // ...and every permission the install grants was used. Two are not visible as such: events are
     // patched only when one repeats, which these pods' lives do not provoke; and the Lease is
     // created by a server-side apply patch, audited as patch but authorized as create (without
     // create it is refused).
     let used: BTreeSet<String> = requests.iter().map(|r| r.key()).collect();
-    let granted = granted_by_deploy()?;
+    let granted = granted_by(&install.objects);
     let unused: Vec<_> = granted
         .iter()
         .filter(|g| !used.contains(&format!("{} {}", g.verb, g.resource)))
@@ -499,9 +567,10 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         "granted but never used: {unused:?}\nused: {used:?}"
     );
     for grant in &granted {
-        assert!(grant.allowed()?, "can-i {grant:?}");
+        assert!(grant.allowed(account)?, "can-i {grant:?}");
     }
     // What orca must not be able to do.
+    let own = Some(account.namespace.as_str());
     for (verb, resource, namespace) in [
         ("create", "pods", None),
         ("update", "pods", None),
@@ -514,19 +583,19 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
         ("get", "nodes/proxy", None),
         ("list", "secrets", None),
         ("watch", "configmaps", None),
-        ("create", "secrets", Some(deploy::NAMESPACE)),
-        ("create", "serviceaccounts/token", Some(deploy::NAMESPACE)),
-        ("create", "deployments", Some(deploy::NAMESPACE)),
+        ("create", "secrets", own),
+        ("create", "serviceaccounts/token", own),
+        ("create", "deployments", own),
         ("create", "clusterrolebindings", None),
         ("impersonate", "users", None),
         ("update", "certificatesigningrequests/approval", None),
         ("delete", "leases", Some("kube-node-lease")),
-        ("delete", "leases", Some(deploy::NAMESPACE)),
-        ("patch", "leases", Some(deploy::NAMESPACE)),
+        ("delete", "leases", own),
+        ("patch", "leases", own),
         ("get", "leases", Some("default")),
     ] {
         assert!(
-            !service_account_can(verb, resource, None, namespace)?,
+            !service_account_can(account, verb, resource, None, namespace)?,
             "orca may {verb} {resource} in {namespace:?}"
         );
     }

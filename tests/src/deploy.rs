@@ -12,8 +12,29 @@ use crate::cluster::{kubectl_ok, repo_root};
 
 pub const NAMESPACE: &str = "orca-system";
 pub const SERVICE_ACCOUNT: &str = "orca";
-/// The user the apiserver sees for a token of the `orca` ServiceAccount.
-pub const USERNAME: &str = "system:serviceaccount:orca-system:orca";
+
+/// The ServiceAccount an install of orca runs as: the kustomize base's `orca-system/orca`, or
+/// a chart release's in its own namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceAccount {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ServiceAccount {
+    /// The kustomize base's: `orca` in `orca-system`.
+    pub fn base() -> ServiceAccount {
+        ServiceAccount {
+            namespace: NAMESPACE.to_owned(),
+            name: SERVICE_ACCOUNT.to_owned(),
+        }
+    }
+
+    /// The user the apiserver sees for a token of this ServiceAccount.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+}
 
 /// `deploy/` as the install guide applies it (`kubectl apply --server-side -k deploy/`), once per test
 /// process. The Deployment's pod stays Pending (its image is not on any node here, and the
@@ -38,17 +59,18 @@ pub fn apply_base() -> Result<()> {
         .map_err(anyhow::Error::msg)
 }
 
-/// A kubeconfig for the `orca` ServiceAccount: the harness apiserver and its CA, and a token
-/// minted by the TokenRequest API (as the kubelet projects one into orca's pod).
-pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
+/// A kubeconfig for `account`: the harness apiserver and its CA, and a token minted by the
+/// TokenRequest API (as the kubelet projects one into orca's pod).
+pub fn service_account_kubeconfig(dir: &Path, account: &ServiceAccount) -> Result<PathBuf> {
     let token = kubectl_ok(&[
         "create",
         "token",
-        SERVICE_ACCOUNT,
+        &account.name,
         "-n",
-        NAMESPACE,
+        &account.namespace,
         "--duration=2h",
     ])?;
+    let username = account.username();
     let admin: Value = serde_json::from_str(&kubectl_ok(&[
         "config", "view", "--raw", "--minify", "-o", "json",
     ])?)?;
@@ -60,8 +82,8 @@ pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "harness", "cluster": cluster}],
-        "users": [{"name": USERNAME, "user": {"token": token.trim()}}],
-        "contexts": [{"name": "orca", "context": {"cluster": "harness", "user": USERNAME}}],
+        "users": [{"name": username, "user": {"token": token.trim()}}],
+        "contexts": [{"name": "orca", "context": {"cluster": "harness", "user": username}}],
         "current-context": "orca",
     });
     let path = dir.join("orca-serviceaccount.kubeconfig");
@@ -70,9 +92,10 @@ pub fn service_account_kubeconfig(dir: &Path) -> Result<PathBuf> {
 }
 
 /// `kubectl auth can-i VERB RESOURCE[.GROUP][/NAME] [--subresource SUB] [-n NAMESPACE]` asked as
-/// the `orca` ServiceAccount; `resource` is written `RESOURCE[.GROUP][/SUB]`, `name` the one
-/// object asked about (a rule with `resourceNames`).
+/// `account`; `resource` is written `RESOURCE[.GROUP][/SUB]`, `name` the one object asked
+/// about (a rule with `resourceNames`).
 pub fn service_account_can(
+    account: &ServiceAccount,
     verb: &str,
     resource: &str,
     name: Option<&str>,
@@ -87,7 +110,7 @@ pub fn service_account_can(
         Some(name) => format!("{resource}/{name}"),
         None => resource.to_owned(),
     };
-    let user = format!("--as={USERNAME}");
+    let user = format!("--as={}", account.username());
     let mut args = vec!["auth", "can-i", verb, target.as_str(), user.as_str()];
     if let Some(subresource) = subresource {
         args.extend(["--subresource", subresource]);

@@ -12,6 +12,7 @@ pub mod doc_links;
 pub mod ec2;
 pub mod ec2_listing;
 pub mod guest_plugins;
+pub mod helm;
 pub mod http;
 pub mod iam;
 pub mod imds;
