@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use orca::config::Config;
-use orca::process::cli::{Cli, Command, LogFormat};
+use orca::process::cli::{Cli, Command, ConfigCommand, LogFormat};
 
 fn main() -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
@@ -25,6 +25,10 @@ async fn run() -> ExitCode {
         eprintln!("orca: {}", orca::support::errors::error_chain(error));
         ExitCode::from(2)
     };
+    if let Some(Command::Config(ConfigCommand::Schema)) = cli.command {
+        print!("{}", orca::config::schema::schema_text());
+        return ExitCode::SUCCESS;
+    }
     if let Some(Command::Plugin(command)) = cli.command {
         // Log lines go to stderr; the command's answer is on stdout. What the plugin itself
         // writes (its stdout, stderr and `log` records, a panic message) and which plugin files

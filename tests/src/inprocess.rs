@@ -40,6 +40,7 @@ impl InProcessOrca {
         interruptions: Option<Arc<dyn NoticeQueue>>,
     ) -> Result<InProcessOrca> {
         ::orca::support::tls::install_crypto_provider();
+        crate::config_schema::check_config(config)?;
         let config = Config::parse(config).context("the in-process orca's config")?;
         let metrics_port = config.metrics.port;
         let runtime = tokio::runtime::Builder::new_multi_thread()

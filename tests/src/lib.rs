@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod captured_log;
 pub mod cluster;
+pub mod config_schema;
 pub mod container_logs;
 pub mod cosign;
 pub mod deploy;

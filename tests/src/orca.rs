@@ -187,6 +187,8 @@ impl OrcaProcess {
         if self.child.is_some() {
             bail!("orca for {} is already running", self.node_name);
         }
+        // The published schema must accept every config the tests give orca.
+        crate::config_schema::check_config_file(&self.config_path())?;
         let cluster = TestCluster::shared();
         let log = std::fs::OpenOptions::new()
             .create(true)

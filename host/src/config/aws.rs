@@ -1,13 +1,15 @@
 //! `provider.aws`: how orca reaches EC2 and what every instance it launches gets.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{
     ConfigError, ExecConfig, FleetConfig, InterruptionQueueConfig, LaunchApi, LogsConfig,
     PodMetricsConfig, Seconds,
 };
 
-#[derive(Debug, Clone, Deserialize)]
+/// How orca reaches EC2 and what every instance it launches gets.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct AwsConfig {
     /// Another EC2 endpoint (moto, LocalStack, a VPC endpoint); absent: the region's own.
@@ -22,7 +24,9 @@ pub struct AwsConfig {
     /// Instance profile name or ARN, e.g. one allowing `ec2:CreateTags` on itself (the
     /// bootstrap reports the exit code as a tag).
     pub instance_profile: Option<String>,
+    /// The EC2 key pair an instance is launched with, for SSH; absent: none.
     pub key_name: Option<String>,
+    /// The root EBS volume of every instance.
     pub root_volume: RootVolumeConfig,
     /// How a launch reaches EC2: `fleet` (default: one `CreateFleet` lets EC2 choose among
     /// every candidate type in every subnet) or `runInstances` (one offering at a time).
@@ -80,7 +84,7 @@ impl Default for AwsConfig {
 
 /// What an instance does with its local NVMe instance-store disks (p5, g6, i4i, …), spelled as
 /// Karpenter's `instanceStorePolicy` spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 pub enum InstanceStorePolicy {
     /// The disks (striped into RAID0 when there are several) hold Docker's data root and the
     /// pod's emptyDir volumes. An instance without any runs as with `None`; one whose disks
@@ -92,14 +96,17 @@ pub enum InstanceStorePolicy {
     None,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// The root EBS volume of every instance.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct RootVolumeConfig {
     /// The AMI's root device name (`/dev/xvda` on Amazon Linux).
     pub device_name: String,
+    /// Its size in GiB: 1 to 65536.
     pub size_gib: u32,
     /// gp3, gp2, io1, io2, st1, sc1 or standard.
     pub volume_type: String,
+    /// Encrypted with the account's default EBS key.
     pub encrypted: bool,
 }
 
@@ -114,7 +121,8 @@ impl Default for RootVolumeConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+/// Client-side token buckets below EC2's, per kind of call.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct RateLimitConfig {
     /// Sustained calls per second for mutating calls (RunInstances, TerminateInstances).
@@ -123,6 +131,7 @@ pub struct RateLimitConfig {
     pub mutating_burst: u32,
     /// Sustained calls per second for describe calls.
     pub describe_per_second: u32,
+    /// Describe calls allowed at once before the sustained rate applies.
     pub describe_burst: u32,
 }
 

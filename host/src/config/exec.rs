@@ -1,12 +1,13 @@
 //! `provider.aws.exec`: `kubectl exec` through AWS Systems Manager's Run Command (see
 //! [`crate::provider::aws::exec`]).
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Seconds};
 
 /// Whether exec runs, and how long a command may run.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ExecConfig {
     /// `false`: exec is refused, saying so, and orca calls no Systems Manager API.

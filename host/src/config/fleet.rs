@@ -2,13 +2,14 @@
 //! Fleet per launch (every candidate type in every subnet, EC2 picks) or the older walk of
 //! one `RunInstances` per offering.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use crate::provider::plan::{AllocationStrategy, Market};
 
 /// The EC2 API a launch goes through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum LaunchApi {
     /// One `CreateFleet` (type `instant`) per market: EC2 chooses among every candidate type
@@ -18,7 +19,8 @@ pub enum LaunchApi {
     RunInstances,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+/// The allocation strategies of fleet launches, per market.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct FleetConfig {
     /// How a spot fleet picks its pool: price-capacity-optimized (default),

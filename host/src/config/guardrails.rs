@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use crate::policy::guardrails::{Glob, GlobKind, Price};
@@ -12,7 +13,7 @@ use crate::provider::plan::Market;
 
 /// The host's limits on what any plugin may choose. Every field is optional; an empty block
 /// limits nothing.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct GuardrailsConfig {
     /// Globs on instance type names (`m7i.*`, `g6e.xlarge`); with `allowFamilies`, a type must

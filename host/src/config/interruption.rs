@@ -1,11 +1,13 @@
 //! `provider.aws.interruptionQueue`: the SQS queue EventBridge fills with EC2's interruption
 //! warnings, rebalance recommendations, scheduled changes and state changes for this cluster.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// The SQS queue EventBridge fills with EC2's notices for this cluster's instances.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct InterruptionQueueConfig {
     /// The queue's URL, `https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`. Each cluster needs its

@@ -7,18 +7,20 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Seconds};
 
 /// The kubelet HTTPS API.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct KubeletApiConfig {
     /// The address to listen on; the port is `node.daemonPort`. Unset: the address the Node
     /// advertises (`node.internalIP`, else `$POD_IP`, else loopback), the one the apiserver
     /// is told to call, so no other interface is open to callers.
     pub bind_address: Option<IpAddr>,
+    /// Where the serving certificate comes from.
     pub tls: ServingTlsConfig,
     /// PEM bundle of the CAs whose client certificates are accepted (the apiserver presents
     /// one for logs). Default: `client-ca-file` of the `kube-system/extension-apiserver-
@@ -69,7 +71,7 @@ impl Default for KubeletApiConfig {
 }
 
 /// Where the serving certificate comes from.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ServingTlsConfig {
     /// Tried in order; the first that yields a certificate serves. `files` is skipped when
@@ -79,6 +81,7 @@ pub struct ServingTlsConfig {
     /// PEM certificate chain and private key; re-read when they change (cert-manager, a
     /// mounted Secret).
     pub cert_file: Option<PathBuf>,
+    /// The PEM private key of `certFile`; set both or neither.
     pub key_file: Option<PathBuf>,
     /// Where a certificate issued through the CSR API is kept, so a restart reuses it rather
     /// than asking for approval again. Unset: kept in memory only.
@@ -100,7 +103,7 @@ impl Default for ServingTlsConfig {
 }
 
 /// One place a serving certificate can come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TlsSource {
     /// `certFile` and `keyFile`.
@@ -113,10 +116,12 @@ pub enum TlsSource {
 }
 
 /// The plain-HTTP listener for `/metrics`, `/healthz` and `/readyz`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct MetricsConfig {
+    /// The address to listen on; `0.0.0.0`: every interface.
     pub bind_address: IpAddr,
+    /// The port; another than `node.daemonPort`, which serves the kubelet API.
     pub port: u16,
 }
 

@@ -1,13 +1,14 @@
 //! `provider.aws.logs`: where containers' output goes (CloudWatch Logs), so `kubectl logs` has
 //! the whole history and `-f` follows it for as long as the pod runs.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use super::quantity_field::{quantity_bytes, string_or_number};
 
 /// The log group, its retention, and how Docker's `awslogs` driver delivers.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogsConfig {
     /// The log group every container of this node writes to, one stream per pod UID and
@@ -24,6 +25,7 @@ pub struct LogsConfig {
     pub delivery: LogDelivery,
     /// The per-container buffer of `nonBlocking` delivery (a quantity: `4Mi`).
     #[serde(default = "default_buffer_size", deserialize_with = "string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub buffer_size: String,
     /// Another CloudWatch Logs endpoint (LocalStack, moto, a VPC endpoint), for orca's reads
     /// and group creation; absent: the region's own. Instances always use their region's.
@@ -31,11 +33,16 @@ pub struct LogsConfig {
     pub endpoint_url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// How Docker's `awslogs` driver delivers a container's output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum LogDelivery {
+    /// A container never waits on CloudWatch; output past `bufferSize` while CloudWatch is
+    /// unreachable is dropped.
     #[default]
     NonBlocking,
+    /// The container's writes wait on CloudWatch, and nothing is lost; a container whose
+    /// stream cannot be created does not start.
     Blocking,
 }
 

@@ -20,13 +20,16 @@ mod pods;
 mod policy;
 mod provider;
 mod quantity_field;
+pub mod reference;
 mod registry;
 mod replicas;
+pub mod schema;
 mod verify;
 
 use std::path::Path;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use aws::{AwsConfig, InstanceStorePolicy, RateLimitConfig, RootVolumeConfig, is_resource_id};
 pub use duration::Seconds;
@@ -55,27 +58,40 @@ use crate::process::cli::LogFormat;
 
 /// orca's whole configuration. Every section and field has a default, so an empty file is a
 /// valid configuration for a local run on the simulated provider.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Config {
+    /// The Node orca registers: its name, labels, taints, capacity and heartbeat.
     pub node: NodeConfig,
     /// Several nodes served by this process, each starting from `node:`; empty: `node:` alone.
     pub nodes: Vec<NodeEntry>,
     /// Several orca processes sharing the nodes through Leases.
     pub replicas: ReplicasConfig,
+    /// How pods bound to the node are reconciled.
     pub pods: PodsConfig,
+    /// Who decides each pod's instance type, market and tags: WebAssembly policy plugins,
+    /// and the sandbox and guardrails they run under.
     pub policy: PolicyConfig,
+    /// What runs the pods: in-process simulated instances, or one EC2 instance per pod.
     pub provider: ProviderConfig,
+    /// The kubelet API: HTTPS on `node.daemonPort`, which the Node advertises. The apiserver
+    /// calls it for `kubectl logs`, `kubectl exec` and the pods' usage.
     pub kubelet_api: KubeletApiConfig,
+    /// Plain HTTP, no credentials: `/metrics` (Prometheus/OpenMetrics text), `/healthz`,
+    /// `/readyz`.
     pub metrics: MetricsConfig,
+    /// orca's own log: level and format (`--log-level` and `--log-format` override them).
     pub logging: LoggingConfig,
 }
 
 /// Log level and format; the CLI flags override both.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct LoggingConfig {
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a tracing filter such as
+    /// `orca=debug,kube=info`.
     pub level: String,
+    /// `text` for people, `json` for log collectors.
     pub format: LogFormat,
 }
 

@@ -5,64 +5,97 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use orca_plugin_sdk::Quantity;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Seconds};
 
-/// The Node orca registers: `node:` in `config.yaml`, as the docs describe it.
-#[derive(Debug, Clone, Deserialize)]
+/// The Node orca registers.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct NodeConfig {
+    /// The Node's name: a DNS subdomain. With `nodes:`, each entry names its own.
     pub name: String,
     /// The cluster this node joins; tagged on every instance as `orca.research/cluster`.
     pub cluster_name: String,
+    /// Labels on the Node, besides the well-known `kubernetes.io/{hostname,os,arch}` ones
+    /// orca always sets.
     pub labels: BTreeMap<String, String>,
+    /// Annotations on the Node.
     pub annotations: BTreeMap<String, String>,
+    /// Taints on the Node: only pods that tolerate them are scheduled here.
     pub taints: Vec<TaintConfig>,
+    /// `Linux` or `Windows`.
     pub operating_system: String,
+    /// `amd64` or `arm64`: the architecture a pod that selects none is launched for.
     pub architecture: String,
+    /// CPU capacity: an upper bound the scheduler packs pods against (capacity equals
+    /// allocatable).
     #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub cpu: String,
+    /// Memory capacity.
     #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub memory: String,
+    /// How many pods the Node takes.
     #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub pods: String,
+    /// GPU capacity, reported as `nvidia.com/gpu`.
     #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub gpu: String,
+    /// Ephemeral storage capacity.
     #[serde(deserialize_with = "super::quantity_field::string_or_number")]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub ephemeral_storage: String,
+    /// The kubelet version `kubectl get nodes` shows; default: orca's version.
     pub kubelet_version: String,
+    /// The container runtime `kubectl get nodes -o wide` shows; default: orca's version.
     pub container_runtime_version: String,
+    /// The OS image `kubectl get nodes -o wide` shows.
     pub os_image: String,
     /// The address the apiserver uses to reach orca's kubelet API. Default: `$POD_IP` when set
     /// (in-cluster), else 127.0.0.1.
     #[serde(rename = "internalIP")]
     pub internal_ip: Option<IpAddr>,
+    /// The port of orca's kubelet API, published in the Node's `daemonEndpoints`.
     pub daemon_port: u16,
     /// A Node YAML used as the base object; the fields above are applied over it.
     pub skeleton: Option<PathBuf>,
+    /// How long the Node's Lease in `kube-node-lease` lasts without renewal.
     pub lease_duration: Seconds,
+    /// How often the Node's Lease is renewed; shorter than `leaseDuration`.
     pub lease_renew_interval: Seconds,
+    /// How often the Node's status and conditions are rewritten (and at once when the
+    /// provider's health changes).
     pub status_update_interval: Seconds,
     /// How often the provider is pinged for the Ready condition.
     pub ping_interval: Seconds,
 }
 
 /// A taint on the node; pods must tolerate it to be scheduled here.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaintConfig {
+    /// The taint's key, a qualified name such as `example.com/burst`.
     pub key: String,
+    /// The taint's value.
     #[serde(default)]
     pub value: String,
+    /// What the taint does to pods that do not tolerate it.
     pub effect: TaintEffect,
 }
 
 /// Kubernetes taint effects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum TaintEffect {
+    /// Pods that do not tolerate the taint are not scheduled here.
     NoSchedule,
+    /// The scheduler avoids the node for pods that do not tolerate the taint.
     PreferNoSchedule,
+    /// Pods that do not tolerate the taint are not scheduled here, and are evicted.
     NoExecute,
 }
 

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::node::is_dns_subdomain;
 use super::{ConfigError, NodeConfig, TaintConfig, is_resource_id};
@@ -14,9 +15,10 @@ use crate::provider::zones::{EBS_ZONE_LABEL, ZONE_LABEL};
 pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
 
 /// One entry of `nodes:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NodeEntry {
+    /// The Node's name: a DNS subdomain, unique among the entries.
     pub name: String,
     /// The availability zone this node's pods launch in; labelled `topology.kubernetes.io/zone`
     /// and `topology.ebs.csi.aws.com/zone` (and the region `topology.kubernetes.io/region`) so
@@ -35,30 +37,40 @@ pub struct NodeEntry {
     /// In place of `node.taints` when given.
     #[serde(default)]
     pub taints: Option<Vec<TaintConfig>>,
+    /// In place of `node.cpu`.
     #[serde(
         default,
         deserialize_with = "super::quantity_field::optional_string_or_number"
     )]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub cpu: Option<String>,
+    /// In place of `node.memory`.
     #[serde(
         default,
         deserialize_with = "super::quantity_field::optional_string_or_number"
     )]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub memory: Option<String>,
+    /// In place of `node.pods`.
     #[serde(
         default,
         deserialize_with = "super::quantity_field::optional_string_or_number"
     )]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub pods: Option<String>,
+    /// In place of `node.gpu`.
     #[serde(
         default,
         deserialize_with = "super::quantity_field::optional_string_or_number"
     )]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub gpu: Option<String>,
+    /// In place of `node.ephemeralStorage`.
     #[serde(
         default,
         deserialize_with = "super::quantity_field::optional_string_or_number"
     )]
+    #[schemars(with = "super::quantity_field::QuantityValue")]
     pub ephemeral_storage: Option<String>,
 }
 

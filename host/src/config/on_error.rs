@@ -10,13 +10,16 @@
 //!   timedOut: fallback
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 
-use serde::Deserialize;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
 
 /// What one kind of failure does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnErrorAction {
     /// The pod fails with reason `PolicyError` (or `InvalidAnnotation`) and the plugin's
@@ -27,7 +30,8 @@ pub enum OnErrorAction {
 }
 
 /// Every way a plugin's turn in a chain can end without an answer orca uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+#[schemars(rename_all = "camelCase")]
 pub enum FailureKind {
     /// The plugin answered `declined`: not its pod (orca:policy 0.2.0).
     Declined,
@@ -202,6 +206,88 @@ impl<'de> Deserialize<'de> for OnError {
     }
 }
 
+impl Serialize for OnError {
+    /// `fail` or `fallback` when it is one of them, else the map form over `default: fail`.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if *self == OnError::FAIL {
+            return serializer.serialize_str("fail");
+        }
+        if *self == OnError::FALLBACK {
+            return serializer.serialize_str("fallback");
+        }
+        let changed: Vec<FailureKind> = FailureKind::ALL
+            .into_iter()
+            .filter(|kind| self.action(*kind) != OnError::FAIL.action(*kind))
+            .collect();
+        let mut map = serializer.serialize_map(Some(changed.len() + 1))?;
+        map.serialize_entry("default", &OnErrorAction::Fail)?;
+        for kind in changed {
+            map.serialize_entry(kind.as_str(), &self.action(kind))?;
+        }
+        map.end()
+    }
+}
+
+impl JsonSchema for OnError {
+    fn schema_name() -> Cow<'static, str> {
+        "OnError".into()
+    }
+
+    /// The three forms [`OnError`]'s `Deserialize` takes; the map's keys and their meanings
+    /// come from [`FailureKind`]'s own schema, so a kind added there is documented here.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let action = generator.subschema_for::<OnErrorAction>();
+        let with_description = |description: &str| {
+            let mut schema = action.clone();
+            schema.insert("description".to_owned(), description.into());
+            schema
+        };
+        let mut kinds = serde_json::Map::new();
+        kinds.insert(
+            "default".to_owned(),
+            with_description("The action of every kind not listed (fail when not given).").into(),
+        );
+        let kind_schema = FailureKind::json_schema(generator);
+        let variants = kind_schema
+            .get("oneOf")
+            .and_then(|variants| variants.as_array())
+            .into_iter()
+            .flatten();
+        for variant in variants {
+            if let (Some(kind), Some(description)) = (
+                variant.get("const").and_then(|v| v.as_str()),
+                variant.get("description").and_then(|v| v.as_str()),
+            ) {
+                kinds.insert(kind.to_owned(), with_description(description).into());
+            }
+        }
+        json_schema!({
+            "description": "What each kind of failed answer from a plugin means for the pod: \
+                fail it, or ask the next plugin in the hook's chain.",
+            "oneOf": [
+                {
+                    "type": "string",
+                    "const": "fail",
+                    "description": "Every kind fails the pod, except a decline (the next \
+                        plugin is asked).",
+                },
+                {
+                    "type": "string",
+                    "const": "fallback",
+                    "description": "Every kind asks the next plugin.",
+                },
+                {
+                    "type": "object",
+                    "description": "Per kind of failure; kinds not listed take `default`, and \
+                        a decline falls through unless `declined: fail`.",
+                    "properties": kinds,
+                    "additionalProperties": false,
+                },
+            ],
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +376,53 @@ mod tests {
                 assert_eq!(on_error.action(other), expected, "{kind} → {other}");
             }
         }
+    }
+
+    #[test]
+    fn the_schema_names_every_kind_and_accepts_what_deserialize_accepts() {
+        let schema = serde_json::to_value(schemars::schema_for!(OnError)).unwrap();
+        let keys: Vec<&str> = schema["oneOf"][2]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for kind in FailureKind::ALL {
+            assert!(keys.contains(&kind.as_str()), "{kind} missing from {keys:?}");
+        }
+        assert_eq!(keys.len(), FailureKind::ALL.len() + 1, "{keys:?}");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        for yaml in [
+            "fail",
+            "fallback",
+            "retry",
+            "{}",
+            "{default: fallback, noMatch: fail}",
+            "{nomatch: fail}",
+            "{noMatch: retry}",
+            "{timedOut: fallback, crashed: fallback}",
+            "[fail]",
+            "3",
+        ] {
+            let value: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
+            assert_eq!(
+                validator.is_valid(&value),
+                serde_json::from_value::<OnError>(value.clone()).is_ok(),
+                "{yaml}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_on_error_serializes_to_a_form_that_parses_back_to_it() {
+        let mixed = OnError::FAIL
+            .with(FailureKind::TimedOut, OnErrorAction::Fallback)
+            .with(FailureKind::Declined, OnErrorAction::Fail);
+        for on_error in [OnError::FAIL, OnError::FALLBACK, mixed] {
+            let value = serde_json::to_value(on_error).unwrap();
+            let back: OnError = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(back, on_error, "{value}");
+        }
+        assert_eq!(serde_json::to_value(OnError::FAIL).unwrap(), "fail");
     }
 }

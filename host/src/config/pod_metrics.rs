@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Seconds};
 
 /// The namespace the instances publish to, and how often.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PodMetricsConfig {
     /// The CloudWatch namespace of every pod's metrics (dimensions `PodUID` and `Container`,

@@ -1,11 +1,12 @@
 //! The `pods:` section: how pods are reconciled against the provider.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Seconds};
 
 /// Reconciliation timing and limits.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PodsConfig {
     /// How often all instance statuses are fetched in one batched provider call.
@@ -20,6 +21,7 @@ pub struct PodsConfig {
     pub launch_visibility_grace: Seconds,
     /// First and largest retry delay after a transient error (doubling in between).
     pub retry_initial_backoff: Seconds,
+    /// The largest retry delay; see `retryInitialBackoff`.
     pub retry_max_backoff: Seconds,
     /// How long orca waits for in-flight work on SIGTERM/SIGINT before exiting.
     pub shutdown_grace_period: Seconds,

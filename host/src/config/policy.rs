@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use super::guardrails::GuardrailsConfig;
 pub use super::on_error::{FailureKind, OnError, OnErrorAction};
-use super::quantity_field::quantity_bytes;
+use super::quantity_field::{QuantityString, quantity_bytes};
 use super::registry::RegistryConfig;
 use super::{ConfigError, Seconds};
 
@@ -17,7 +18,9 @@ pub const DEFAULT_SELECTOR: &str = "orca-default-selector";
 pub const DEFAULT_MARKET: &str = "orca-default-market";
 pub const DEFAULT_TAGGER: &str = "orca-default-tagger";
 
-#[derive(Debug, Clone, Deserialize)]
+/// Which plugins decide, in what order, with what settings, and the sandbox every plugin
+/// call runs in.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PolicyConfig {
     /// A directory of `.wasm` plugins, watched: a new, replaced or removed file takes effect
@@ -34,7 +37,10 @@ pub struct PolicyConfig {
     /// restart) or `oci://REGISTRY/REPOSITORY@sha256:DIGEST` (pinned). A plugin in
     /// `pluginsDir` overrides a pulled one of the same name.
     pub plugins: Vec<String>,
+    /// How plugins are pulled from OCI registries, and whose signatures they must carry.
     pub registry: RegistryConfig,
+    /// The sandbox of every plugin call: no filesystem, network, environment or arguments,
+    /// and these limits.
     pub limits: SandboxLimitsConfig,
     /// Limits of one plugin, by the name it reports, over `limits`: an interpreter (a Python
     /// or JavaScript plugin) needs more memory than a Rust one, and runs faster reused.
@@ -54,7 +60,7 @@ const MIN_COMPONENT_BYTES: usize = 1 << 10;
 const MAX_COMPONENT_BYTES: usize = 2 << 30;
 
 /// One plugin in a hook's chain.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PluginStep {
     /// The plugin's name, as its `info` reports it (`orca plugin check` prints it).
@@ -62,17 +68,20 @@ pub struct PluginStep {
     /// Passed to the plugin as JSON text.
     #[serde(default = "empty_settings")]
     pub settings: serde_json::Value,
+    /// What each kind of failed answer from this plugin does: fail the pod, or ask the next
+    /// plugin of the chain.
     #[serde(default)]
     pub on_error: OnError,
 }
 
 /// Limits on every plugin call.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct SandboxLimitsConfig {
     /// Wall time per call.
     pub timeout: Seconds,
     /// Linear memory per call, all its memories together (a Kubernetes quantity).
+    #[schemars(with = "QuantityString")]
     pub max_memory: String,
     /// Table elements per call, all its tables together.
     pub max_table_elements: u32,
@@ -81,6 +90,7 @@ pub struct SandboxLimitsConfig {
     /// one more lets plugins hold another `maxMemory`.
     pub concurrent_calls: u16,
     /// Bytes of stdout and of stderr kept per call (a Kubernetes quantity).
+    #[schemars(with = "QuantityString")]
     pub max_output: String,
     /// A new instance per call, or one kept warm between calls.
     pub instances: Instances,
@@ -88,24 +98,33 @@ pub struct SandboxLimitsConfig {
 
 /// What `policy.pluginLimits.<name>` may change of `policy.limits` for one plugin; what it
 /// leaves out is `policy.limits`'.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PluginLimitsConfig {
+    /// In place of `policy.limits.timeout`.
     pub timeout: Option<Seconds>,
+    /// In place of `policy.limits.maxMemory`.
+    #[schemars(with = "Option<QuantityString>")]
     pub max_memory: Option<String>,
+    /// In place of `policy.limits.maxTableElements`.
     pub max_table_elements: Option<u32>,
+    /// In place of `policy.limits.maxOutput`.
+    #[schemars(with = "Option<QuantityString>")]
     pub max_output: Option<String>,
+    /// In place of `policy.limits.instances`.
     pub instances: Option<Instances>,
 }
 
 /// `fresh`: a new instance per call, so nothing one pod's decision leaves in the plugin's
 /// memory reaches the next; `reused`: an instance kept between calls (its globals persist),
 /// dropped after any failure, once it holds half of `maxMemory`, and every 10,000 calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Instances {
+    /// A new instance per call.
     #[default]
     Fresh,
+    /// An instance kept warm between calls.
     Reused,
 }
 

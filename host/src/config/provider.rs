@@ -2,12 +2,13 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{AwsConfig, ConfigError, Seconds};
 
 /// Which provider runs pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// In-process instances: demos, tests and scale runs without a cloud.
@@ -16,13 +17,18 @@ pub enum ProviderKind {
     Aws,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// Which backend runs the pods, and its settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ProviderConfig {
+    /// Which provider runs the pods.
     pub kind: ProviderKind,
     /// The AWS region instances run in; also selects the catalogue's on-demand prices.
     pub region: String,
+    /// Settings of `kind: simulated`.
     pub simulated: SimulatedConfig,
+    /// Settings of `kind: aws`: how orca reaches EC2 and what every instance it launches
+    /// gets.
     pub aws: AwsConfig,
 }
 
@@ -39,7 +45,7 @@ impl Default for ProviderConfig {
 
 /// Defaults for simulated instances; a pod can override each with a
 /// `simulated.orca.research/…` annotation (see the provider's docs).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct SimulatedConfig {
     /// Time from launch to `running`.

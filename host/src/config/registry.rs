@@ -3,14 +3,15 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::Seconds;
-use super::quantity_field::quantity_bytes;
+use super::quantity_field::{QuantityString, quantity_bytes};
 use super::verify::{SigstoreTrustRootConfig, VerifyRuleConfig};
 
 /// How plugins are pulled from OCI registries.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct RegistryConfig {
     /// How often tags are resolved again.
@@ -28,6 +29,7 @@ pub struct RegistryConfig {
     pub sigstore_trust_root: Option<SigstoreTrustRootConfig>,
     /// The largest component pulled (a Kubernetes quantity): a manifest declaring more is
     /// refused, and a download stops at the smaller of this and the size declared.
+    #[schemars(with = "QuantityString")]
     pub max_component_size: String,
     /// The longest a registry may send nothing (while connecting, or in the middle of an
     /// answer) before the pull is given up.

@@ -1,7 +1,8 @@
 //! The `replicas:` section: several orca processes sharing the declared nodes through one
 //! coordination Lease per node, so a replica that dies loses its nodes to the others.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::node::{is_dns_label, is_dns_subdomain};
 use super::{ConfigError, Seconds};
@@ -10,7 +11,9 @@ use crate::replicas::STOP_BEFORE_EXPIRY;
 /// The Lease of a node in `replicas.namespace` is named `orca-node-<node name>`.
 pub const LEASE_PREFIX: &str = "orca-node-";
 
-#[derive(Debug, Clone, Deserialize)]
+/// Several orca processes sharing the declared nodes through one coordination Lease per
+/// node, `orca-node-<node>`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ReplicasConfig {
     /// Off: this process serves every declared node (one replica). On: it serves the nodes

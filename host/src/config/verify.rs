@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// One entry of `policy.registry.verify`: the references it covers and the signers it allows.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct VerifyRuleConfig {
     /// Globs on `oci://REGISTRY/REPOSITORY` (or the whole configured reference, tag
@@ -20,16 +21,18 @@ pub struct VerifyRuleConfig {
 
 /// A keyless signer: the OIDC issuer that vouched for it and the subject (an email, or a URI
 /// such as a GitHub workflow's) its certificate names.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeylessIdentityConfig {
+    /// The OIDC issuer, such as `https://token.actions.githubusercontent.com`.
     pub issuer: String,
+    /// The subject the certificate names: an email, or a URI such as a GitHub workflow's.
     pub subject: String,
 }
 
 /// The Sigstore instance keyless signatures come from: its Fulcio CA certificates and its
 /// Rekor public keys, as files (orca fetches no trust root at run time).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct SigstoreTrustRootConfig {
     /// PEM files of Fulcio's root and intermediate certificates.

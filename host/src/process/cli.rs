@@ -34,6 +34,16 @@ pub enum Command {
     /// Tools for plugin authors: check, evaluate and benchmark a plugin without a cluster.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Tools for operators: the configuration file's schema.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Prints the JSON Schema of config.yaml (what `deploy/config.schema.json` holds), for
+    /// editors (`# yaml-language-server: $schema=…`) and for checking configs in CI.
+    Schema,
 }
 
 #[derive(Debug, Subcommand)]
@@ -138,7 +148,17 @@ pub struct PipelineArgs {
 }
 
 /// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    ValueEnum,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// One JSON object per line, for log collectors.

@@ -45,10 +45,12 @@ pub struct InstanceCandidate {
 }
 
 /// Spot or on-demand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Market {
+    /// Spare EC2 capacity at a discount, which EC2 may take back with two minutes' warning.
     Spot,
+    /// Capacity paid by the second at the list price, never interrupted.
     OnDemand,
 }
 
@@ -63,7 +65,7 @@ impl Market {
 
 /// How EC2 Fleet picks the pool (instance type × zone) of one launch among those offered, in
 /// EC2's words. Spot takes the first three, on-demand the last two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AllocationStrategy {
     /// Spot: the pools least likely to be interrupted, then the cheapest of those (what AWS
