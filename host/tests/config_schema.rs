@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use orca::config::Config;
 use orca::config::reference::{REFERENCE_PATH, markdown};
 use orca::config::schema::{SCHEMA_PATH, json_schema, schema_text};
-use orca::config::Config;
 use serde_json::Value;
 
 fn repo(relative: &str) -> PathBuf {
@@ -78,7 +78,9 @@ fn undocumented(path: &str, schema: &Value, missing: &mut Vec<String>) {
     if let Some(branches) = object.get("oneOf").and_then(Value::as_array) {
         for (index, branch) in branches.iter().enumerate() {
             if branch.get("description").is_none() {
-                let value = branch.get("const").map_or_else(|| "…".to_owned(), Value::to_string);
+                let value = branch
+                    .get("const")
+                    .map_or_else(|| "…".to_owned(), Value::to_string);
                 missing.push(format!("value {value} of {path} (oneOf[{index}])"));
             }
             undocumented(&format!("{path}.oneOf[{index}]"), branch, missing);
@@ -186,7 +188,12 @@ fn the_schema_accepts_config_yaml_and_every_config_under_deploy_and_the_fixtures
 fn every_shipped_config_file_names_the_schema_for_editors() {
     let schema = repo(SCHEMA_PATH).canonicalize().unwrap();
     for (path, text) in shipped_configs() {
-        if !path.file_name().unwrap().to_string_lossy().starts_with("config") {
+        if !path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("config")
+        {
             continue;
         }
         let first = text.lines().next().unwrap_or_default();
@@ -235,7 +242,10 @@ fn the_schema_accepts_what_serde_accepts_and_refuses_what_it_refuses() {
         ("nodes: [{zone: us-west-2a}]", false),
         ("nodes: [{name: a, cpu: null}]", false),
         ("nodez: {}", false),
-        ("provider: {kind: aws, aws: {defaultAmi: ami-0123456789abcdef0}}", true),
+        (
+            "provider: {kind: aws, aws: {defaultAmi: ami-0123456789abcdef0}}",
+            true,
+        ),
         ("provider: {kind: ec2}", false),
         ("provider: {aws: {instanceStorePolicy: RAID0}}", true),
         ("provider: {aws: {instanceStorePolicy: raid0}}", false),
@@ -244,27 +254,69 @@ fn the_schema_accepts_what_serde_accepts_and_refuses_what_it_refuses() {
         ("provider: {aws: {interruptionQueue: {url: u}}}", true),
         ("provider: {aws: {interruptionQueue: {uri: u}}}", false),
         ("provider: {aws: {interruptionQueue: null}}", true),
-        ("provider: {aws: {logs: {group: g, bufferSize: 1048576}}}", true),
+        (
+            "provider: {aws: {logs: {group: g, bufferSize: 1048576}}}",
+            true,
+        ),
         ("provider: {aws: {logs: {retentionDays: 3}}}", false),
-        ("provider: {aws: {fleet: {spotAllocationStrategy: lowest-price}}}", true),
-        ("provider: {aws: {fleet: {spotAllocationStrategy: cheapest}}}", false),
+        (
+            "provider: {aws: {fleet: {spotAllocationStrategy: lowest-price}}}",
+            true,
+        ),
+        (
+            "provider: {aws: {fleet: {spotAllocationStrategy: cheapest}}}",
+            false,
+        ),
         ("provider: {simulated: {runTime: null, exitCode: 3}}", true),
-        ("policy: {limits: {maxMemory: 64Mi, instances: reused}}", true),
+        (
+            "policy: {limits: {maxMemory: 64Mi, instances: reused}}",
+            true,
+        ),
         ("policy: {limits: {maxMemory: 64}}", false),
         ("policy: {limits: {instances: sometimes}}", false),
-        ("policy: {pluginLimits: {py: {maxMemory: 128Mi, timeout: 200ms}}}", true),
+        (
+            "policy: {pluginLimits: {py: {maxMemory: 128Mi, timeout: 200ms}}}",
+            true,
+        ),
         ("policy: {pluginLimits: {py: {memory: 1Gi}}}", false),
-        ("policy: {selectInstance: [{plugin: p, settings: {any: [thing]}}]}", true),
-        ("policy: {selectInstance: [{plugin: p, onError: fallback}]}", true),
-        ("policy: {selectInstance: [{plugin: p, onError: {timedOut: fallback}}]}", true),
-        ("policy: {selectInstance: [{plugin: p, onError: retry}]}", false),
+        (
+            "policy: {selectInstance: [{plugin: p, settings: {any: [thing]}}]}",
+            true,
+        ),
+        (
+            "policy: {selectInstance: [{plugin: p, onError: fallback}]}",
+            true,
+        ),
+        (
+            "policy: {selectInstance: [{plugin: p, onError: {timedOut: fallback}}]}",
+            true,
+        ),
+        (
+            "policy: {selectInstance: [{plugin: p, onError: retry}]}",
+            false,
+        ),
         ("policy: {selectInstance: [{settings: {}}]}", false),
-        ("policy: {guardrails: {markets: [on-demand], maxPodPricePerHour: 2.5}}", true),
+        (
+            "policy: {guardrails: {markets: [on-demand], maxPodPricePerHour: 2.5}}",
+            true,
+        ),
         ("policy: {guardrails: {markets: [reserved]}}", false),
-        ("policy: {guardrails: {maxPricePerHourByNamespace: {team-a: 10}}}", true),
-        ("policy: {registry: {verify: [{keyless: [{issuer: i, subject: s}]}]}}", true),
-        ("policy: {registry: {verify: [{keyless: [{issuer: i}]}]}}", false),
-        ("kubeletApi: {tls: {sources: [files, csr, selfSigned]}}", true),
+        (
+            "policy: {guardrails: {maxPricePerHourByNamespace: {team-a: 10}}}",
+            true,
+        ),
+        (
+            "policy: {registry: {verify: [{keyless: [{issuer: i, subject: s}]}]}}",
+            true,
+        ),
+        (
+            "policy: {registry: {verify: [{keyless: [{issuer: i}]}]}}",
+            false,
+        ),
+        (
+            "kubeletApi: {tls: {sources: [files, csr, selfSigned]}}",
+            true,
+        ),
         ("kubeletApi: {tls: {sources: [acme]}}", false),
         ("kubeletApi: {bindAddress: null, maxConnections: 10}", true),
         ("metrics: {port: 10255, bindAddress: 0.0.0.0}", true),
@@ -276,7 +328,11 @@ fn the_schema_accepts_what_serde_accepts_and_refuses_what_it_refuses() {
         let serde = serde_json::from_value::<Config>(value.clone()).map(|_| ());
         let schema = violations(&validator, &value);
         assert_eq!(serde.is_ok(), accepted, "serde on {yaml}: {serde:?}");
-        assert_eq!(schema.is_empty(), accepted, "the schema on {yaml}: {schema:?}");
+        assert_eq!(
+            schema.is_empty(),
+            accepted,
+            "the schema on {yaml}: {schema:?}"
+        );
     }
 }
 
@@ -301,7 +357,12 @@ fn the_defaults_the_schema_publishes_are_a_valid_config() {
 /// Dotted paths of every field set in `value`; list entries as `[]`. Maps whose keys are data
 /// (labels, annotations, plugin settings, per-namespace caps) end the path.
 fn field_paths(prefix: &str, value: &Value, paths: &mut Vec<String>) {
-    let free_form = ["labels", "annotations", "settings", "maxPricePerHourByNamespace"];
+    let free_form = [
+        "labels",
+        "annotations",
+        "settings",
+        "maxPricePerHourByNamespace",
+    ];
     let is_free_form = free_form.iter().any(|name| prefix.ends_with(name));
     // A list's entries (`node.taints[]`) are documented by their fields.
     if !prefix.is_empty() && !prefix.ends_with("[]") {

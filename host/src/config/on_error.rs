@@ -388,7 +388,10 @@ mod tests {
             .map(String::as_str)
             .collect();
         for kind in FailureKind::ALL {
-            assert!(keys.contains(&kind.as_str()), "{kind} missing from {keys:?}");
+            assert!(
+                keys.contains(&kind.as_str()),
+                "{kind} missing from {keys:?}"
+            );
         }
         assert_eq!(keys.len(), FailureKind::ALL.len() + 1, "{keys:?}");
         let validator = jsonschema::validator_for(&schema).unwrap();

@@ -244,7 +244,10 @@ impl Page {
             nested,
         };
         if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-            return values.iter().map(|v| entry(plain(v), None, false)).collect();
+            return values
+                .iter()
+                .map(|v| entry(plain(v), None, false))
+                .collect();
         }
         let Some(branches) = schema.get("oneOf").and_then(Value::as_array) else {
             return Vec::new();
