@@ -313,7 +313,10 @@ fn iso(second: i64) -> String {
 
 const XMLNS: &str = "http://monitoring.amazonaws.com/doc/2010-08-01/";
 
-fn get_metric_data_xml(results: &[(String, String, Vec<(i64, f64)>)]) -> String {
+/// One query's answer: its id, its label, and its points (epoch second, value), newest first.
+type QueryResult = (String, String, Vec<(i64, f64)>);
+
+fn get_metric_data_xml(results: &[QueryResult]) -> String {
     let mut xml = format!(
         "<GetMetricDataResponse xmlns=\"{XMLNS}\"><GetMetricDataResult><MetricDataResults>"
     );
@@ -427,7 +430,7 @@ impl State {
     fn get_metric_data(&self, form: &BTreeMap<String, String>) -> Result<String, Refusal> {
         let (queries, start, end) = queries(form)?;
         let series = self.series.lock().expect("metric store lock");
-        let results: Vec<(String, String, Vec<(i64, f64)>)> = queries
+        let results: Vec<QueryResult> = queries
             .iter()
             .map(|query| {
                 let points = series

@@ -30,6 +30,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process: boxing the plugin commands would save nothing"
+)]
 pub enum Command {
     /// Tools for plugin authors: check, evaluate and benchmark a plugin without a cluster.
     #[command(subcommand)]
