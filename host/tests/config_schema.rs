@@ -123,8 +123,8 @@ fn every_field_type_and_value_of_the_config_is_documented() {
     );
 }
 
-/// Every `config*.yaml` under `dir` (recursively), and the `config.yaml` of every ConfigMap in
-/// the YAML files there.
+/// Every `config.yaml`, `config-*.yaml` and `config.*.yaml` under `dir` (recursively, a Helm
+/// chart's templates aside), and the `config.yaml` of every ConfigMap in the YAML files there.
 fn configs_under(dir: &Path, found: &mut Vec<(PathBuf, String)>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -133,15 +133,23 @@ fn configs_under(dir: &Path, found: &mut Vec<(PathBuf, String)>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            configs_under(&path, found);
+            // A Helm chart's templates are Go templates, not YAML; what they render is the
+            // chart test's to check (tests/e2e/chart.rs).
+            let chart_templates = path.ends_with("templates") && dir.join("Chart.yaml").is_file();
+            if !chart_templates {
+                configs_under(&path, found);
+            }
             continue;
         }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+        let Some(stem) = name
+            .strip_suffix(".yaml")
+            .or_else(|| name.strip_suffix(".yml"))
+        else {
             continue;
-        }
+        };
         let text = std::fs::read_to_string(&path).unwrap();
-        if name.starts_with("config") {
+        if stem == "config" || stem.starts_with("config.") || stem.starts_with("config-") {
             found.push((path, text));
             continue;
         }

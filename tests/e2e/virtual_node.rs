@@ -342,7 +342,8 @@ async fn killed_orca_goes_not_ready_and_a_restart_adopts_its_pods_without_duplic
 #[tokio::test]
 async fn invalid_config_is_rejected_naming_the_field() -> Result<()> {
     let name = unique_node_name("badcfg");
-    let mut orca = OrcaProcess::start(&name, |_| "node:\n  memory: 4TB\n".to_owned())?;
+    let mut orca =
+        OrcaProcess::start_with_config_the_schema_refuses(&name, "node:\n  memory: 4TB\n")?;
     let exited = poll_until("orca to exit", Duration::from_secs(10), TICK, || {
         let running = orca.is_running();
         async move { Ok((!running).then_some(())) }
