@@ -525,13 +525,8 @@ mod tests {
         queries(&parameters(body.as_bytes()))
     }
 
-    #[tokio::test]
-    async fn the_sdk_puts_and_reads_back_through_the_store() {
-        use aws_sdk_cloudwatch::primitives::DateTime;
-        use aws_sdk_cloudwatch::types::{
-            Dimension, Metric, MetricDataQuery, MetricDatum, MetricStat,
-        };
-        let store = MetricStore::start().await.unwrap();
+    /// The real SDK's CloudWatch client, pointed at `store`.
+    fn sdk_client(store: &MetricStore) -> aws_sdk_cloudwatch::Client {
         let config = aws_sdk_cloudwatch::config::Builder::new()
             .behavior_version_latest()
             .region(aws_sdk_cloudwatch::config::Region::new("us-east-1"))
@@ -540,7 +535,17 @@ mod tests {
                 "a", "b", None, None, "test",
             ))
             .build();
-        let client = aws_sdk_cloudwatch::Client::from_conf(config);
+        aws_sdk_cloudwatch::Client::from_conf(config)
+    }
+
+    #[tokio::test]
+    async fn the_sdk_puts_and_reads_back_through_the_store() {
+        use aws_sdk_cloudwatch::primitives::DateTime;
+        use aws_sdk_cloudwatch::types::{
+            Dimension, Metric, MetricDataQuery, MetricDatum, MetricStat,
+        };
+        let store = MetricStore::start().await.unwrap();
+        let client = sdk_client(&store);
         let now = Timestamp::now().as_second();
         let dimension = Dimension::builder().name("PodUID").value("u&1").build();
         for (offset, value) in [(-25, 1.0), (-24, 2.0), (-5, 4.0)] {
@@ -611,15 +616,7 @@ mod tests {
             Dimension, Metric, MetricDataQuery, MetricDatum, MetricStat,
         };
         let store = MetricStore::start().await.unwrap();
-        let config = aws_sdk_cloudwatch::config::Builder::new()
-            .behavior_version_latest()
-            .region(aws_sdk_cloudwatch::config::Region::new("us-east-1"))
-            .endpoint_url(store.url())
-            .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
-                "a", "b", None, None, "test",
-            ))
-            .build();
-        let client = aws_sdk_cloudwatch::Client::from_conf(config);
+        let client = sdk_client(&store);
         let now = Timestamp::now().as_second();
         let datum = |pod: usize| {
             MetricDatum::builder()
