@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use orca_e2e::cluster::{kubectl_ok, kubectl_ok_with_input, repo_root};
+use orca_e2e::deploy::find_object;
 use orca_e2e::helm::{Release, chart_dir, helm_err, helm_ok, kube_version, template};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace};
@@ -281,12 +282,7 @@ fn settings_and_plugins_land_in_orcas_config() -> Result<()> {
             "config.policy.guardrails.maxPodPricePerHour=5",
         ],
     )?;
-    let find = |kind: &str, name: &str| {
-        objects
-            .iter()
-            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-            .with_context(|| format!("no {kind} {name}"))
-    };
+    let find = |kind: &str, name: &str| find_object(&objects, kind, name);
     let config_map = find("ConfigMap", "team-orca-config")?;
     let config: Value = serde_saphyr::from_str(
         config_map["data"]["config.yaml"]
@@ -465,18 +461,12 @@ fn the_prometheus_rule_and_the_dashboard_config_map_ship_the_files() -> Result<(
             "prometheusRule.enabled=true,dashboard.enabled=true,dashboard.folder=AWS",
         ],
     )?;
-    let rule = objects
-        .iter()
-        .find(|o| o["kind"] == "PrometheusRule")
-        .context("a PrometheusRule")?;
+    let rule = find_object(&objects, "PrometheusRule", "")?;
     let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(
         chart_dir().join("files/orca-alerts.rules.yaml"),
     )?)?;
     assert_eq!(rule["spec"], rules);
-    let dashboard = objects
-        .iter()
-        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "orca-dashboard")
-        .context("the dashboard ConfigMap")?;
+    let dashboard = find_object(&objects, "ConfigMap", "orca-dashboard")?;
     assert_eq!(
         dashboard["metadata"]["annotations"]["grafana_folder"],
         "AWS"

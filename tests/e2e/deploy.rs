@@ -18,7 +18,8 @@ use kube::api::{DeleteParams, PostParams};
 use orca_e2e::audit;
 use orca_e2e::cluster::{kubectl_ok, kubectl_ok_with_input, repo_root};
 use orca_e2e::deploy::{
-    ServiceAccount, apply_base, service_account_can, service_account_kubeconfig, to_yaml, yaml_file,
+    ServiceAccount, apply_base, find_object, service_account_can, service_account_kubeconfig,
+    to_yaml, yaml_file,
 };
 use orca_e2e::ec2::{self, finish_workload, state_of, tags_of};
 use orca_e2e::helm::Release;
@@ -42,18 +43,6 @@ fn rendered(dir: &Path) -> Result<Vec<Value>> {
     Ok(serde_json::Deserializer::from_str(&json)
         .into_iter::<Value>()
         .collect::<Result<_, _>>()?)
-}
-
-fn object<'a>(objects: &'a [Value], kind: &str, name_prefix: &str) -> Result<&'a Value> {
-    objects
-        .iter()
-        .find(|o| {
-            o["kind"] == kind
-                && o["metadata"]["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with(name_prefix))
-        })
-        .with_context(|| format!("no {kind} {name_prefix}* rendered"))
 }
 
 /// `deploy/base` and the custom plugin overlay copied to `dir`, with the example plugin built
@@ -96,7 +85,7 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
     }
 
     let objects = rendered(&deploy)?;
-    let deployment = object(&objects, "Deployment", "orca")?;
+    let deployment = find_object(&objects, "Deployment", "orca")?;
     let pod = &deployment["spec"]["template"]["spec"];
     let container = &pod["containers"][0];
     assert_eq!(pod["serviceAccountName"], "orca");
@@ -122,7 +111,7 @@ async fn the_base_and_the_examples_pass_a_server_side_dry_run() -> Result<()> {
         .context("a metrics port")?;
     assert_eq!(metrics_port["containerPort"], 10255);
     // The config ConfigMap (hashed name) is what --config points into.
-    let config_map = object(&objects, "ConfigMap", "orca-config-")?;
+    let config_map = find_object(&objects, "ConfigMap", "orca-config-")?;
     let volumes = pod["volumes"].as_array().context("volumes")?;
     assert!(
         volumes
@@ -339,7 +328,7 @@ async fn orca_with_only_the_charts_rbac_takes_a_pod_through_its_whole_life() -> 
     // Cluster-scoped objects are named after the release: one unique to this test.
     let release = Release::install(&namespace.name, &namespace.name, &[])?;
     let objects = release.manifest()?;
-    let account = object(&objects, "ServiceAccount", "")?;
+    let account = find_object(&objects, "ServiceAccount", "")?;
     let config_map = object(
         &objects,
         "ConfigMap",
@@ -608,9 +597,9 @@ async fn the_custom_plugin_example_packaged_as_a_configmap_goes_live_without_a_r
     let client = TestCluster::shared().kube_client().await?;
     let scratch = tempfile::tempdir()?;
     let objects = rendered(&custom_plugin_overlay(scratch.path())?)?;
-    let plugins_map = object(&objects, "ConfigMap", "orca-plugins")?;
+    let plugins_map = find_object(&objects, "ConfigMap", "orca-plugins")?;
     let shipped_config: Value = serde_saphyr::from_str(
-        object(&objects, "ConfigMap", "orca-config-")?["data"]["config.yaml"]
+        find_object(&objects, "ConfigMap", "orca-config-")?["data"]["config.yaml"]
             .as_str()
             .context("the overlay's config.yaml")?,
     )?;

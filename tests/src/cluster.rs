@@ -121,7 +121,7 @@ impl TestCluster {
 /// output.
 pub fn kubectl_ok(args: &[&str]) -> Result<String> {
     let output = TestCluster::shared().kubectl().args(args).output()?;
-    succeeded(args, output)
+    succeeded("kubectl", args, output)
 }
 
 /// [`kubectl_ok`] with `stdin` fed to kubectl.
@@ -140,13 +140,14 @@ pub fn kubectl_ok_with_input(args: &[&str], stdin: &[u8]) -> Result<String> {
         .take()
         .context("kubectl's stdin")?
         .write_all(stdin)?;
-    succeeded(args, child.wait_with_output()?)
+    succeeded("kubectl", args, child.wait_with_output()?)
 }
 
-fn succeeded(args: &[&str], output: std::process::Output) -> Result<String> {
+/// `tool ARGS`'s stdout if it exited 0, or an error with all its output.
+pub(crate) fn succeeded(tool: &str, args: &[&str], output: std::process::Output) -> Result<String> {
     if !output.status.success() {
         bail!(
-            "kubectl {} failed ({}): {}{}",
+            "{tool} {} failed ({}): {}{}",
             args.join(" "),
             output.status,
             String::from_utf8_lossy(&output.stdout),

@@ -145,3 +145,17 @@ pub fn yaml_file(relative: &str) -> Result<Value> {
 pub fn to_yaml(value: &Value) -> Result<String> {
     Ok(serde_saphyr::to_string(value)?)
 }
+
+/// The first of rendered `objects` of `kind` whose name starts with `name_prefix` (kustomize
+/// appends a hash to a ConfigMap's name; `""` takes any name).
+pub fn find_object<'a>(objects: &'a [Value], kind: &str, name_prefix: &str) -> Result<&'a Value> {
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == kind
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name_prefix))
+        })
+        .with_context(|| format!("no {kind} {name_prefix}* rendered"))
+}

@@ -74,17 +74,7 @@ fn helm(cluster: bool) -> Result<Command> {
 
 /// `helm ARGS`, which must succeed: its stdout, or an error with its output.
 pub fn helm_ok(args: &[&str], cluster: bool) -> Result<String> {
-    let output = helm(cluster)?.args(args).output()?;
-    if !output.status.success() {
-        bail!(
-            "helm {} failed ({}): {}{}",
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    crate::cluster::succeeded("helm", args, helm(cluster)?.args(args).output()?)
 }
 
 /// `helm ARGS` expected to fail: its stderr.
@@ -101,7 +91,7 @@ pub fn helm_err(args: &[&str]) -> Result<String> {
 }
 
 /// The objects `helm template RELEASE deploy/charts/orca -n NAMESPACE EXTRA...` renders, as
-/// JSON, in the order helm prints them.
+/// JSON, in the order helm prints them; the config it renders must pass the config schema.
 pub fn template(release: &str, namespace: &str, extra: &[&str]) -> Result<Vec<Value>> {
     let chart = chart_dir();
     let kube_version = kube_version()?;
@@ -118,7 +108,19 @@ pub fn template(release: &str, namespace: &str, extra: &[&str]) -> Result<Vec<Va
     let yaml = helm_ok(&args, false)?;
     let documents: Vec<Value> = serde_saphyr::from_multiple(&yaml)
         .with_context(|| format!("parsing helm template's output:\n{yaml}"))?;
-    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
+    let objects: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    // Whatever values rendered it, the config orca will read is one the schema accepts.
+    for object in &objects {
+        if let Some(config) = object["data"]["config.yaml"].as_str() {
+            crate::config_schema::check_config(config).with_context(|| {
+                format!(
+                    "the config the chart renders with {extra:?} ({})",
+                    object["metadata"]["name"]
+                )
+            })?;
+        }
+    }
+    Ok(objects)
 }
 
 /// A release of the chart in the harness cluster, uninstalled (and checked gone) by

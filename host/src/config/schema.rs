@@ -27,6 +27,26 @@ pub fn schema_text() -> String {
     text
 }
 
+/// Asserts that `T`'s schema accepts each case's text exactly when `parses` (the parser orca
+/// uses, named `parser` in a failure) does, and that `cases` say which.
+#[cfg(test)]
+pub(super) fn assert_schema_agrees_with<T: schemars::JsonSchema>(
+    parser: &str,
+    parses: impl Fn(&str) -> bool,
+    cases: &[(&str, bool)],
+) {
+    let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for &(text, expected) in cases {
+        assert_eq!(parses(text), expected, "{parser} on {text:?}");
+        assert_eq!(
+            validator.is_valid(&serde_json::json!(text)),
+            expected,
+            "the schema on {text:?}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
