@@ -329,7 +329,7 @@ async fn orca_with_only_the_charts_rbac_takes_a_pod_through_its_whole_life() -> 
     let release = Release::install(&namespace.name, &namespace.name, &[])?;
     let objects = release.manifest()?;
     let account = find_object(&objects, "ServiceAccount", "")?;
-    let config_map = object(
+    let config_map = find_object(
         &objects,
         "ConfigMap",
         &format!("{}-orca-config", release.name),
