@@ -71,7 +71,7 @@ export function show(value: unknown): string {
   );
 }
 
-function type(name: string, vcpus: number, memoryMib: bigint, price: number | undefined, more: Partial<InstanceType> = {}): InstanceType {
+function instanceType(name: string, vcpus: number, memoryMib: bigint, price: number | undefined, more: Partial<InstanceType> = {}): InstanceType {
   return {
     name,
     family: name.split('.')[0]!,
@@ -107,7 +107,7 @@ const SUFFIXES = 'expected one of n u m k M G T P E Ki Mi Gi Ti Pi Ei or an expo
 
 /** A catalogue of two fixed types, through CatalogueBase's `get`. */
 class TwoTypes extends CatalogueBase {
-  readonly types = [type('c7i.large', 2, 4096n, 0.0893), type('m7i.large', 2, 8192n, 0.1008)];
+  readonly types = [instanceType('c7i.large', 2, 4096n, 0.0893), instanceType('m7i.large', 2, 8192n, 0.1008)];
 
   query(input: Parameters<CatalogueBase['query']>[0]): InstanceType[] {
     const query = toQuery(input);
@@ -118,9 +118,9 @@ class TwoTypes extends CatalogueBase {
 
 /** The checks; the host's catalogue (orca's, or a fake one in Node) must know m7i.large. */
 export function checks(): Check[] {
-  const cheap = type('c7i.large', 2, 4096n, 0.0893);
-  const dear = type('m7i.large', 2, 8192n, 0.1008, { zones: ['us-east-1a'] });
-  const unpriced = type('x1.large', 2, 8192n, undefined);
+  const cheap = instanceType('c7i.large', 2, 4096n, 0.0893);
+  const dear = instanceType('m7i.large', 2, 8192n, 0.1008, { zones: ['us-east-1a'] });
+  const unpriced = instanceType('x1.large', 2, 8192n, undefined);
   const m7iQuery: InstanceQuery = { ...anyQuery(), families: ['m7i'], minVcpus: 2, limit: 2 };
   const inner = definePlugin({
     name: 'inner',
