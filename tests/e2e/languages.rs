@@ -2,6 +2,10 @@
 //! their `build` scripts (`plugin-sdk/python`, `plugin-sdk/js`), run by the real orca: in a
 //! chain deciding real pods of the local cluster, and through `orca plugin eval`.
 //!
+//! Each SDK's test plugin that calls every helper the SDK exports is built the same way and
+//! asked through `orca plugin eval`: its checks pass inside the component, and orca accepts its
+//! tag of letters and digits beyond ASCII.
+//!
 //! Both examples are the Rust team selector (`deploy/examples/custom-plugin`) in another
 //! language: a team listed in the settings gets its types in its order, a pod of another team
 //! is declined (the next plugin, the default selector, decides it), and a team pod none of the
@@ -15,7 +19,7 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use orca_e2e::guest_plugins::{Language, team_selector_wasm};
+use orca_e2e::guest_plugins::{Language, every_helper_wasm, team_selector_wasm};
 use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use serde_json::Value;
@@ -245,4 +249,56 @@ fn python_team_selector_through_plugin_eval() -> Result<()> {
 #[test]
 fn typescript_team_selector_through_plugin_eval() -> Result<()> {
     team_selector_through_plugin_eval(Language::TypeScript)
+}
+
+/// The tag both every-helper plugins answer (`TAG` in their sources).
+const EVERY_HELPER_TAG: (&str, &str) = ("orca-sdk/every-helper", "Zürich ß Ж 中 ٣ Ⅻ ½ 𝐀 𝟘");
+
+/// The SDK's every-helper plugin of `language`, built from source with the SDK's `build`, asked
+/// through the real `orca plugin eval`: every check of every helper passes inside the component
+/// (issue 46: the TypeScript SDK's `validateTag` and `Quantity` passed in Node but broke the
+/// component's build), its candidates come from orca's catalogue, and orca, which checks every
+/// plugin's tags with the Rust SDK's rules, accepts the tag the plugin's own `validateTag`
+/// accepted.
+fn every_helper_runs_in_orca(language: Language) -> Result<()> {
+    let wasm = every_helper_wasm(language)?;
+    let plugin = language.every_helper_name();
+    let (decided, evaluation) = eval(&wasm, "vision", 0)?;
+    ensure!(decided && evaluation["decided"] == true, "{evaluation}");
+    let asked = evaluation["asked"].as_array().context("asked")?;
+    for hook in ["select-instance", "build-tags"] {
+        ensure!(
+            asked.iter().any(|step| step["hook"] == hook
+                && step["plugin"] == plugin
+                && step["outcome"] == "answered"),
+            "{plugin} answered {hook}: {evaluation}"
+        );
+    }
+    let candidates = evaluation["candidates"].as_array().context("candidates")?;
+    ensure!(!candidates.is_empty(), "{evaluation}");
+    for candidate in candidates {
+        let reason = candidate["reason"].as_str().unwrap_or_default();
+        ensure!(
+            reason.starts_with("every helper checked")
+                && reason.ends_with("helpers passed")
+                && (language != Language::Python || reason.contains("in the component")),
+            "every check passed in the component: {evaluation}"
+        );
+    }
+    let (key, value) = EVERY_HELPER_TAG;
+    ensure!(
+        evaluation["decision"]["tags"][key] == value,
+        "orca kept the plugin's tag {key}={value}: {evaluation}"
+    );
+    Ok(())
+}
+
+#[test]
+fn python_plugin_calling_every_sdk_helper_runs_in_orca() -> Result<()> {
+    every_helper_runs_in_orca(Language::Python)
+}
+
+#[test]
+fn typescript_plugin_calling_every_sdk_helper_runs_in_orca() -> Result<()> {
+    every_helper_runs_in_orca(Language::TypeScript)
 }

@@ -1,5 +1,6 @@
-//! Policy plugins written in Python and TypeScript, built from the SDKs' example sources
-//! (`plugin-sdk/python`, `plugin-sdk/js`) with their own `build` scripts, once per test process.
+//! Policy plugins written in Python and TypeScript, built from the SDKs' sources
+//! (`plugin-sdk/python`, `plugin-sdk/js`) with their own `build` scripts, once per test process:
+//! each SDK's example team selector, and its test plugin that calls every helper the SDK exports.
 //!
 //! A component built this way is new to orca every time (neither componentize-py nor
 //! ComponentizeJS builds reproducibly, so its sha256 changes), and compiling an 12 to 19 MB
@@ -48,6 +49,45 @@ impl Language {
             Language::TypeScript => "plugin-sdk/js/examples/team-selector",
         }
     }
+
+    /// The name the SDK's every-helper test plugin reports (`info`).
+    pub fn every_helper_name(self) -> &'static str {
+        match self {
+            Language::Python => "every-helper-py",
+            Language::TypeScript => "every-helper-js",
+        }
+    }
+
+    /// The SDK's test plugin that calls every helper the SDK exports, relative to the repository.
+    fn every_helper_source(self) -> &'static str {
+        match self {
+            Language::Python => "plugin-sdk/python/tests/every_helper",
+            Language::TypeScript => "plugin-sdk/js/tests/every-helper",
+        }
+    }
+}
+
+/// Which plugin of an SDK's sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    TeamSelector,
+    EveryHelper,
+}
+
+impl Source {
+    fn name(self, language: Language) -> &'static str {
+        match self {
+            Source::TeamSelector => language.team_selector_name(),
+            Source::EveryHelper => language.every_helper_name(),
+        }
+    }
+
+    fn folder(self, language: Language) -> &'static str {
+        match self {
+            Source::TeamSelector => language.team_selector_source(),
+            Source::EveryHelper => language.every_helper_source(),
+        }
+    }
 }
 
 /// The example team selector of `language` as a component, built from source (and compiled
@@ -59,33 +99,53 @@ pub fn team_selector_wasm(language: Language) -> Result<PathBuf> {
         Language::Python => &PYTHON,
         Language::TypeScript => &TYPESCRIPT,
     };
-    cell.get_or_init(|| build_and_compile(language).map_err(|e| format!("{e:#}")))
-        .clone()
-        .map_err(anyhow::Error::msg)
+    cell.get_or_init(|| {
+        build_and_compile(language, Source::TeamSelector).map_err(|e| format!("{e:#}"))
+    })
+    .clone()
+    .map_err(anyhow::Error::msg)
 }
 
-fn build_and_compile(language: Language) -> Result<PathBuf> {
+/// The SDK's every-helper test plugin of `language` as a component, built from source with the
+/// SDK's `build` (the path users take) and compiled into orca's compile cache by one
+/// `orca plugin eval`, which runs its checks: a helper that breaks the build, or fails a check
+/// inside the component, fails here with the build's or orca's output.
+pub fn every_helper_wasm(language: Language) -> Result<PathBuf> {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static TYPESCRIPT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let cell = match language {
+        Language::Python => &PYTHON,
+        Language::TypeScript => &TYPESCRIPT,
+    };
+    cell.get_or_init(|| {
+        build_and_compile(language, Source::EveryHelper).map_err(|e| format!("{e:#}"))
+    })
+    .clone()
+    .map_err(anyhow::Error::msg)
+}
+
+fn build_and_compile(language: Language, source: Source) -> Result<PathBuf> {
     let out_dir = output_dir()?;
     std::fs::create_dir_all(&out_dir)?;
-    let out = out_dir.join(format!("{}.wasm", language.team_selector_name()));
+    let out = out_dir.join(format!("{}.wasm", source.name(language)));
     let started = Instant::now();
-    build(language, &out)?;
+    build(language, source, &out)?;
     let built = started.elapsed();
     warm_compile_cache(&out, &out_dir)?;
     println!(
         "{}: built from {} in {built:.1?}, compiled by orca in {:.1?}",
-        language.team_selector_name(),
-        language.team_selector_source(),
+        source.name(language),
+        source.folder(language),
         started.elapsed() - built
     );
     Ok(out)
 }
 
-/// `<build script> <example> <out>`; the script installs its pinned tools on first use.
-fn build(language: Language, out: &Path) -> Result<()> {
+/// `<build script> <source folder> <out>`; the script installs its pinned tools on first use.
+fn build(language: Language, source: Source, out: &Path) -> Result<()> {
     let root = repo_root();
     let output = Command::new(root.join(language.build_script()))
-        .arg(root.join(language.team_selector_source()))
+        .arg(root.join(source.folder(language)))
         .arg(out)
         .current_dir(root)
         .output()
@@ -94,7 +154,7 @@ fn build(language: Language, out: &Path) -> Result<()> {
         output.status.success(),
         "{} {} failed ({}):\n{}{}",
         language.build_script(),
-        language.team_selector_source(),
+        source.folder(language),
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
@@ -103,7 +163,8 @@ fn build(language: Language, out: &Path) -> Result<()> {
 }
 
 /// One `orca plugin eval` of the component (a pod of no team, which both examples decline with
-/// these settings), which compiles it into the compile cache every orca of this user shares.
+/// these settings, and the every-helper plugins answer when their checks pass), which compiles
+/// it into the compile cache every orca of this user shares.
 fn warm_compile_cache(wasm: &Path, out_dir: &Path) -> Result<()> {
     let pod = out_dir.join("warm-pod.yaml");
     std::fs::write(

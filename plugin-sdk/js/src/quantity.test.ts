@@ -54,3 +54,17 @@ test('huge values are errors, like i128 overflow in Rust', () => {
   assert.equal(q('1e-40').toMillisCeil(), 1n);
   assert.equal(q('1Ei').toMillisCeil(), 1000n << 60n);
 });
+
+test('surrounding Unicode spaces are trimmed; other characters are quoted in messages', () => {
+  // String.prototype.trim: White_Space of JavaScript (Zs, tab, line terminators, BOM).
+  for (const space of ['\u00a0', '\u2003', '\u3000', '\u2028', '\ufeff']) {
+    assert.equal(q(`${space}2Gi${space}`).toUnitsCeil(), 2n << 30n, `U+${space.codePointAt(0)!.toString(16)}`);
+  }
+  // Next line (Cc) is not trimmed: the quantity has no digits, and the message escapes it.
+  assert.throws(() => q('\u00852'), { message: 'quantity "\\u{85}2" has no digits before its suffix' });
+  assert.throws(() => q('1\u200bGi'), {
+    message:
+      'quantity "1\\u{200b}Gi" has an unknown suffix; expected one of n u m k M G T P E Ki Mi Gi Ti Pi Ei or an exponent like e3',
+  });
+  assert.throws(() => q('\u0663'), { message: 'quantity "\u0663" has no digits before its suffix' });
+});

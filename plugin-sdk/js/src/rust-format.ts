@@ -1,4 +1,5 @@
 // Rust's `{:?}` of a str and a char, so messages read exactly as the Rust SDK's.
+import { NON_PRINTABLE } from './unicode.generated.js';
 
 function escape(c: string, quote: '"' | "'"): string {
   switch (c) {
@@ -15,8 +16,9 @@ function escape(c: string, quote: '"' | "'"): string {
     case quote:
       return `\\${quote}`;
   }
-  // Rust escapes control and other non-printable characters as \u{hex}.
-  if (/^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cn}\p{Co}\p{Cs}]$/u.test(c)) {
+  // Rust escapes control and other non-printable characters as \u{hex} (Cc, Cf, Zl, Zp, Cn,
+  // Co, Cs: the class is generated, the component engine has no property escapes).
+  if (NON_PRINTABLE.test(c)) {
     return `\\u{${c.codePointAt(0)!.toString(16)}}`;
   }
   return c;

@@ -1,5 +1,6 @@
 // AWS's tag rules, as orca's host checks every plugin's tags (plugin-sdk/src/tags.rs).
 import { rustDebugChar, rustDebugStr } from './rust-format.js';
+import { ALPHANUMERIC } from './unicode.generated.js';
 
 /** At most this many tags on one resource. */
 export const MAX_TAGS = 50;
@@ -28,9 +29,7 @@ export function validateTag(key: string, value: string): string | undefined {
   return undefined;
 }
 
-// Rust's char::is_alphanumeric: Alphabetic or Numeric (Nd, Nl, No).
-const ALPHANUMERIC = /^[\p{Alphabetic}\p{N}]$/u;
-
+// Rust's char::is_alphanumeric (Alphabetic or Numeric: Nd, Nl, No), or the punctuation AWS allows.
 function allowed(c: string): boolean {
   return ALPHANUMERIC.test(c) || c === ' ' || '_.:/=+-@'.includes(c);
 }
