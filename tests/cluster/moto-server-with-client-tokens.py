@@ -6,7 +6,10 @@ enforcement is on (tests/src/iam.rs), EC2's answer to a call the caller's policy
 (see UnauthorizedOperation below), every refusal logged, and signatures checked against the
 bytes that were signed (with ORCA_MOTO_CHECKS_SIGNATURES=1, see _keeping_the_signed_body).
 With ORCA_MOTO_RUNS_COMMANDS=1 (the harness sets it), Systems Manager's Run Command behaves as
-an SSM agent on each running instance would (see _running_as_an_agent_would).
+an SSM agent on each running instance would (see _running_as_an_agent_would). With
+ORCA_MOTO_SPOT_PRICES=FILE (the harness sets it), DescribeSpotPriceHistory answers the price
+history a test wrote to FILE for the pools it names (see _answering_the_set_spot_prices);
+moto answers one constant price for every pool.
 
 EC2 answers a request repeated with the same ClientToken with the first request's result and
 launches nothing more; the same token with other parameters is refused with
@@ -17,6 +20,8 @@ instance. moto 5 keeps the token but launches again; this wrapper gives it EC2's
 Usage: python moto-server-with-client-tokens.py [moto_server arguments]
 """
 
+import datetime
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +36,7 @@ from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.responses.elastic_block_store import ElasticBlockStore
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
+from moto.ec2.responses.spot_instances import SpotInstances
 from moto.iam.access_control import IAMRequest
 from moto.server import main
 from moto.ssm.exceptions import SSMException
@@ -122,6 +128,93 @@ def _attaching_as_ebs_does(attach):
 
 
 ElasticBlockStore.attach_volume = _attaching_as_ebs_does(ElasticBlockStore.attach_volume)
+
+
+def _timestamp(value):
+    """A time as moto parsed it from the request, or as FILE writes it (ISO 8601:
+    `2026-11-27T10:00:00Z`, with or without fractions)."""
+    if isinstance(value, datetime.datetime):
+        moment = value
+    else:
+        moment = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def _answering_the_set_spot_prices(describe):
+    """DescribeSpotPriceHistory as EC2 documents it
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeSpotPriceHistory.html)
+    for the pools a test set: FILE (ORCA_MOTO_SPOT_PRICES) holds a JSON list of price changes,
+    each {"InstanceType", "AvailabilityZone", "SpotPrice", "Timestamp"} and optionally
+    "ProductDescription" (default "Linux/UNIX"), written whole by tests/src/spot_prices.rs. For a
+    pool with changes in FILE, the answer is its changes from StartTime to EndTime (either
+    absent: unbounded) and, as EC2 does, the last change before StartTime, the price in effect
+    then; newest first, filtered by InstanceType.N, ProductDescription.N, AvailabilityZone and
+    the instance-type, availability-zone and product-description filters. Every other pool is
+    answered as moto answers it (one constant price). No paging: the whole answer is one page."""
+
+    def described(self):
+        try:
+            with open(SPOT_PRICES_FILE) as f:
+                changes = json.load(f)
+        except FileNotFoundError:
+            changes = []
+        if not changes:
+            return describe(self)
+        types = set(self._get_param("InstanceTypes", []))
+        products = set(self._get_param("ProductDescriptions", []))
+        zone = self._get_param("AvailabilityZone")
+        filters = self._filters_from_querystring()
+        types |= set(filters.get("instance-type", []))
+        products |= set(filters.get("product-description", []))
+        zones = set(filters.get("availability-zone", [])) | ({zone} if zone else set())
+        start = self._get_param("StartTime")
+        end = self._get_param("EndTime")
+        start = _timestamp(start) if start else None
+        end = _timestamp(end) if end else None
+
+        pools = {}
+        for change in changes:
+            change = dict(change)
+            change.setdefault("ProductDescription", "Linux/UNIX")
+            key = (change["InstanceType"], change["AvailabilityZone"], change["ProductDescription"])
+            pools.setdefault(key, []).append(change)
+        history = []
+        for (kind, pool_zone, product), pool in pools.items():
+            if (types and kind not in types) or (zones and pool_zone not in zones):
+                continue
+            if products and product not in products:
+                continue
+            pool.sort(key=lambda c: _timestamp(c["Timestamp"]))
+            before = [c for c in pool if start and _timestamp(c["Timestamp"]) <= start]
+            within = [
+                c
+                for c in pool
+                if (not start or _timestamp(c["Timestamp"]) > start)
+                and (not end or _timestamp(c["Timestamp"]) <= end)
+            ]
+            history.extend(before[-1:] + within)
+        set_pools = {(kind, pool_zone) for (kind, pool_zone, _) in pools}
+        result = describe(self)
+        for entry in result.result.get("SpotPriceHistory", []):
+            if (entry["InstanceType"], entry["AvailabilityZone"]) in set_pools:
+                continue
+            if products and "Linux/UNIX (Amazon VPC)" not in products:
+                # moto's constant is for "Linux/UNIX (Amazon VPC)": answered under the product
+                # asked for, as EC2 would have a price for it.
+                entry = dict(entry, ProductDescription=sorted(products)[0])
+            history.append(entry)
+        history.sort(key=lambda c: _timestamp(c["Timestamp"]), reverse=True)
+        result.result["SpotPriceHistory"] = history
+        return result
+
+    return described
+
+
+SPOT_PRICES_FILE = os.environ.get("ORCA_MOTO_SPOT_PRICES")
+if SPOT_PRICES_FILE:
+    SpotInstances.describe_spot_price_history = _answering_the_set_spot_prices(
+        SpotInstances.describe_spot_price_history
+    )
 
 
 # What SSM returns of a command's output at most (GetCommandInvocation's documentation).

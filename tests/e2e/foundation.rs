@@ -142,3 +142,112 @@ async fn moto_answers_describe_instances_through_the_aws_sdk() -> Result<()> {
     assert_eq!(m5.v_cpu_info().and_then(|v| v.default_v_cpus()), Some(2));
     Ok(())
 }
+
+/// The harness's moto answers the spot price history a test sets as EC2 documents it: the
+/// changes in the window asked for and the price in effect at its start, newest first, for the
+/// product asked; pools nobody set keep moto's constant price, and the set pools go when the
+/// test is done.
+#[tokio::test]
+async fn moto_answers_the_spot_price_history_a_test_sets() -> Result<()> {
+    use aws_sdk_ec2::primitives::DateTime;
+    use aws_sdk_ec2::types::InstanceType;
+    use orca_e2e::spot_prices::{PriceChange, SetPrices};
+
+    let cluster = TestCluster::shared();
+    let ec2 = cluster.ec2_client().await;
+    // A type no other test launches, so the tests running at once never see these prices.
+    let kind = "u-6tb1.112xlarge";
+    let hour = |h: i64| jiff::Timestamp::from_second(1_795_000_000 + h * 3600).unwrap();
+    let set = SetPrices::set(
+        cluster,
+        vec![
+            PriceChange::new(kind, "us-west-2a", "4.2000", hour(0)),
+            PriceChange::new(kind, "us-west-2a", "3.9000", hour(2)),
+            PriceChange::new(kind, "us-west-2a", "5.1000", hour(4)),
+            PriceChange::new(kind, "us-west-2b", "4.4000", hour(1)),
+        ],
+    )?;
+    let history = |start: jiff::Timestamp| {
+        ec2.describe_spot_price_history()
+            .instance_types(InstanceType::from(kind))
+            .product_descriptions("Linux/UNIX")
+            .start_time(DateTime::from_secs(start.as_second()))
+            .send()
+    };
+    let prices = |answer: &aws_sdk_ec2::operation::describe_spot_price_history::DescribeSpotPriceHistoryOutput| {
+        answer
+            .spot_price_history()
+            .iter()
+            .map(|e| {
+                (
+                    e.availability_zone().unwrap_or_default().to_owned(),
+                    e.spot_price().unwrap_or_default().to_owned(),
+                )
+            })
+            // The zones of the type the test did not set keep moto's price.
+            .filter(|(zone, price)| {
+                assert!(
+                    zone == "us-west-2a" || zone == "us-west-2b" || price == "0.00001",
+                    "{zone} {price}"
+                );
+                zone == "us-west-2a" || zone == "us-west-2b"
+            })
+            .collect::<Vec<_>>()
+    };
+
+    // From hour 3: 2a's price in effect then (3.90) and its change at hour 4; 2b's in effect.
+    let answer = history(hour(3)).await?;
+    let pairs = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(z, p)| (z.to_string(), p.to_string()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        prices(&answer),
+        pairs(&[
+            ("us-west-2a", "5.1000"),
+            ("us-west-2a", "3.9000"),
+            ("us-west-2b", "4.4000"),
+        ])
+    );
+    assert!(
+        answer
+            .spot_price_history()
+            .iter()
+            .all(|e| e.product_description().map(|p| p.as_str()) == Some("Linux/UNIX")),
+        "{answer:?}"
+    );
+    // From after the last change: only the prices in effect.
+    let answer = history(hour(10)).await?;
+    assert_eq!(
+        prices(&answer),
+        pairs(&[("us-west-2a", "5.1000"), ("us-west-2b", "4.4000")])
+    );
+
+    // A pool nobody set keeps moto's one price.
+    let other = ec2
+        .describe_spot_price_history()
+        .instance_types(InstanceType::M5Large)
+        .start_time(DateTime::from_secs(hour(10).as_second()))
+        .send()
+        .await?;
+    assert!(
+        !other.spot_price_history().is_empty()
+            && other
+                .spot_price_history()
+                .iter()
+                .all(|e| e.spot_price() == Some("0.00001")),
+        "{other:?}"
+    );
+
+    drop(set);
+    let after = history(hour(10)).await?;
+    assert!(
+        after
+            .spot_price_history()
+            .iter()
+            .all(|e| e.spot_price() == Some("0.00001")),
+        "the set prices are gone: {after:?}"
+    );
+    Ok(())
+}

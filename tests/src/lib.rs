@@ -38,6 +38,7 @@ pub mod registry;
 pub mod registry_proxy;
 pub mod replicas;
 pub mod scenario;
+pub mod spot_prices;
 pub mod volumes;
 pub mod wait;
 
