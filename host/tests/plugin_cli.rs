@@ -309,10 +309,7 @@ fn a_max_memory_too_small_names_the_minimum_and_keeps_the_compiled_plugin() {
 fn eval_with_a_config_prunes_nothing_of_the_shared_compile_cache() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let compiled = check_compiled(
-        &cache,
-        &components().join("orca_test_plugin_hostile.wasm"),
-    );
+    let compiled = check_compiled(&cache, &components().join("orca_test_plugin_hostile.wasm"));
     // Unused for an hour: what a node prunes when it no longer loads the plugin.
     std::fs::File::options()
         .write(true)

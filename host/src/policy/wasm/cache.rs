@@ -306,7 +306,8 @@ mod tests {
     fn an_entry_loads_only_for_its_component_engine_and_intact_bytes() {
         let root = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
+        let cache =
+            CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
         let (a, b) = ("a".repeat(64), "b".repeat(64));
         cache.put(&a, &component(&engine));
         assert!(cache.get(&engine, &a).is_some());
@@ -333,7 +334,8 @@ mod tests {
     fn entries_of_plugins_not_loaded_are_pruned_once_unused() {
         let root = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
+        let cache =
+            CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
         let (kept, old) = ("c".repeat(64), "d".repeat(64));
         cache.put(&kept, &component(&engine));
         cache.put(&old, &component(&engine));
@@ -358,7 +360,12 @@ mod tests {
             (CachePruning::UnloadedEntries, false, fresh, false),
             (CachePruning::UnloadedEntries, true, stale, false),
             (CachePruning::Never, false, stale, false),
-            (CachePruning::Never, false, Duration::from_secs(86_400 * 365), false),
+            (
+                CachePruning::Never,
+                false,
+                Duration::from_secs(86_400 * 365),
+                false,
+            ),
         ];
         for (pruning, kept, unused_for, removed) in cases {
             assert_eq!(
@@ -402,7 +409,11 @@ mod tests {
         let written = std::fs::read(cache.entry(&sha256)).unwrap();
 
         let limited = CompileCache::open(root.path(), &small, CachePruning::Never).unwrap();
-        assert_eq!(limited.entry(&sha256), cache.entry(&sha256), "one entry for both");
+        assert_eq!(
+            limited.entry(&sha256),
+            cache.entry(&sha256),
+            "one entry for both"
+        );
         assert!(limited.get(&small, &sha256).is_none());
         assert_eq!(std::fs::read(cache.entry(&sha256)).unwrap(), written);
         assert!(cache.get(&large, &sha256).is_some());

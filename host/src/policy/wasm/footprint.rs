@@ -97,7 +97,7 @@ impl StartFootprint {
 
 /// `64 MiB`, `1.5 MiB`: a limit as people wrote it.
 fn mib_text(bytes: u64) -> String {
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{:.1} MiB", bytes as f64 / MIB as f64)
@@ -273,7 +273,9 @@ fn read_component(scope: &mut Scope, payload: Payload<'_>) -> Result<(), BinaryR
                         scope.modules.push(entry(&scope.modules, export.index));
                     }
                     ComponentExternalKind::Component => {
-                        scope.components.push(entry(&scope.components, export.index));
+                        scope
+                            .components
+                            .push(entry(&scope.components, export.index));
                     }
                     _ => {}
                 }
@@ -286,7 +288,10 @@ fn read_component(scope: &mut Scope, payload: Payload<'_>) -> Result<(), BinaryR
 
 /// Adds the memories and tables a core module defines (imported ones are another
 /// instance's).
-fn read_module(footprint: &mut StartFootprint, payload: Payload<'_>) -> Result<(), BinaryReaderError> {
+fn read_module(
+    footprint: &mut StartFootprint,
+    payload: Payload<'_>,
+) -> Result<(), BinaryReaderError> {
     match payload {
         Payload::MemorySection(reader) => {
             for memory in reader {

@@ -106,8 +106,18 @@ fn a_start_past_a_limit_names_the_minimum_memory_in_mib_rounded_up() {
         ..SandboxLimits::default()
     };
     let cases = [
-        ("nothing fits anything", memory(0), limits(1 << 20, 0), Ok(())),
-        ("exactly the limit fits", memory(8 * MIB), limits(8 << 20, 10), Ok(())),
+        (
+            "nothing fits anything",
+            memory(0),
+            limits(1 << 20, 0),
+            Ok(()),
+        ),
+        (
+            "exactly the limit fits",
+            memory(8 * MIB),
+            limits(8 << 20, 10),
+            Ok(()),
+        ),
         (
             "a byte over asks for the next MiB",
             memory(8 * MIB + 1),
