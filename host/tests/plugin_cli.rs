@@ -301,6 +301,15 @@ fn a_max_memory_too_small_names_the_minimum_and_keeps_the_compiled_plugin() {
     // The minimum named is enough.
     let output = eval(&format!("{needed}Mi"));
     assert!(output.status.success(), "{}", text(&output));
+
+    // Too small for orca's own default plugins: a setting to change, not a build defect.
+    let output = eval("1Mi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("under policy.limits: it needs at least "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("build defect"), "{stderr}");
 }
 
 /// Issue 46: the first `eval --config` removed compiled plugins of the shared cache that the

@@ -24,7 +24,20 @@ pub enum PolicySetupError {
     /// Only for bytes that cannot load: one that keeps running out of time is loaded again
     /// in the background instead (see `PluginRegistry::new`).
     #[error("loading an embedded default plugin (a build defect)")]
-    Embedded(#[from] LoadError),
+    Embedded(#[source] LoadError),
+    /// The limits are too small for an embedded plugin to start: a configuration to change,
+    /// not a defect (the message names the minimum).
+    #[error("loading an embedded default plugin under policy.limits")]
+    EmbeddedPastLimits(#[source] LoadError),
+}
+
+impl From<LoadError> for PolicySetupError {
+    fn from(error: LoadError) -> Self {
+        match error {
+            LoadError::StartPastLimits(_) => PolicySetupError::EmbeddedPastLimits(error),
+            error => PolicySetupError::Embedded(error),
+        }
+    }
 }
 
 /// The sandbox limits `policy.limits` describes.
@@ -123,5 +136,31 @@ fn extra_warm(policy: &PolicyConfig, extra: usize) -> usize {
         extra
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::wasm::LimitTooSmall;
+
+    #[test]
+    fn an_embedded_plugin_past_the_limits_is_a_setting_to_change_not_a_build_defect() {
+        let past = LoadError::StartPastLimits(LimitTooSmall::Memory {
+            needed_mib: 2,
+            allowed_bytes: 1 << 20,
+        });
+        let defect = LoadError::BadInfo {
+            field: "name",
+            value: String::new(),
+        };
+        assert!(matches!(
+            PolicySetupError::from(past),
+            PolicySetupError::EmbeddedPastLimits(_)
+        ));
+        assert!(matches!(
+            PolicySetupError::from(defect),
+            PolicySetupError::Embedded(_)
+        ));
     }
 }
