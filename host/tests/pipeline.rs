@@ -711,14 +711,16 @@ fn reloads_during_a_stream_of_decisions_never_fail_or_mix_versions() {
 
 #[test]
 fn compiled_plugins_are_cached_and_a_damaged_entry_is_recompiled() {
-    use orca::policy::wasm::{CatalogueQuery, LoadedPlugin, PluginEngine, SandboxLimits};
+    use orca::policy::wasm::{
+        CachePruning, CatalogueQuery, LoadedPlugin, PluginEngine, SandboxLimits,
+    };
     let cache = tempfile::tempdir().unwrap();
     let catalogue: Arc<dyn CatalogueQuery> =
         Arc::new(orca::policy::catalogue::InstanceCatalogue::bundled("us-east-1").unwrap());
     let component = bytes(HOSTILE);
     let engine = PluginEngine::new(SandboxLimits::default())
         .unwrap()
-        .with_compile_cache(cache.path());
+        .with_compile_cache(cache.path(), CachePruning::UnloadedEntries);
     LoadedPlugin::load(&engine, &component, &catalogue).unwrap();
     let entries: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
@@ -737,7 +739,7 @@ fn compiled_plugins_are_cached_and_a_damaged_entry_is_recompiled() {
     std::fs::write(entry, b"damaged").unwrap();
     let restarted = PluginEngine::new(SandboxLimits::default())
         .unwrap()
-        .with_compile_cache(cache.path());
+        .with_compile_cache(cache.path(), CachePruning::UnloadedEntries);
     let plugin = LoadedPlugin::load(&restarted, &component, &catalogue).unwrap();
     assert_eq!(plugin.name, "hostile");
     assert_eq!(std::fs::metadata(entry).unwrap().len(), size);

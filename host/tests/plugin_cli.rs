@@ -2,16 +2,48 @@
 
 mod support;
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
 
-use support::components;
+use support::{components, with_extra_memories};
 
 fn orca() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_orca"));
     // A compile cache of its own, so runs do not depend on what the user's holds.
-    let cache = std::env::temp_dir().join(format!("orca-plugin-cli-{}", std::process::id()));
+    orca_caching_in(&std::env::temp_dir().join(format!("orca-plugin-cli-{}", std::process::id())))
+}
+
+/// `orca` whose compile cache is under `cache` (as `XDG_CACHE_HOME`), for a test that looks
+/// into it.
+fn orca_caching_in(cache: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_orca"));
     command.env("XDG_CACHE_HOME", cache);
     command
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `orca plugin check FILE` with the cache under `cache`: where it says the compiled plugin
+/// is.
+fn check_compiled(cache: &Path, file: &Path) -> PathBuf {
+    let output = orca_caching_in(cache)
+        .args(["plugin", "check"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("compiled:"))
+        .unwrap_or_else(|| panic!("check does not say where it is compiled: {stdout}"));
+    PathBuf::from(line.trim())
 }
 
 fn pod_file(dir: &std::path::Path, mode: &str) -> std::path::PathBuf {
@@ -204,5 +236,115 @@ fn bench_prints_the_native_baseline_beside_the_plugin() {
     assert!(
         stderr.contains("compiled plugins are cached in"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn check_prints_where_the_compiled_plugin_is_cached() {
+    let cache = tempfile::tempdir().unwrap();
+    let hostile = components().join("orca_test_plugin_hostile.wasm");
+    let compiled = check_compiled(cache.path(), &hostile);
+    assert!(
+        compiled.starts_with(cache.path().join("orca/plugins")),
+        "{}",
+        compiled.display()
+    );
+    assert!(compiled.is_file(), "{}", compiled.display());
+    let sha256 = orca::policy::wasm::sha256_hex(&std::fs::read(&hostile).unwrap());
+    let name = compiled.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(&sha256), "{name}");
+}
+
+/// Issue 46: `eval --max-memory` below what a plugin needs to start deleted its valid compiled
+/// entry (the next `check` compiled it again, 40 s for a Python plugin), and the message did not
+/// say what would do.
+#[test]
+fn a_max_memory_too_small_names_the_minimum_and_keeps_the_compiled_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    // The test plugin with one more memory of 40 MiB.
+    let big = dir.path().join("big.wasm");
+    let hostile = std::fs::read(components().join("orca_test_plugin_hostile.wasm")).unwrap();
+    std::fs::write(&big, with_extra_memories(&hostile, 1, 640)).unwrap();
+    let compiled = check_compiled(&cache, &big);
+    let entry = std::fs::read(&compiled).unwrap();
+
+    let eval = |max_memory: &str| {
+        orca_caching_in(&cache)
+            .args(["plugin", "eval", "--max-memory", max_memory, "--plugin"])
+            .arg(&big)
+            .arg("--pod")
+            .arg(pod_file(dir.path(), "well-behaved"))
+            .output()
+            .unwrap()
+    };
+    let output = eval("16Mi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let needed: u64 = stderr
+        .split("at least ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no minimum in MiB: {stderr}"));
+    assert!(needed > 40, "{stderr}");
+    assert!(
+        stderr.contains(&format!("maxMemory: {needed}Mi or more")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&compiled).ok(),
+        Some(entry),
+        "the compiled plugin was removed or changed"
+    );
+
+    // The minimum named is enough.
+    let output = eval(&format!("{needed}Mi"));
+    assert!(output.status.success(), "{}", text(&output));
+
+    // Too small for orca's own default plugins: a setting to change, not a build defect.
+    let output = eval("1Mi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("under policy.limits: it needs at least "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("build defect"), "{stderr}");
+}
+
+/// Issue 46: the first `eval --config` removed compiled plugins of the shared cache that the
+/// config does not load. Only the serving orca prunes.
+#[test]
+fn eval_with_a_config_prunes_nothing_of_the_shared_compile_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let compiled = check_compiled(&cache, &components().join("orca_test_plugin_hostile.wasm"));
+    // Unused for an hour: what a node prunes when it no longer loads the plugin.
+    std::fs::File::options()
+        .write(true)
+        .open(&compiled)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!("policy:\n  pluginsDir: {}\n", plugins.display()),
+    )
+    .unwrap();
+    let output = orca_caching_in(&cache)
+        .args(["plugin", "eval", "--config"])
+        .arg(&config)
+        .arg("--pod")
+        .arg(pod_file(dir.path(), "well-behaved"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        compiled.is_file(),
+        "eval removed {} from the shared compile cache",
+        compiled.display()
     );
 }

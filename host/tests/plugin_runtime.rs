@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use orca::policy::wasm::{
     Architecture, CallError, CatalogueQuery, Hook, InstanceQuery, InstanceReuse, InstanceType,
-    LoadError, LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources, SandboxLimits,
-    TagContext, VersionError,
+    LimitTooSmall, LoadError, LoadedPlugin, Market, PluginEngine, Pod, PolicyError, Resources,
+    SandboxLimits, TagContext, VersionError,
 };
 
 mod support;
@@ -239,20 +239,14 @@ fn a_component_with_several_memories_gets_one_budget_for_all_of_them() {
     let hostile = bytes("orca-test-plugin-hostile");
 
     // Two more memories of 40 MiB: each fits under maxMemory, together they do not. (With a cap
-    // per memory only, this loaded, and 16 such instances per call held 640 MiB.)
+    // per memory only, this loaded, and 16 such instances per call held 640 MiB.) The load is
+    // refused before the compile, naming the least maxMemory that would do.
     let two = with_extra_memories(&hostile, 2, FORTY_MIB_PAGES);
     let Err(error) = LoadedPlugin::load(&engine, &two, &catalogue) else {
         panic!("a component holding 80 MiB in two memories loaded under a 64 MiB budget");
     };
-    let text = error.to_string();
-    assert!(
-        matches!(error, LoadError::InfoFailed(CallError::Trapped { .. })),
-        "{text}"
-    );
-    assert!(
-        text.contains("memory budget") && text.contains("maxMemory"),
-        "{text}"
-    );
+    let needed = needed_mib(&error);
+    assert!(needed > 80, "{error}");
 
     // One more memory of 40 MiB fits, and the plugin answers; but what it may still allocate
     // is what that memory left of the budget, not a fresh 64 MiB.
@@ -283,6 +277,92 @@ fn a_component_with_several_memories_gets_one_budget_for_all_of_them() {
         .err()
         .expect("refused");
     assert!(matches!(error, LoadError::InfoFailed(_)), "{error}");
+}
+
+/// The MiB a `StartPastLimits` refusal names.
+fn needed_mib(error: &LoadError) -> usize {
+    let text = error.to_string();
+    assert!(
+        matches!(
+            error,
+            LoadError::StartPastLimits(LimitTooSmall::Memory { .. })
+        ),
+        "{text}"
+    );
+    text.split("at least ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MiB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no minimum in MiB: {text}"))
+}
+
+/// Issue 46: a `maxMemory` too small for a plugin said "memory has a minimum byte size of …
+/// which exceeds the limit of … bytes" after compiling it, and nothing about what would do.
+#[test]
+fn a_max_memory_too_small_names_the_least_that_loads_in_mib() {
+    let limits = |mib: usize| SandboxLimits {
+        max_memory_bytes: mib << 20,
+        timeout: Duration::from_secs(5),
+        load_timeout: Duration::from_secs(10),
+        ..SandboxLimits::default()
+    };
+    let catalogue = catalogue();
+    let big = with_extra_memories(&bytes("orca-test-plugin-hostile"), 1, FORTY_MIB_PAGES);
+    let refusal = LoadedPlugin::load(&engine(limits(8)), &big, &catalogue)
+        .err()
+        .expect("40 MiB loaded under 8 Mi");
+    let needed = needed_mib(&refusal);
+    assert!(
+        refusal.to_string().contains("maxMemory (8 MiB)"),
+        "{refusal}"
+    );
+    assert!(
+        refusal
+            .to_string()
+            .contains(&format!("maxMemory: {needed}Mi or more")),
+        "{refusal}"
+    );
+    // The number named is the least that loads: one MiB less is refused the same way.
+    let enough = engine(limits(needed));
+    let plugin = LoadedPlugin::load(&enough, &big, &catalogue)
+        .unwrap_or_else(|error| panic!("{needed} MiB named, but refused: {error}"));
+    let answer = plugin
+        .select_instance(&enough, &catalogue, &pod(&[]), "well-behaved")
+        .unwrap();
+    assert_eq!(answer.unwrap()[0].instance_type, "m7i.large");
+    let below = LoadedPlugin::load(&engine(limits(needed - 1)), &big, &catalogue)
+        .err()
+        .expect("refused one MiB below the minimum");
+    assert_eq!(needed_mib(&below), needed);
+}
+
+/// The plugin's own `pluginLimits` are checked once it has named itself: a load under the
+/// largest limits that its own could never call is refused, not loaded to fail every pod.
+#[test]
+fn a_plugin_whose_own_max_memory_is_too_small_is_refused_at_load() {
+    use std::collections::BTreeMap;
+    let catalogue = catalogue();
+    let big = with_extra_memories(&bytes("orca-test-plugin-hostile"), 1, FORTY_MIB_PAGES);
+    let defaults = SandboxLimits {
+        max_memory_bytes: 128 << 20,
+        load_timeout: Duration::from_secs(10),
+        ..SandboxLimits::default()
+    };
+    let own = SandboxLimits {
+        max_memory_bytes: 16 << 20,
+        ..defaults
+    };
+    let engine = PluginEngine::with_plugin_limits(
+        defaults,
+        BTreeMap::from([("hostile".to_owned(), own)]),
+        0,
+    )
+    .unwrap();
+    let error = LoadedPlugin::load(&engine, &big, &catalogue)
+        .err()
+        .expect("loaded with its own maxMemory of 16 Mi");
+    assert!(needed_mib(&error) > 40, "{error}");
+    assert!(error.to_string().contains("maxMemory (16 MiB)"), "{error}");
 }
 
 #[test]
@@ -495,5 +575,7 @@ fn a_plugin_with_its_own_limits_gets_them_and_the_others_keep_the_defaults() {
     let Err(error) = LoadedPlugin::load(&defaults, &big, &catalogue) else {
         panic!("80 MiB loaded under the default 64 MiB");
     };
-    assert!(error.to_string().contains("83886080"), "{error}");
+    // Refused before the compile, naming the least that would do (80 MiB and its own).
+    assert!(needed_mib(&error) > 80, "{error}");
+    assert!(error.to_string().contains("maxMemory (64 MiB)"), "{error}");
 }

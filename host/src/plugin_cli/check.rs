@@ -1,25 +1,37 @@
 //! `orca plugin check FILE.wasm` (and the loading half of `check oci://…`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::PluginCommandError;
 use crate::config::PolicyConfig;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::pipeline::hook_name;
 use crate::policy::setup::sandbox_limits;
-use crate::policy::wasm::{CatalogueQuery, InterfaceVersion, LoadedPlugin, PluginEngine};
+use crate::policy::wasm::{
+    CachePruning, CatalogueQuery, InterfaceVersion, LoadedPlugin, PluginEngine,
+};
 
 pub fn run(file: &Path) -> Result<(), PluginCommandError> {
-    let (plugin, bytes, elapsed) = load(file)?;
+    let (checked, bytes) = load(file)?;
     println!("file:       {}", file.display());
-    describe(&plugin, &bytes, elapsed);
+    describe(&checked, &bytes);
     Ok(())
 }
 
+/// A plugin as `check` loaded it.
+pub(super) struct Checked {
+    pub plugin: LoadedPlugin,
+    /// How long the load took.
+    pub elapsed: Duration,
+    /// The compile cache's file of its compiled code, if it is there.
+    pub compiled: Option<PathBuf>,
+}
+
 /// What `check` prints of a loaded plugin.
-pub(super) fn describe(plugin: &LoadedPlugin, bytes: &[u8], elapsed: std::time::Duration) {
+pub(super) fn describe(checked: &Checked, bytes: &[u8]) {
+    let plugin = &checked.plugin;
     let hooks: Vec<&str> = plugin.hooks.iter().map(|h| hook_name(*h)).collect();
     println!(
         "world:      orca:policy/plugin@{} (this orca serves {})",
@@ -38,40 +50,45 @@ pub(super) fn describe(plugin: &LoadedPlugin, bytes: &[u8], elapsed: std::time::
     println!("sha256:     {}", plugin.sha256);
     println!("hooks:      {}", hooks.join(", "));
     println!("size:       {} bytes", bytes.len());
-    println!("load time:  {elapsed:.1?} (compile or compile cache, link, info call)");
+    println!(
+        "load time:  {:.1?} (compile or compile cache, link, info call)",
+        checked.elapsed
+    );
+    match &checked.compiled {
+        Some(path) => println!("compiled:   {}", path.display()),
+        None => println!(
+            "compiled:   not cached (no usable compile cache: policy.compileCacheDir, else \
+             $XDG_CACHE_HOME/orca/plugins or $HOME/.cache/orca/plugins; a warning above says why)"
+        ),
+    }
 }
 
-/// Loads `file` as orca would (the default limits, the user's compile cache): the plugin,
-/// its bytes and how long the load took.
+/// Loads `file` as orca would (the default limits, the user's compile cache): the plugin and
+/// its bytes.
 ///
 /// # Errors
 /// Why orca would refuse it.
-pub(super) fn load(
-    file: &Path,
-) -> Result<(LoadedPlugin, Vec<u8>, std::time::Duration), PluginCommandError> {
+pub(super) fn load(file: &Path) -> Result<(Checked, Vec<u8>), PluginCommandError> {
     let bytes = std::fs::read(file).map_err(|source| PluginCommandError::Read {
         path: file.to_owned(),
         source,
     })?;
-    let (plugin, elapsed) = load_bytes(&bytes, &file.display().to_string())?;
-    Ok((plugin, bytes, elapsed))
+    let checked = load_bytes(&bytes, &file.display().to_string())?;
+    Ok((checked, bytes))
 }
 
-/// Loads `bytes` (named `label` in messages) as orca would: the plugin and how long it took.
+/// Loads `bytes` (named `label` in messages) as orca would.
 ///
 /// # Errors
 /// Why orca would refuse it.
-pub(super) fn load_bytes(
-    bytes: &[u8],
-    label: &str,
-) -> Result<(LoadedPlugin, std::time::Duration), PluginCommandError> {
+pub(super) fn load_bytes(bytes: &[u8], label: &str) -> Result<Checked, PluginCommandError> {
     let policy = PolicyConfig::default();
     let mut engine =
         PluginEngine::new(sandbox_limits(&policy)).map_err(PluginCommandError::Engine)?;
     // The same compile cache as `eval`, `bench` and a node run by this user: checking a plugin
-    // compiles it once for all of them.
+    // compiles it once for all of them. It adds its compilation and removes nothing.
     if let Some(dir) = policy.compile_cache_dir() {
-        engine = engine.with_compile_cache(&dir);
+        engine = engine.with_compile_cache(&dir, CachePruning::Never);
     }
     let catalogue: Arc<dyn CatalogueQuery> =
         Arc::new(InstanceCatalogue::bundled("us-east-1").map_err(PluginCommandError::Catalogue)?);
@@ -82,5 +99,11 @@ pub(super) fn load_bytes(
             source,
         }
     })?;
-    Ok((plugin, started.elapsed()))
+    let elapsed = started.elapsed();
+    let compiled = engine.cached_compilation(&plugin.sha256);
+    Ok(Checked {
+        plugin,
+        elapsed,
+        compiled,
+    })
 }

@@ -87,8 +87,8 @@ pub fn run(text: &str, options: &Options) -> Result<(), PluginCommandError> {
             digest: digest.to_string(),
             source,
         })?;
-    let (loaded, elapsed) = super::check::load_bytes(&pulled.bytes, text)?;
+    let checked = super::check::load_bytes(&pulled.bytes, text)?;
     println!("component:  {}", pulled.layer_digest);
-    super::check::describe(&loaded, &pulled.bytes, elapsed);
+    super::check::describe(&checked, &pulled.bytes);
     Ok(())
 }

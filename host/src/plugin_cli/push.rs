@@ -39,7 +39,8 @@ pub fn run(
         None => None,
     };
     // Refuse to publish what orca would refuse to load.
-    let (plugin, bytes, _) = super::check::load(file)?;
+    let (checked, bytes) = super::check::load(file)?;
+    let plugin = checked.plugin;
     let puller = Puller::new(
         ca_file,
         docker_config.or_else(default_docker_config),

@@ -9,7 +9,8 @@ use super::catalogue::{CatalogueError, InstanceCatalogue};
 use super::embedded::DEFAULT_PLUGINS;
 use super::registry::PluginRegistry;
 use super::wasm::{
-    CatalogueQuery, EngineError, InstanceReuse, LoadError, PluginEngine, SandboxLimits,
+    CachePruning, CatalogueQuery, EngineError, InstanceReuse, LoadError, PluginEngine,
+    SandboxLimits,
 };
 use crate::config::{Instances, PluginLimits, PolicyConfig};
 
@@ -23,7 +24,20 @@ pub enum PolicySetupError {
     /// Only for bytes that cannot load: one that keeps running out of time is loaded again
     /// in the background instead (see `PluginRegistry::new`).
     #[error("loading an embedded default plugin (a build defect)")]
-    Embedded(#[from] LoadError),
+    Embedded(#[source] LoadError),
+    /// The limits are too small for an embedded plugin to start: a configuration to change,
+    /// not a defect (the message names the minimum).
+    #[error("loading an embedded default plugin under policy.limits")]
+    EmbeddedPastLimits(#[source] LoadError),
+}
+
+impl From<LoadError> for PolicySetupError {
+    fn from(error: LoadError) -> Self {
+        match error {
+            LoadError::StartPastLimits(_) => PolicySetupError::EmbeddedPastLimits(error),
+            error => PolicySetupError::Embedded(error),
+        }
+    }
 }
 
 /// The sandbox limits `policy.limits` describes.
@@ -56,7 +70,9 @@ fn sandbox(policy: &PolicyConfig, limits: PluginLimits) -> SandboxLimits {
 }
 
 /// The catalogue and a registry holding the embedded plugins (the directory is scanned by
-/// the caller, which decides how rescans are reported).
+/// the caller, which decides how rescans are reported). It never prunes the compile cache,
+/// which it may share with other processes: only the serving orca does
+/// ([`build_serving_registry`]).
 ///
 /// # Errors
 /// [`PolicySetupError`] naming the part that failed.
@@ -64,11 +80,25 @@ pub fn build_registry(
     policy: &PolicyConfig,
     region: &str,
 ) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
-    build_registry_for(policy, region, 0)
+    build(policy, region, 0, CachePruning::Never)
+}
+
+/// [`build_registry`] for the serving orca: its rescans also prune the compile cache of the
+/// plugins it no longer loads ([`CachePruning::UnloadedEntries`]).
+///
+/// # Errors
+/// [`PolicySetupError`] naming the part that failed.
+pub fn build_serving_registry(
+    policy: &PolicyConfig,
+    region: &str,
+) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
+    build(policy, region, 0, CachePruning::UnloadedEntries)
 }
 
 /// [`build_registry`] for chains that will also ask `extra_plugins` plugins not named in
-/// `policy` (`orca plugin eval --plugin`), with `policy.limits`.
+/// `policy` (`orca plugin eval --plugin`), with `policy.limits`. Read-only for the compile
+/// cache's entries, as every `orca plugin` command is: it adds what it compiles, and removes
+/// nothing.
 ///
 /// # Errors
 /// [`PolicySetupError`] naming the part that failed.
@@ -77,6 +107,15 @@ pub fn build_registry_for(
     region: &str,
     extra_plugins: usize,
 ) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
+    build(policy, region, extra_plugins, CachePruning::Never)
+}
+
+fn build(
+    policy: &PolicyConfig,
+    region: &str,
+    extra_plugins: usize,
+    pruning: CachePruning,
+) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PolicySetupError> {
     let catalogue = Arc::new(InstanceCatalogue::bundled(region)?);
     let mut engine = PluginEngine::with_plugin_limits(
         sandbox_limits(policy),
@@ -84,7 +123,7 @@ pub fn build_registry_for(
         policy.reused_chain_plugins() + extra_warm(policy, extra_plugins),
     )?;
     if let Some(dir) = policy.compile_cache_dir() {
-        engine = engine.with_compile_cache(&dir);
+        engine = engine.with_compile_cache(&dir, pruning);
     }
     let query: Arc<dyn CatalogueQuery> = catalogue.clone();
     let registry = PluginRegistry::new(Arc::new(engine), query, DEFAULT_PLUGINS)?;
@@ -97,5 +136,31 @@ fn extra_warm(policy: &PolicyConfig, extra: usize) -> usize {
         extra
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::wasm::LimitTooSmall;
+
+    #[test]
+    fn an_embedded_plugin_past_the_limits_is_a_setting_to_change_not_a_build_defect() {
+        let past = LoadError::StartPastLimits(LimitTooSmall::Memory {
+            needed_mib: 2,
+            allowed_bytes: 1 << 20,
+        });
+        let defect = LoadError::BadInfo {
+            field: "name",
+            value: String::new(),
+        };
+        assert!(matches!(
+            PolicySetupError::from(past),
+            PolicySetupError::EmbeddedPastLimits(_)
+        ));
+        assert!(matches!(
+            PolicySetupError::from(defect),
+            PolicySetupError::Embedded(_)
+        ));
     }
 }

@@ -15,7 +15,7 @@ use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::guardrails::Guardrails;
 use crate::policy::pipeline::HookChains;
 use crate::policy::registry::PluginRegistry;
-use crate::policy::setup::build_registry;
+use crate::policy::setup::build_serving_registry;
 use crate::policy::{Pipeline, Planner};
 use crate::process::pod_usage::PodUsages;
 use crate::provider::Provider;
@@ -76,7 +76,7 @@ impl Parts {
         client: kube::Client,
         ec2_override: Option<Arc<dyn Ec2Api>>,
     ) -> Result<Parts, StartError> {
-        let (catalogue, registry) = build_registry(&config.policy, &config.provider.region)
+        let (catalogue, registry) = build_serving_registry(&config.policy, &config.provider.region)
             .map_err(StartError::PolicyFailed)?;
         let (guardrails, warnings) = crate::policy::guardrails::catalogue::checked_against(
             &config.policy.guardrails,

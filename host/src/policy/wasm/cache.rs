@@ -7,8 +7,12 @@
 //!   hash (wasmtime version, target, every setting that changes generated code) and the sha256
 //!   of the compiled bytes, all checked before wasmtime sees the bytes: an entry renamed,
 //!   truncated, damaged or built by another engine is discarded and compiled again;
-//! - entries of plugins no longer loaded are pruned once unused for a while, so a volume of
-//!   bounded size (the Deployment's emptyDir) does not fill up with old versions.
+//!   An entry that passes those checks but that wasmtime refuses is left in place: the refusal
+//!   may be about this engine's limits (a smaller sandbox), not the entry, and the compile that
+//!   follows replaces it when it was the entry;
+//! - the serving orca prunes entries of plugins it no longer loads once unused for a while, so
+//!   a volume of bounded size (the Deployment's emptyDir) does not fill up with old versions;
+//!   `orca plugin` commands, which share the user's cache with other processes, prune nothing.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -26,10 +30,32 @@ const MAGIC: &str = "orca-compiled-plugin-v1";
 /// orca processes sharing a cache (tests, `orca plugin` commands) do not remove each other's.
 pub const PRUNE_AFTER: Duration = Duration::from_secs(10 * 60);
 
+/// Whether a process removes the entries of plugins it does not load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachePruning {
+    /// The serving orca: the cache is its own (the Deployment's emptyDir), and entries of
+    /// plugins it no longer loads go once unused for [`PRUNE_AFTER`].
+    UnloadedEntries,
+    /// `orca plugin` commands: they see a few plugins of the many a shared cache holds for
+    /// others (a node run by the same user, other commands), so they remove none.
+    Never,
+}
+
+impl CachePruning {
+    /// Whether an entry goes: one of a component loaded now (`kept`) never does.
+    fn removes(self, kept: bool, unused_for: Duration) -> bool {
+        match self {
+            CachePruning::UnloadedEntries => !kept && unused_for >= PRUNE_AFTER,
+            CachePruning::Never => false,
+        }
+    }
+}
+
 /// A directory of precompiled components.
 pub struct CompileCache {
     dir: PathBuf,
     engine_key: String,
+    pruning: CachePruning,
 }
 
 /// Why a cache directory is not used.
@@ -70,7 +96,7 @@ enum EntryError {
 impl CompileCache {
     /// Creates `dir` (0700) if needed. `None` (with a warning) when it cannot be used:
     /// compiling every time is slower, not wrong.
-    pub fn open(dir: &Path, engine: &Engine) -> Option<CompileCache> {
+    pub fn open(dir: &Path, engine: &Engine, pruning: CachePruning) -> Option<CompileCache> {
         if let Err(error) = private_dir(dir) {
             tracing::warn!(dir = %dir.display(), %error, "plugin compile cache not used; plugins are compiled on every start");
             return None;
@@ -80,11 +106,17 @@ impl CompileCache {
         Some(CompileCache {
             dir: dir.to_path_buf(),
             engine_key: format!("{:016x}", hasher.finish()),
+            pruning,
         })
     }
 
     fn entry(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{sha256}-{}.cwasm", self.engine_key))
+    }
+
+    /// The file holding the compilation of the component with this sha256, if there is one.
+    pub fn entry_path(&self, sha256: &str) -> Option<PathBuf> {
+        Some(self.entry(sha256)).filter(|path| path.is_file())
     }
 
     /// The cached compilation of the component with this sha256, if there is a usable one.
@@ -105,6 +137,13 @@ impl CompileCache {
                 // Used now: pruning goes by the last use.
                 let _ = std::fs::File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
                 Some(component)
+            }
+            // Intact, and built for this component by this engine: wasmtime's refusal is about
+            // this engine's limits (its pool's slot sizes), under which the compile fails the
+            // same way; a process with larger limits loads the entry.
+            Err(error @ EntryError::NotLoadable(_)) => {
+                tracing::warn!(path = %path.display(), %error, "a cached compiled plugin does not load in this engine; compiling it (the entry stays unless that compile replaces it)");
+                None
             }
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "discarding an unusable compiled plugin");
@@ -176,8 +215,8 @@ impl CompileCache {
         }
     }
 
-    /// Removes entries of components not in `keep` that have not been used for
-    /// [`PRUNE_AFTER`], and leftovers of interrupted writes; answers how many.
+    /// Removes the entries [`CachePruning`] says go (of components not in `keep`, unused for
+    /// [`PRUNE_AFTER`], leftovers of interrupted writes among them); answers how many.
     pub fn prune(&self, keep: &HashSet<&str>, now: SystemTime) -> usize {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;
@@ -187,16 +226,15 @@ impl CompileCache {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             let sha256 = name.split('-').next().unwrap_or_default();
-            if keep.contains(sha256) {
-                continue;
-            }
             let unused_for = entry
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|modified| now.duration_since(modified).ok())
                 .unwrap_or_default();
-            if unused_for >= PRUNE_AFTER && std::fs::remove_file(entry.path()).is_ok() {
+            if self.pruning.removes(keep.contains(sha256), unused_for)
+                && std::fs::remove_file(entry.path()).is_ok()
+            {
                 removed += 1;
             }
         }
@@ -252,7 +290,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("a/b");
         let engine = engine();
-        assert!(CompileCache::open(&dir, &engine).is_some());
+        assert!(CompileCache::open(&dir, &engine, CachePruning::UnloadedEntries).is_some());
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
 
@@ -261,14 +299,15 @@ mod tests {
             private_dir(&dir),
             Err(CacheDirError::WritableByOthers { mode: 0o777 })
         ));
-        assert!(CompileCache::open(&dir, &engine).is_none());
+        assert!(CompileCache::open(&dir, &engine, CachePruning::UnloadedEntries).is_none());
     }
 
     #[test]
     fn an_entry_loads_only_for_its_component_engine_and_intact_bytes() {
         let root = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let cache =
+            CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
         let (a, b) = ("a".repeat(64), "b".repeat(64));
         cache.put(&a, &component(&engine));
         assert!(cache.get(&engine, &a).is_some());
@@ -295,7 +334,8 @@ mod tests {
     fn entries_of_plugins_not_loaded_are_pruned_once_unused() {
         let root = tempfile::tempdir().unwrap();
         let engine = engine();
-        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let cache =
+            CompileCache::open(root.path(), &engine, CachePruning::UnloadedEntries).unwrap();
         let (kept, old) = ("c".repeat(64), "d".repeat(64));
         cache.put(&kept, &component(&engine));
         cache.put(&old, &component(&engine));
@@ -303,8 +343,81 @@ mod tests {
         // Just written: nothing is old enough yet.
         assert_eq!(cache.prune(&keep, SystemTime::now()), 0);
         let later = SystemTime::now() + PRUNE_AFTER + Duration::from_secs(1);
+        // An `orca plugin` command sharing the directory removes nothing, however old.
+        let command = CompileCache::open(root.path(), &engine, CachePruning::Never).unwrap();
+        assert_eq!(command.prune(&keep, later), 0);
+        assert!(cache.entry(&old).exists());
         assert_eq!(cache.prune(&keep, later), 1);
         assert!(cache.entry(&kept).exists());
         assert!(!cache.entry(&old).exists());
+    }
+
+    #[test]
+    fn only_the_serving_orca_prunes_and_only_entries_not_loaded_unused_for_a_while() {
+        let (fresh, stale) = (PRUNE_AFTER - Duration::from_secs(1), PRUNE_AFTER);
+        let cases = [
+            (CachePruning::UnloadedEntries, false, stale, true),
+            (CachePruning::UnloadedEntries, false, fresh, false),
+            (CachePruning::UnloadedEntries, true, stale, false),
+            (CachePruning::Never, false, stale, false),
+            (
+                CachePruning::Never,
+                false,
+                Duration::from_secs(86_400 * 365),
+                false,
+            ),
+        ];
+        for (pruning, kept, unused_for, removed) in cases {
+            assert_eq!(
+                pruning.removes(kept, unused_for),
+                removed,
+                "{pruning:?}, kept {kept}, unused for {unused_for:?}"
+            );
+        }
+    }
+
+    /// An engine whose sandbox slots hold memories of at most `max_memory` bytes, as orca's do.
+    fn pooled_engine(max_memory: usize) -> Engine {
+        let mut pooling = wasmtime::PoolingAllocationConfig::default();
+        pooling
+            .total_component_instances(1)
+            .total_core_instances(2)
+            .total_memories(2)
+            .total_tables(2)
+            .max_memory_size(max_memory);
+        let mut config = wasmtime::Config::new();
+        config
+            .wasm_component_model(true)
+            .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pooling));
+        Engine::new(&config).unwrap()
+    }
+
+    /// Issue 46: an `eval --max-memory` too small for a plugin deleted its valid entry, and
+    /// the next `check` compiled it again (40 s for a Python plugin).
+    #[test]
+    fn an_entry_too_large_for_this_engines_slots_stays_for_an_engine_it_fits() {
+        let root = tempfile::tempdir().unwrap();
+        // 17 pages: 1.06 MiB, past a 1 MiB slot.
+        let wasm = wat::parse_str(
+            "(component (core module $m (memory 17)) (core instance (instantiate $m)))",
+        )
+        .unwrap();
+        let (large, small) = (pooled_engine(64 << 20), pooled_engine(1 << 20));
+        let sha256 = "e".repeat(64);
+        let cache = CompileCache::open(root.path(), &large, CachePruning::Never).unwrap();
+        cache.put(&sha256, &Component::new(&large, &wasm).unwrap());
+        let written = std::fs::read(cache.entry(&sha256)).unwrap();
+
+        let limited = CompileCache::open(root.path(), &small, CachePruning::Never).unwrap();
+        assert_eq!(
+            limited.entry(&sha256),
+            cache.entry(&sha256),
+            "one entry for both"
+        );
+        assert!(limited.get(&small, &sha256).is_none());
+        assert_eq!(std::fs::read(cache.entry(&sha256)).unwrap(), written);
+        assert!(cache.get(&large, &sha256).is_some());
+        assert_eq!(cache.entry_path(&sha256), Some(cache.entry(&sha256)));
+        assert_eq!(cache.entry_path(&"f".repeat(64)), None);
     }
 }

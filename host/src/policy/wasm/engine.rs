@@ -2,7 +2,7 @@
 //! driven by a ticker thread that stops when the engine is dropped.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -11,7 +11,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 
 use super::bindings::{v0_1, v0_2, v0_3};
 use super::budget::INSTANCES_PER_CALL;
-use super::cache::CompileCache;
+use super::cache::{CachePruning, CompileCache};
 use super::limits::{EPOCH_TICK, InstanceReuse, LOAD_CALLS, SandboxLimits};
 use super::state::CallState;
 use super::warm::WarmPool;
@@ -127,11 +127,17 @@ impl PluginEngine {
         self.largest.for_load()
     }
 
-    /// Keeps compiled plugins in `dir` (created if missing) so restarts do not recompile.
+    /// Keeps compiled plugins in `dir` (created if missing) so restarts do not recompile;
+    /// `pruning` says whether [`PluginEngine::prune_compile_cache`] removes anything.
     #[must_use]
-    pub fn with_compile_cache(mut self, dir: &Path) -> PluginEngine {
-        self.cache = CompileCache::open(dir, &self.engine);
+    pub fn with_compile_cache(mut self, dir: &Path, pruning: CachePruning) -> PluginEngine {
+        self.cache = CompileCache::open(dir, &self.engine, pruning);
         self
+    }
+
+    /// Where the compiled code of the component with this sha256 is cached, if it is.
+    pub fn cached_compilation(&self, sha256: &str) -> Option<PathBuf> {
+        self.cache.as_ref()?.entry_path(sha256)
     }
 
     /// The compiled component for `bytes`: from the cache when it has it, else compiled (and
@@ -152,7 +158,7 @@ impl PluginEngine {
     }
 
     /// Removes compiled plugins of components not in `keep` (the sha256s loaded now) once
-    /// they have gone unused for a while.
+    /// they have gone unused for a while, if this engine's cache prunes ([`CachePruning`]).
     pub fn prune_compile_cache(&self, keep: &HashSet<&str>) {
         if let Some(cache) = &self.cache {
             let removed = cache.prune(keep, SystemTime::now());

@@ -5,6 +5,7 @@ pub(crate) mod bindings;
 mod budget;
 pub(crate) mod cache;
 mod engine;
+mod footprint;
 mod limits;
 mod log_limit;
 mod output;
@@ -18,7 +19,9 @@ pub use bindings::{
     InstanceType, InterfaceVersion, Market, MarketDecision, Pod, PolicyError, Resources, Tag,
     TagContext, Toleration,
 };
+pub use cache::CachePruning;
 pub use engine::{EngineError, PluginEngine};
+pub use footprint::{LimitTooSmall, StartFootprint};
 pub use limits::{InstanceReuse, LOAD_TIMEOUT, REUSED_CALLS, SandboxLimits};
 pub use plugin::{CallError, LoadError, LoadedPlugin, sha256_hex};
 pub use state::CatalogueQuery;

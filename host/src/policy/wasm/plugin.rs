@@ -16,6 +16,7 @@ use super::bindings::{
 };
 use super::budget::CallBudget;
 use super::engine::PluginEngine;
+use super::footprint::{LimitTooSmall, StartFootprint};
 use super::limits::{InstanceReuse, SandboxLimits};
 use super::log_limit::{Admission, CallLog, LogRate};
 use super::output::CallOutput;
@@ -28,6 +29,10 @@ use super::warm::{CallInstance, Exports, WarmPool};
 pub enum LoadError {
     #[error("{0}")]
     Version(VersionError),
+    /// What instantiating the plugin creates does not fit its limits: refused before it is
+    /// compiled, naming the least that would do.
+    #[error("{0}")]
+    StartPastLimits(LimitTooSmall),
     #[error("not a WebAssembly component orca can compile: {0:#}")]
     CompileFailed(wasmtime::Error),
     #[error(
@@ -135,6 +140,14 @@ impl LoadedPlugin {
     ) -> Result<LoadedPlugin, LoadError> {
         let sha256 = sha256_hex(bytes);
         let declared = check_interface_version(bytes).map_err(LoadError::Version)?;
+        // Before the compile, which could only end in the pool's refusal (or the budget's at
+        // the `info` call) when the largest limits are too small.
+        let footprint = StartFootprint::of(bytes);
+        if let Some(footprint) = &footprint {
+            footprint
+                .fits(&engine.load_limits())
+                .map_err(LoadError::StartPastLimits)?;
+        }
         let component = engine
             .compile(bytes, &sha256)
             .map_err(LoadError::CompileFailed)?;
@@ -167,6 +180,12 @@ impl LoadedPlugin {
         plugin.version = info_field("version", info.version)?;
         plugin.hooks = info.hooks;
         plugin.limits = engine.limits_for(&plugin.name);
+        // Its own limits, known now that it has named itself: each of its calls would fail.
+        if let Some(footprint) = &footprint {
+            footprint
+                .fits(&plugin.limits)
+                .map_err(LoadError::StartPastLimits)?;
+        }
         Ok(plugin)
     }
 
