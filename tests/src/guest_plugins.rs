@@ -93,17 +93,7 @@ impl Source {
 /// The example team selector of `language` as a component, built from source (and compiled
 /// into orca's compile cache) the first time a test of this process asks.
 pub fn team_selector_wasm(language: Language) -> Result<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    static TYPESCRIPT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let cell = match language {
-        Language::Python => &PYTHON,
-        Language::TypeScript => &TYPESCRIPT,
-    };
-    cell.get_or_init(|| {
-        build_and_compile(language, Source::TeamSelector).map_err(|e| format!("{e:#}"))
-    })
-    .clone()
-    .map_err(anyhow::Error::msg)
+    built_once(language, Source::TeamSelector)
 }
 
 /// The SDK's every-helper test plugin of `language` as a component, built from source with the
@@ -111,17 +101,23 @@ pub fn team_selector_wasm(language: Language) -> Result<PathBuf> {
 /// `orca plugin eval`, which runs its checks: a helper that breaks the build, or fails a check
 /// inside the component, fails here with the build's or orca's output.
 pub fn every_helper_wasm(language: Language) -> Result<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    static TYPESCRIPT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let cell = match language {
-        Language::Python => &PYTHON,
-        Language::TypeScript => &TYPESCRIPT,
-    };
-    cell.get_or_init(|| {
-        build_and_compile(language, Source::EveryHelper).map_err(|e| format!("{e:#}"))
-    })
-    .clone()
-    .map_err(anyhow::Error::msg)
+    built_once(language, Source::EveryHelper)
+}
+
+/// [`build_and_compile`] of `source` in `language`, once per test process: later asks get the
+/// first answer, an error included. Each plugin has a cell of its own, so different plugins
+/// build at the same time.
+fn built_once(language: Language, source: Source) -> Result<PathBuf> {
+    static BUILT: [OnceLock<Result<PathBuf, String>>; 4] = [const { OnceLock::new() }; 4];
+    let cell = &BUILT[match (source, language) {
+        (Source::TeamSelector, Language::Python) => 0,
+        (Source::TeamSelector, Language::TypeScript) => 1,
+        (Source::EveryHelper, Language::Python) => 2,
+        (Source::EveryHelper, Language::TypeScript) => 3,
+    }];
+    cell.get_or_init(|| build_and_compile(language, source).map_err(|e| format!("{e:#}")))
+        .clone()
+        .map_err(anyhow::Error::msg)
 }
 
 fn build_and_compile(language: Language, source: Source) -> Result<PathBuf> {
