@@ -146,24 +146,32 @@ impl DecisionRecord {
     }
 
     /// One line for the `PolicyDecision` Event.
+    /// The taggers merged in after the first (` + plugin …`) and each key two of them set
+    /// (`; tag K kept …`), for the summary.
+    fn tags_merged_summary(&self) -> String {
+        let mut text = String::new();
+        for merged in &self.tags_merged_from {
+            text.push_str(&format!(" + {}", decided_by(merged)));
+        }
+        for conflict in &self.tag_conflicts {
+            text.push_str(&format!(
+                "; tag {} kept {}'s {:?} over {}'s {:?}",
+                conflict.key,
+                conflict.kept.plugin,
+                conflict.kept.value,
+                conflict.dropped.plugin,
+                conflict.dropped.value
+            ));
+        }
+        text
+    }
+
     pub fn summary(&self) -> String {
         let price = match self.max_price {
             Some(price) => format!(" (max ${price}/h)"),
             None => String::new(),
         };
-        let by = |hook: &HookRecord| {
-            let signed = match &hook.signed_by {
-                Some(signer) => format!(", signed by {signer}"),
-                None => String::new(),
-            };
-            format!(
-                "{} {} ({}{signed}): {}",
-                hook.plugin,
-                hook.version,
-                short(&hook.sha256),
-                hook.reason
-            )
-        };
+        let by = decided_by;
         let strategy = match self.allocation_strategy {
             Some(strategy) => format!(" by {strategy}"),
             None => String::new(),
@@ -189,19 +197,7 @@ impl DecisionRecord {
             self.tags.len(),
             by(&self.build_tags),
         );
-        for merged in &self.tags_merged_from {
-            summary.push_str(&format!(" + {}", by(merged)));
-        }
-        for conflict in &self.tag_conflicts {
-            summary.push_str(&format!(
-                "; tag {} kept {}'s {:?} over {}'s {:?}",
-                conflict.key,
-                conflict.kept.plugin,
-                conflict.kept.value,
-                conflict.dropped.plugin,
-                conflict.dropped.value
-            ));
-        }
+        summary.push_str(&self.tags_merged_summary());
         if let Some(launch) = &self.launch {
             if let Some(chosen_by) = &launch.chosen_by {
                 summary.push_str(&format!("; {chosen_by}"));
@@ -242,6 +238,21 @@ impl DecisionRecord {
 /// The first 12 hex digits, as `sha256:abcdef123456`.
 pub fn short(sha256: &str) -> String {
     format!("sha256:{}", sha256.get(..12).unwrap_or(sha256))
+}
+
+/// `plugin version (sha256:…[, signed by …]): reason`, the summary's words for who decided.
+fn decided_by(hook: &HookRecord) -> String {
+    let signed = match &hook.signed_by {
+        Some(signer) => format!(", signed by {signer}"),
+        None => String::new(),
+    };
+    format!(
+        "{} {} ({}{signed}): {}",
+        hook.plugin,
+        hook.version,
+        short(&hook.sha256),
+        hook.reason
+    )
 }
 
 #[cfg(test)]
