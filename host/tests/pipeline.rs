@@ -745,3 +745,75 @@ fn compiled_plugins_are_cached_and_a_damaged_entry_is_recompiled() {
     assert_eq!(std::fs::metadata(entry).unwrap().len(), size);
     LoadedPlugin::load(&restarted, &component, &catalogue).unwrap();
 }
+
+/// A new user's case: a team tagger before the default one used to replace it, and the pod's
+/// own tags (`orca.research/tags`) and `Name` silently disappeared. Every plugin of the
+/// build-tags chain that answers now adds its tags; the whole is checked against EC2's limit.
+#[test]
+fn a_team_tagger_and_the_default_tagger_both_tag_the_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let registry = registry(Some(dir.path()));
+    let tags_by = |mode: &str, on_error: OnError| HookChains {
+        build_tags: vec![
+            step("hostile", &format!("\"{mode}\""), on_error),
+            step("orca-default-tagger", "{}", OnError::FAIL),
+        ],
+        ..HookChains::single("orca-default-selector", "orca-default-market", "x")
+    };
+    let tagged = pod(
+        json!({ "orca.research/tags": "{\"team\":\"vision\"}" }),
+        json!({ "cpu": "1" }),
+    );
+
+    // The team tagger (hostile's plain answer: ManagedBy=ORCA) first, then the default one.
+    let pipeline = Pipeline::new(registry.clone(), tags_by("plain", OnError::FAIL), "n", "c");
+    let record = decide(&pipeline, &tagged).unwrap().record;
+    assert_eq!(record.tags["team"], "vision", "{:?}", record.tags);
+    assert_eq!(record.tags["Name"], "ml/trainer");
+    assert_eq!(record.tags["ManagedBy"], "ORCA");
+    assert_eq!(record.build_tags.plugin, "hostile");
+    let merged: Vec<&str> = (record.tags_merged_from.iter())
+        .map(|r| r.plugin.as_str())
+        .collect();
+    assert_eq!(merged, ["orca-default-tagger"]);
+    // Both set ManagedBy=ORCA: the same value is agreement, not a conflict.
+    assert!(
+        record.tag_conflicts.is_empty(),
+        "{:?}",
+        record.tag_conflicts
+    );
+    assert!(
+        record.build_tags.reason.contains("from 2 plugins"),
+        "{}",
+        record.build_tags.reason
+    );
+    let annotation: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
+    assert_eq!(
+        annotation["tagsMergedFrom"][0]["plugin"],
+        "orca-default-tagger"
+    );
+
+    // Together they may not pass EC2's 50: the team's 43 fit alone, not with the default
+    // tagger's; the error names both.
+    let pipeline = Pipeline::new(
+        registry.clone(),
+        tags_by("most-tags", OnError::FAIL),
+        "n",
+        "c",
+    );
+    let error = decide(&pipeline, &tagged).unwrap_err();
+    assert!(
+        error.message.contains("hostile, orca-default-tagger") && error.message.contains("at most"),
+        "{error}"
+    );
+
+    // A team tagger that fails under fallback leaves the default tagger's tags alone.
+    let pipeline = Pipeline::new(registry, tags_by("bad-tags", OnError::FALLBACK), "n", "c");
+    let record = decide(&pipeline, &tagged).unwrap().record;
+    assert_eq!(record.build_tags.plugin, "orca-default-tagger");
+    assert!(record.tags_merged_from.is_empty());
+    assert_eq!(record.tags["team"], "vision");
+    assert_eq!(record.fallbacks.len(), 1);
+    assert_eq!(record.fallbacks[0].plugin, "hostile");
+}

@@ -49,7 +49,9 @@ pub struct PolicyConfig {
     pub select_instance: Vec<PluginStep>,
     /// Plugins asked for the market, in order.
     pub choose_market: Vec<PluginStep>,
-    /// Plugins asked for tags, in order.
+    /// Plugins asked for tags, in order. Unlike the other hooks, where the first answer
+    /// decides, every plugin that answers adds its tags; where two set one key, the one
+    /// earlier in the list keeps it (the decision record's `tagConflicts` names the key).
     pub build_tags: Vec<PluginStep>,
     /// The host's limits on every plan, whatever plugin made it.
     pub guardrails: GuardrailsConfig,

@@ -317,6 +317,8 @@ mod tests {
             select_instance: by.clone(),
             choose_market: by.clone(),
             build_tags: by,
+            tags_merged_from: Vec::new(),
+            tag_conflicts: Vec::new(),
             fallbacks: Vec::new(),
             guardrails: Vec::new(),
             worst_case_price_per_hour: None,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::guardrails::{GuardrailRecord, Price};
+use super::tag_merge::TagConflict;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
@@ -40,6 +41,14 @@ pub struct DecisionRecord {
     pub select_instance: HookRecord,
     pub choose_market: HookRecord,
     pub build_tags: HookRecord,
+    /// The build-tags chain's other plugins that answered, after `build_tags` (the first):
+    /// each one's tags were merged in (`policy/tag_merge.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags_merged_from: Vec<HookRecord>,
+    /// Keys two of the build-tags chain's plugins set differently: the earlier plugin's value
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tag_conflicts: Vec<TagConflict>,
     /// Plugins passed over before the one that decided: declines, and failures `onError`
     /// let through.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,24 +146,32 @@ impl DecisionRecord {
     }
 
     /// One line for the `PolicyDecision` Event.
+    /// The taggers merged in after the first (` + plugin …`) and each key two of them set
+    /// (`; tag K kept …`), for the summary.
+    fn tags_merged_summary(&self) -> String {
+        let mut text = String::new();
+        for merged in &self.tags_merged_from {
+            text.push_str(&format!(" + {}", decided_by(merged)));
+        }
+        for conflict in &self.tag_conflicts {
+            text.push_str(&format!(
+                "; tag {} kept {}'s {:?} over {}'s {:?}",
+                conflict.key,
+                conflict.kept.plugin,
+                conflict.kept.value,
+                conflict.dropped.plugin,
+                conflict.dropped.value
+            ));
+        }
+        text
+    }
+
     pub fn summary(&self) -> String {
         let price = match self.max_price {
             Some(price) => format!(" (max ${price}/h)"),
             None => String::new(),
         };
-        let by = |hook: &HookRecord| {
-            let signed = match &hook.signed_by {
-                Some(signer) => format!(", signed by {signer}"),
-                None => String::new(),
-            };
-            format!(
-                "{} {} ({}{signed}): {}",
-                hook.plugin,
-                hook.version,
-                short(&hook.sha256),
-                hook.reason
-            )
-        };
+        let by = decided_by;
         let strategy = match self.allocation_strategy {
             Some(strategy) => format!(" by {strategy}"),
             None => String::new(),
@@ -180,6 +197,7 @@ impl DecisionRecord {
             self.tags.len(),
             by(&self.build_tags),
         );
+        summary.push_str(&self.tags_merged_summary());
         if let Some(launch) = &self.launch {
             if let Some(chosen_by) = &launch.chosen_by {
                 summary.push_str(&format!("; {chosen_by}"));
@@ -220,4 +238,63 @@ impl DecisionRecord {
 /// The first 12 hex digits, as `sha256:abcdef123456`.
 pub fn short(sha256: &str) -> String {
     format!("sha256:{}", sha256.get(..12).unwrap_or(sha256))
+}
+
+/// `plugin version (sha256:…[, signed by …]): reason`, the summary's words for who decided.
+fn decided_by(hook: &HookRecord) -> String {
+    let signed = match &hook.signed_by {
+        Some(signer) => format!(", signed by {signer}"),
+        None => String::new(),
+    };
+    format!(
+        "{} {} ({}{signed}): {}",
+        hook.plugin,
+        hook.version,
+        short(&hook.sha256),
+        hook.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::tag_merge::TagSource;
+
+    #[test]
+    fn the_summary_names_the_taggers_merged_in_and_each_key_set_twice() {
+        let mut record = DecisionRecord::on_demand(&["m5.large"]);
+        assert!(!record.summary().contains(" + "), "{}", record.summary());
+        let mut merged = record.build_tags.clone();
+        merged.plugin = "orca-default-tagger".to_owned();
+        merged.reason = "3 tags merged in".to_owned();
+        record.tags_merged_from.push(merged);
+        record.tag_conflicts.push(TagConflict {
+            key: "Name".to_owned(),
+            kept: TagSource {
+                plugin: "p".to_owned(),
+                value: "ml-job".to_owned(),
+            },
+            dropped: TagSource {
+                plugin: "orca-default-tagger".to_owned(),
+                value: "ml/trainer".to_owned(),
+            },
+        });
+        let summary = record.summary();
+        assert!(
+            summary.contains(" + orca-default-tagger 1 (sha256:00): 3 tags merged in"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "; tag Name kept p's \"ml-job\" over orca-default-tagger's \"ml/trainer\""
+            ),
+            "{summary}"
+        );
+        // Written and read back whole, under the record's field names.
+        let json: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
+        assert_eq!(json["tagConflicts"][0]["kept"]["plugin"], "p");
+        assert_eq!(json["tagsMergedFrom"][0]["plugin"], "orca-default-tagger");
+        let back: DecisionRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record);
+    }
 }

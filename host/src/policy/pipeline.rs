@@ -21,6 +21,7 @@ use super::planner::{PlanError, PlanFailure, PlanRetry, Planner};
 use super::plugin_text::bounded;
 use super::pod_view::pod_view_on;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
+use super::tag_merge::{self, TagConflict};
 use super::validate::{self, OutputError};
 use super::wasm::{
     CallError, Candidate, CatalogueQuery, Hook, InstanceQuery, PolicyError, Tag, TagContext,
@@ -262,8 +263,12 @@ impl Pipeline {
         let (candidates, select_by, screened) = self.select_candidates(&mut run, &pod)?;
         let (market, market_by) = self.choose_market(&mut run, &pod, &candidates)?;
         let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
-        let (tags, tags_by) =
-            self.build_tags(&mut run, &pod, &candidates[0], &market, &ownership)?;
+        let MergedTags {
+            tags,
+            by: tags_by,
+            merged_from,
+            conflicts,
+        } = self.build_tags(&mut run, &pod, &candidates[0], &market, &ownership)?;
         let plan = launch_plan(&candidates, &market, merge_tags(&tags, &ownership));
         let deciders = Deciders {
             select_instance: who(&select_by),
@@ -292,6 +297,8 @@ impl Pipeline {
             select_instance: select_by,
             choose_market: market_by,
             build_tags: tags_by,
+            tags_merged_from: merged_from,
+            tag_conflicts: conflicts,
             fallbacks: run.fallbacks,
             guardrails: records,
             worst_case_price_per_hour: worst_case_price.map(Price::usd),
@@ -379,8 +386,10 @@ impl Pipeline {
         )
     }
 
-    /// The build-tags chain's tags for the first candidate in `market`, checked to leave room
-    /// for orca's `ownership` tags, with its record.
+    /// The build-tags chain's tags for the first candidate in `market`: every plugin of the
+    /// chain that answers adds its tags, merged in chain order (`tag_merge`), each answer
+    /// checked on its own and the whole checked to leave room for orca's `ownership` tags;
+    /// with the record of the first plugin that answered and of the others merged in.
     fn build_tags(
         &self,
         run: &mut ChainRun<'_>,
@@ -388,7 +397,7 @@ impl Pipeline {
         first: &Candidate,
         market: &super::wasm::MarketDecision,
         ownership: &[(&'static str, String)],
-    ) -> Result<(Vec<Tag>, HookRecord), PlanError> {
+    ) -> Result<MergedTags, PlanError> {
         let engine = self.registry.engine().clone();
         let catalogue = self.registry.catalogue().clone();
         let context = TagContext {
@@ -397,13 +406,54 @@ impl Pipeline {
             instance_type: first.instance_type.clone(),
             market: market.market,
         };
-        run.run_chain(
+        let answers = run.run_merging_chain(
             Hook::BuildTags,
             &self.chains.build_tags,
             |plugin, settings| plugin.build_tags(&engine, &catalogue, pod, settings, &context),
             |plugin, tags| check_tags(plugin, tags, ownership),
-            |tags| format!("{} tags; orca's ownership tags set over them", tags.len()),
-        )
+        )?;
+        let named: Vec<(String, Vec<Tag>)> = answers
+            .iter()
+            .map(|(record, tags)| (record.plugin.clone(), tags.clone()))
+            .collect();
+        let (tags, conflicts) = tag_merge::merge(&named);
+        let by: Vec<&str> = named.iter().map(|(plugin, _)| plugin.as_str()).collect();
+        check_tag_count(&by.join(", "), &tags, ownership).map_err(|error| PlanError {
+            reason: PlanFailure::PolicyError,
+            message: format!("{}: {error}", hook_name(Hook::BuildTags)),
+            retry: PlanRetry::No,
+            refused: None,
+        })?;
+        let mut records = answers
+            .into_iter()
+            .map(|(record, tags)| (record, tags.len()));
+        let (mut first_record, first_count) =
+            records.next().expect("run_merging_chain answers or fails");
+        let merged_from: Vec<HookRecord> = records
+            .map(|(mut record, count)| {
+                record.reason = format!("{count} tags merged in");
+                record
+            })
+            .collect();
+        first_record.reason = if merged_from.is_empty() {
+            format!("{first_count} tags; orca's ownership tags set over them")
+        } else {
+            format!(
+                "{} tags from {} plugins ({first_count} of its own){}; orca's ownership tags set over them",
+                tags.len(),
+                merged_from.len() + 1,
+                match conflicts.len() {
+                    0 => String::new(),
+                    n => format!(", {n} keys set twice: the earlier plugin's value kept"),
+                }
+            )
+        };
+        Ok(MergedTags {
+            tags,
+            by: first_record,
+            merged_from,
+            conflicts,
+        })
     }
 
     /// `plan` through `policy.guardrails`: narrowed (a spot max price tagged for the
@@ -530,6 +580,73 @@ impl ChainRun<'_> {
         })
     }
 
+    /// Asks every plugin of `chain` in turn and keeps each acceptable answer, with its
+    /// plugin's record, in chain order. A decline, or a failure whose kind `onError` lets
+    /// through, is recorded and the next plugin asked; any other failure becomes the pod's
+    /// error, and so does the last plugin's when no plugin answered.
+    fn run_merging_chain<T>(
+        &mut self,
+        hook: Hook,
+        chain: &[ChainStep],
+        call: impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
+        check: impl Fn(&str, &T) -> Result<(), OutputError>,
+    ) -> Result<Vec<(HookRecord, T)>, PlanError> {
+        let mut answers = Vec::new();
+        let mut earlier: Vec<String> = Vec::new();
+        for (index, step) in chain.iter().enumerate() {
+            let plugin = self.set.get(&step.plugin);
+            let failure = match plugin {
+                None => StepFailure::NotLoaded,
+                Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
+                Some(plugin) => {
+                    match self
+                        .pipeline
+                        .ask(plugin, hook, &step.settings, &call, &check)
+                    {
+                        Ok(answer) => {
+                            self.asked
+                                .push(|| asked_step(hook, step, Some(plugin), None));
+                            answers.push((answered(plugin, String::new()), answer));
+                            continue;
+                        }
+                        Err(failure) => failure,
+                    }
+                }
+            };
+            let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
+            let kind = failure.kind();
+            let last = index + 1 == chain.len();
+            let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback
+                && (!last || !answers.is_empty());
+            self.asked.push(|| {
+                let mut record = asked_step(
+                    hook,
+                    step,
+                    plugin.map(|p| &**p),
+                    Some(StepFailureRecord::new(kind, &message)),
+                );
+                if !passed_on {
+                    record.outcome = StepOutcome::FailedThePod;
+                }
+                record
+            });
+            if !passed_on {
+                return Err(chain_failed(kind, message, &earlier));
+            }
+            self.fall_back(hook, step, kind, &message);
+            earlier.push(message);
+        }
+        if answers.is_empty() {
+            return Err(PlanError {
+                reason: PlanFailure::PolicyError,
+                message: format!("{}: no plugin is configured", hook_name(hook)),
+                retry: PlanRetry::No,
+                refused: None,
+            });
+        }
+        Ok(answers)
+    }
+
     /// Records that `step` failed with `kind` (`message`) and the next plugin is asked.
     fn fall_back(&mut self, hook: Hook, step: &ChainStep, kind: FailureKind, message: &str) {
         if kind == FailureKind::Declined {
@@ -597,8 +714,8 @@ fn chain_failed(kind: FailureKind, message: String, earlier: &[String]) -> PlanE
     }
 }
 
-/// Checks a build-tags answer: well-formed, none of orca's `ownership` tags, and room for them
-/// and the cluster's id under EC2's limit once merged.
+/// Checks one plugin's build-tags answer: well-formed, none of orca's `ownership` tags, and
+/// room for them and the cluster's id under EC2's limit once merged.
 fn check_tags(
     plugin: &str,
     tags: &[Tag],
@@ -606,9 +723,17 @@ fn check_tags(
 ) -> Result<(), OutputError> {
     validate::tags(plugin, tags)?;
     validate::reserved_tags(plugin, tags, ownership)?;
-    // The count after the merge, without building the map twice: the plugin's tags (unique,
-    // checked above) not replaced by an ownership tag, plus those, plus the cluster's id the
-    // provider sets at launch (`provider::ownership`).
+    check_tag_count(plugin, tags, ownership)
+}
+
+/// Whether `tags` (unique; `plugins` gave them) leave room under EC2's limit for orca's
+/// `ownership` tags and the cluster's id the provider sets at launch
+/// (`provider::ownership`), without building the merged map.
+fn check_tag_count(
+    plugins: &str,
+    tags: &[Tag],
+    ownership: &[(&'static str, String)],
+) -> Result<(), OutputError> {
     let kept = tags
         .iter()
         .filter(|t| !ownership.iter().any(|(key, _)| *key == t.key))
@@ -616,11 +741,20 @@ fn check_tags(
     let count = kept + ownership.len() + LAUNCH_ADDED_TAGS;
     if count > MAX_TAGS {
         return Err(OutputError::TooManyTags {
-            plugin: plugin.to_owned(),
+            plugin: plugins.to_owned(),
             count,
         });
     }
     Ok(())
+}
+
+/// The build-tags chain's answer: the tags merged, the record of the first plugin that
+/// answered, of the others merged in, and the keys set twice.
+struct MergedTags {
+    tags: Vec<Tag>,
+    by: HookRecord,
+    merged_from: Vec<HookRecord>,
+    conflicts: Vec<TagConflict>,
 }
 
 /// The plan the three chains' answers make.

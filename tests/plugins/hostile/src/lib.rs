@@ -130,6 +130,14 @@ impl Plugin for Hostile {
                     value: "x".into(),
                 })
                 .collect()),
+            // Exactly as many as EC2's 50 leave beside orca's six and the cluster's id: they fit
+            // alone, not merged with another tagger's.
+            "most-tags" => Ok((0..43)
+                .map(|n| Tag {
+                    key: format!("team-{n}"),
+                    value: "x".into(),
+                })
+                .collect()),
             _ => Ok(vec![Tag {
                 key: "ManagedBy".into(),
                 value: "ORCA".into(),
