@@ -252,3 +252,46 @@ fn a_refusal_names_every_guardrail_that_took_a_candidate() {
         record.guardrails
     );
 }
+
+/// The guardrails apply after every chain, not only at the end: the taggers are asked for
+/// what will launch. A selector's dear first candidate the per-pod cap drops, and a spot plan
+/// the markets move to on demand, reach the tagger as the type and market that launch.
+#[test]
+fn the_taggers_tag_the_plan_the_guardrails_left() {
+    let (pipeline, _dir) = pipeline(
+        "  selectInstance:\n    - plugin: hostile\n      settings: dear-first\n  \
+         buildTags:\n    - plugin: hostile\n      settings: tag-context\n    - plugin: \
+         orca-default-tagger\n  guardrails:\n    maxPodPricePerHour: 5\n    markets: [on-demand]\n",
+    );
+    let decision = pipeline
+        .decide(&pod("ml", json!({ "orca.research/launch-type": "spot" })))
+        .unwrap();
+    assert_eq!(types(&decision), ["m7i.large"]);
+    assert_eq!(decision.plan.market.market.as_str(), "on-demand");
+    assert_eq!(decision.plan.tags["tagged-type"], "m7i.large");
+    assert_eq!(decision.plan.tags["tagged-market"], "on-demand");
+    // The default tagger merged in after the team's: the pod's Name is kept.
+    assert_eq!(decision.plan.tags["Name"], "ml/trainer");
+    let effects: Vec<Effect> = decision
+        .record
+        .guardrails
+        .iter()
+        .map(|g| g.effect)
+        .collect();
+    assert!(effects.contains(&Effect::Dropped), "{effects:?}");
+    assert!(effects.contains(&Effect::MovedToOnDemand), "{effects:?}");
+}
+
+/// A refused plan still asks the taggers, for what the plugins chose, so its record is whole.
+#[test]
+fn a_refused_plan_records_the_tags_of_what_the_plugins_chose() {
+    let (pipeline, _dir) = pipeline(
+        "  selectInstance:\n    - plugin: hostile\n      settings: dear-only\n  \
+         buildTags:\n    - plugin: hostile\n      settings: tag-context\n  guardrails:\n    \
+         maxPodPricePerHour: 5\n",
+    );
+    let record = refused(pipeline.decide(&pod("ml", json!({}))))
+        .refused
+        .expect("the refused decision");
+    assert_eq!(record.tags["tagged-type"], "p5.48xlarge");
+}

@@ -817,3 +817,98 @@ fn a_team_tagger_and_the_default_tagger_both_tag_the_pod() {
     assert_eq!(record.fallbacks.len(), 1);
     assert_eq!(record.fallbacks[0].plugin, "hostile");
 }
+
+/// The new user's case: a team plugin's select-instance crashed, `onError: fallback` let the
+/// default selector decide the type, and the same plugin's tags were used. The plan launches,
+/// but the record and the Event's summary say it mixes two policies.
+#[test]
+fn a_plugin_that_broke_on_one_hook_and_answered_another_is_a_mixed_policy_on_record() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let chains = HookChains {
+        select_instance: vec![
+            step("hostile", "\"trap\"", OnError::FALLBACK),
+            step("orca-default-selector", "{}", OnError::FAIL),
+        ],
+        build_tags: vec![
+            step("hostile", "{}", OnError::FAIL),
+            step("orca-default-tagger", "{}", OnError::FAIL),
+        ],
+        ..HookChains::single("x", "orca-default-market", "x")
+    };
+    let pipeline = Pipeline::new(registry(Some(dir.path())), chains, "n", "c");
+    let decision = decide(&pipeline, &pod(json!({}), json!({ "cpu": "1" }))).unwrap();
+    let mixed = &decision.record.mixed_policies;
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    assert_eq!(mixed[0].plugin, "hostile");
+    assert_eq!(mixed[0].answered, ["build-tags"]);
+    assert_eq!(mixed[0].fell_back, ["select-instance (crashed)"]);
+    let summary = decision.record.summary();
+    assert!(
+        summary.contains(
+            "mixed policy: hostile answered build-tags but fell back on select-instance (crashed)"
+        ),
+        "{summary}"
+    );
+
+    // A decline is the plugin's word, not a fault: one policy decided.
+    let declining = HookChains {
+        select_instance: vec![
+            step("hostile", "\"decline\"", OnError::FAIL),
+            step("orca-default-selector", "{}", OnError::FAIL),
+        ],
+        build_tags: vec![step("hostile", "{}", OnError::FAIL)],
+        ..HookChains::single("x", "orca-default-market", "x")
+    };
+    let pipeline = Pipeline::new(registry(Some(dir.path())), declining, "n", "c");
+    let decision = decide(&pipeline, &pod(json!({}), json!({ "cpu": "1" }))).unwrap();
+    assert!(decision.record.mixed_policies.is_empty());
+}
+
+/// A team selector that ignores the pod's `orca.research/instance-type` may (policy is the
+/// team's), but not silently: the record names the annotation, the plugin and its answer.
+#[test]
+fn an_annotation_a_plugin_ignored_is_on_record_naming_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let chains = HookChains {
+        select_instance: vec![step("hostile", "{}", OnError::FAIL)],
+        ..HookChains::single("x", "orca-default-market", "orca-default-tagger")
+    };
+    let pipeline = Pipeline::new(registry(Some(dir.path())), chains, "n", "c");
+    let asked = pod(
+        json!({ "orca.research/instance-type": "m5.large", "orca.research/tags": "{\"team\":\"ml\"}" }),
+        json!({ "cpu": "1" }),
+    );
+    let decision = decide(&pipeline, &asked).unwrap();
+    let ignored = &decision.record.not_honoured;
+    assert_eq!(ignored.len(), 1, "{ignored:?}");
+    assert_eq!(ignored[0].annotation, "orca.research/instance-type");
+    assert_eq!(ignored[0].plugin, "hostile");
+    assert_eq!(ignored[0].answer, "m7i.large");
+    assert!(
+        decision.record.summary().contains(
+            "annotation orca.research/instance-type=\"m5.large\" not honoured by hostile (answered m7i.large)"
+        ),
+        "{}",
+        decision.record.summary()
+    );
+
+    // The default plugins honour it: nothing on record.
+    let defaults = Pipeline::new(
+        registry(Some(dir.path())),
+        HookChains::single(
+            "orca-default-selector",
+            "orca-default-market",
+            "orca-default-tagger",
+        ),
+        "n",
+        "c",
+    );
+    let decision = decide(&defaults, &asked).unwrap();
+    assert!(
+        decision.record.not_honoured.is_empty(),
+        "{:?}",
+        decision.record.not_honoured
+    );
+}

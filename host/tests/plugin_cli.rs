@@ -348,3 +348,70 @@ fn eval_with_a_config_prunes_nothing_of_the_shared_compile_cache() {
         compiled.display()
     );
 }
+
+/// Issue 46: a chain where a team plugin's hook crashed and fell back while its other hook
+/// answered is a decision mixed from two policies: `eval` prints it in the decision's summary
+/// and exits 1, naming the plugin and the hooks; the JSON record holds it too.
+#[test]
+fn eval_of_a_decision_mixed_from_two_policies_says_so_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(
+        components().join("orca_test_plugin_hostile.wasm"),
+        plugins.join("hostile.wasm"),
+    )
+    .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "policy:\n  pluginsDir: {}\n  selectInstance:\n    - plugin: hostile\n      \
+             settings: trap\n      onError: fallback\n    - plugin: orca-default-selector\n  \
+             buildTags:\n    - plugin: hostile\n    - plugin: orca-default-tagger\n",
+            plugins.display()
+        ),
+    )
+    .unwrap();
+    let pod = dir.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "metadata: {name: p}\nspec:\n  containers:\n  - {name: main, image: busybox}\n",
+    )
+    .unwrap();
+    let eval = |json: bool| {
+        let mut command = orca();
+        command.args(["plugin", "eval"]);
+        if json {
+            command.args(["-o", "json"]);
+        }
+        command
+            .arg("--config")
+            .arg(&config)
+            .arg("--pod")
+            .arg(&pod)
+            .output()
+            .unwrap()
+    };
+    let output = eval(false);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "mixed policy: hostile answered build-tags but fell back on select-instance (crashed)"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("the pod would launch on a plan mixed from two policies"),
+        "{said}"
+    );
+    let output = eval(true);
+    assert_eq!(output.status.code(), Some(1));
+    let evaluation: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(evaluation["decided"], true);
+    assert_eq!(
+        evaluation["decision"]["mixedPolicies"][0]["fellBack"][0],
+        "select-instance (crashed)"
+    );
+}

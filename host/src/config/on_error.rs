@@ -86,6 +86,26 @@ impl FailureKind {
         }
     }
 
+    /// The kind a decision record names (`as_str`'s words).
+    pub fn parse(text: &str) -> Option<FailureKind> {
+        FailureKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+
+    /// Whether the plugin broke rather than passed the pod on: it failed, crashed, ran out of
+    /// time or answered what orca refused. A decline, `unsupported` and `no-match` are a
+    /// plugin's word that the pod is not its to decide; `notLoaded` is no plugin at all.
+    pub fn is_fault(self) -> bool {
+        !matches!(
+            self,
+            FailureKind::Declined
+                | FailureKind::Unsupported
+                | FailureKind::NoMatch
+                | FailureKind::NotLoaded
+        )
+    }
+
     fn index(self) -> usize {
         self as usize
     }

@@ -56,6 +56,11 @@ pub enum PluginCommandError {
     },
     #[error("the pod would fail with {0}")]
     PodWouldFail(#[source] PlanError),
+    #[error(
+        "the pod would launch on a plan mixed from two policies ({0}): a plugin broke on one \
+         hook and onError: fallback let another plugin decide it"
+    )]
+    MixedPolicies(String),
     #[error("printing the evaluation: {0}")]
     Print(#[source] serde_json::Error),
     #[error("{text} is not a plugin reference: {source}")]

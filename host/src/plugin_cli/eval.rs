@@ -76,6 +76,18 @@ pub fn run(args: &PipelineArgs, output: &str) -> Result<(), PluginCommandError> 
         print!("{}", text(&evaluation));
     }
     match outcome {
+        // Launched, but not by one policy: a plugin broke on one hook and answered another.
+        Ok(decision) if !decision.record.mixed_policies.is_empty() => {
+            Err(PluginCommandError::MixedPolicies(
+                decision
+                    .record
+                    .mixed_policies
+                    .iter()
+                    .map(|mixed| mixed.describe())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ))
+        }
         Ok(_) => Ok(()),
         Err(error) => Err(PluginCommandError::PodWouldFail(error)),
     }

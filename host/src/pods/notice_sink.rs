@@ -288,42 +288,17 @@ pub fn marks_on_rebalance(pod: &Pod) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use serde_json::json;
 
     use super::*;
     use crate::policy::DecisionRecord;
-    use crate::policy::decision::HookRecord;
     use crate::provider::plan::Market;
 
     fn decided(mark_on_rebalance: bool) -> Pod {
-        let by = HookRecord {
-            plugin: "orca-default-market".to_owned(),
-            version: "0.1.0".to_owned(),
-            sha256: String::new(),
-            reason: "test".to_owned(),
-            signed_by: None,
-        };
-        let record = DecisionRecord {
-            instance_type: "m5.large".to_owned(),
-            candidates: vec!["m5.large".to_owned()],
-            market: Market::Spot,
-            max_price: None,
-            fallback_to_on_demand: false,
-            allocation_strategy: None,
-            mark_on_rebalance,
-            tags: BTreeMap::new(),
-            select_instance: by.clone(),
-            choose_market: by.clone(),
-            build_tags: by,
-            tags_merged_from: Vec::new(),
-            tag_conflicts: Vec::new(),
-            fallbacks: Vec::new(),
-            guardrails: Vec::new(),
-            worst_case_price_per_hour: None,
-            launch: None,
-        };
+        let mut record = DecisionRecord::on_demand(&["m5.large"]);
+        record.market = Market::Spot;
+        record.mark_on_rebalance = mark_on_rebalance;
         serde_json::from_value(json!({ "metadata": {
             "name": "p",
             "annotations": { DECISION_ANNOTATION: record.to_json() },

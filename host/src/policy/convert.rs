@@ -15,6 +15,13 @@ pub fn market(market: wasm::Market) -> plan::Market {
     }
 }
 
+pub fn market_to_wasm(market: plan::Market) -> wasm::Market {
+    match market {
+        plan::Market::Spot => wasm::Market::Spot,
+        plan::Market::OnDemand => wasm::Market::OnDemand,
+    }
+}
+
 pub fn allocation_strategy(strategy: wasm::AllocationStrategy) -> plan::AllocationStrategy {
     match strategy {
         wasm::AllocationStrategy::PriceCapacityOptimized => {

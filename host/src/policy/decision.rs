@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::guardrails::{GuardrailRecord, Price};
+use super::honoured::NotHonoured;
+use super::mixed::MixedPolicy;
 use super::tag_merge::TagConflict;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 
@@ -53,6 +55,14 @@ pub struct DecisionRecord {
     /// let through.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<FallbackRecord>,
+    /// Plugins that broke on one hook (and fell back) while answering another: the plan mixes
+    /// two policies (`policy/mixed.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixed_policies: Vec<MixedPolicy>,
+    /// The pod's `orca.research/…` requests the plugins' answers did not follow, each naming
+    /// the plugin (`policy/honoured.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_honoured: Vec<NotHonoured>,
     /// What `policy.guardrails` took away from the plugins' plan, lowered, or refused, each
     /// naming the guardrail, the plugin and the value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -219,6 +229,12 @@ impl DecisionRecord {
         }
         for guardrail in &self.guardrails {
             summary.push_str(&format!("; {}", guardrail.describe()));
+        }
+        for ignored in &self.not_honoured {
+            summary.push_str(&format!("; {}", ignored.describe()));
+        }
+        for mixed in &self.mixed_policies {
+            summary.push_str(&format!("; {}", mixed.describe()));
         }
         for fallback in &self.fallbacks {
             let passed = if fallback.kind == "declined" {

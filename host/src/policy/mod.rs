@@ -8,6 +8,8 @@ pub mod decision;
 pub mod embedded;
 pub mod explain;
 pub mod guardrails;
+pub mod honoured;
+pub mod mixed;
 pub mod native;
 pub mod oci;
 pub mod pipeline;

@@ -17,6 +17,8 @@ use super::convert;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
 use super::guardrails::{Deciders, Effect, GuardrailError, GuardrailRecord, Guardrails, Price};
+use super::honoured;
+use super::mixed;
 use super::planner::{PlanError, PlanFailure, PlanRetry, Planner};
 use super::plugin_text::bounded;
 use super::pod_view::pod_view_on;
@@ -262,25 +264,37 @@ impl Pipeline {
         };
         let (candidates, select_by, screened) = self.select_candidates(&mut run, &pod)?;
         let (market, market_by) = self.choose_market(&mut run, &pod, &candidates)?;
-        let ownership = ownership_tags(&self.node_name, &self.cluster_name, &key);
-        let MergedTags {
-            tags,
-            by: tags_by,
-            merged_from,
-            conflicts,
-        } = self.build_tags(&mut run, &pod, &candidates[0], &market, &ownership)?;
-        let plan = launch_plan(&candidates, &market, merge_tags(&tags, &ownership));
+        // The guardrails clamp the type and market chains' answers before the tags are asked
+        // for, so the taggers tag what will launch (the lists already screened the candidates
+        // after the select-instance chain).
+        let asked_plan = launch_plan(&candidates, &market, BTreeMap::new());
         let deciders = Deciders {
             select_instance: who(&select_by),
             choose_market: who(&market_by),
         };
-        let guarded = self.guard_plan(plan, &key.namespace, &deciders, screened);
         let GuardedPlan {
             plan,
             worst_case_price,
             records,
             refusal,
-        } = guarded;
+        } = self.guard_plan(asked_plan.clone(), &key.namespace, &deciders, screened);
+        let (plan, merged) =
+            self.tag_plan(&mut run, &pod, &key, plan, &asked_plan, refusal.is_some())?;
+        let MergedTags {
+            tags,
+            by: tags_by,
+            merged_from,
+            conflicts,
+        } = merged;
+        let review = review(
+            &pod,
+            &asked_plan,
+            &tags,
+            &conflicts,
+            [&select_by, &market_by, &tags_by],
+            &merged_from,
+            &run.fallbacks,
+        );
         let record = DecisionRecord {
             instance_type: plan.candidates[0].instance_type.clone(),
             candidates: plan
@@ -300,6 +314,8 @@ impl Pipeline {
             tags_merged_from: merged_from,
             tag_conflicts: conflicts,
             fallbacks: run.fallbacks,
+            mixed_policies: review.mixed_policies,
+            not_honoured: review.not_honoured,
             guardrails: records,
             worst_case_price_per_hour: worst_case_price.map(Price::usd),
             launch: None,
@@ -308,6 +324,37 @@ impl Pipeline {
             Some(error) => Err(refused(error, record)),
             None => Ok(Decision { plan, record }),
         }
+    }
+
+    /// `plan` (what the guardrails left of `asked`) with the build-tags chain's tags and orca's
+    /// ownership tags. The taggers are told the plan's first type and market; a `refused`
+    /// plan launches nothing, and its tags are asked for what the plugins chose, so the
+    /// refused record is whole.
+    fn tag_plan(
+        &self,
+        run: &mut ChainRun<'_>,
+        pod: &super::wasm::Pod,
+        key: &PodKey,
+        mut plan: LaunchPlan,
+        asked: &LaunchPlan,
+        refused: bool,
+    ) -> Result<(LaunchPlan, MergedTags), PlanError> {
+        let ownership = ownership_tags(&self.node_name, &self.cluster_name, key);
+        let tagged = if refused { asked } else { &plan };
+        let merged = self.build_tags(
+            run,
+            pod,
+            &tagged.candidates[0].instance_type,
+            tagged.market.market,
+            &ownership,
+        )?;
+        plan.tags = merge_tags(&merged.tags, &ownership);
+        let plan = if refused {
+            plan
+        } else {
+            with_max_price_tag(plan)
+        };
+        Ok((plan, merged))
     }
 
     /// The pod as plugins see it (on the Node's zone, selecting the Node's architecture when
@@ -394,8 +441,8 @@ impl Pipeline {
         &self,
         run: &mut ChainRun<'_>,
         pod: &super::wasm::Pod,
-        first: &Candidate,
-        market: &super::wasm::MarketDecision,
+        instance_type: &str,
+        market: crate::provider::plan::Market,
         ownership: &[(&'static str, String)],
     ) -> Result<MergedTags, PlanError> {
         let engine = self.registry.engine().clone();
@@ -403,8 +450,8 @@ impl Pipeline {
         let context = TagContext {
             node_name: self.node_name.clone(),
             cluster_name: self.cluster_name.clone(),
-            instance_type: first.instance_type.clone(),
-            market: market.market,
+            instance_type: instance_type.to_owned(),
+            market: convert::market_to_wasm(market),
         };
         let answers = run.run_merging_chain(
             Hook::BuildTags,
@@ -475,7 +522,7 @@ impl Pipeline {
             Ok(narrowed) => {
                 screened.extend(narrowed.records);
                 GuardedPlan {
-                    plan: with_max_price_tag(narrowed.plan),
+                    plan: narrowed.plan,
                     worst_case_price: narrowed.worst_price,
                     records: screened,
                     refusal: None,
@@ -1004,6 +1051,74 @@ fn asked_step(
             StepOutcome::Answered
         },
         failure,
+    }
+}
+
+/// What the record says of the plugins' answers beside the plan: the pod's annotations they
+/// did not honour, and the plugins that broke on one hook while answering another.
+struct Review {
+    not_honoured: Vec<honoured::NotHonoured>,
+    mixed_policies: Vec<mixed::MixedPolicy>,
+}
+
+/// The [`Review`] of one decision: `asked` is the plan as the plugins answered it (before the
+/// guardrails), `tags` and `conflicts` the build-tags chain's merged answer, `[select, market,
+/// tags]` each hook's (first) answering plugin, `merged_from` the taggers merged in after it.
+fn review(
+    pod: &super::wasm::Pod,
+    asked: &LaunchPlan,
+    tags: &[Tag],
+    conflicts: &[TagConflict],
+    [select_by, market_by, tags_by]: [&HookRecord; 3],
+    merged_from: &[HookRecord],
+    fallbacks: &[FallbackRecord],
+) -> Review {
+    let plugin_tags: Vec<(String, String)> = tags
+        .iter()
+        .map(|t| (t.key.clone(), t.value.clone()))
+        .collect();
+    let not_honoured = honoured::check(
+        &pod.annotations.iter().cloned().collect(),
+        &honoured::Answers {
+            first_type: (&asked.candidates[0].instance_type, &select_by.plugin),
+            market: (
+                asked.market.market,
+                asked.market.max_price,
+                &market_by.plugin,
+            ),
+            tags: (&plugin_tags, conflicts, &tags_by.plugin),
+        },
+    );
+    let mut answered = vec![
+        answered_step(Hook::SelectInstance, select_by),
+        answered_step(Hook::ChooseMarket, market_by),
+        answered_step(Hook::BuildTags, tags_by),
+    ];
+    answered.extend(
+        merged_from
+            .iter()
+            .map(|r| answered_step(Hook::BuildTags, r)),
+    );
+    let passed_over: Vec<mixed::Step<'_>> = fallbacks
+        .iter()
+        .map(|f| mixed::Step {
+            hook: &f.hook,
+            plugin: &f.plugin,
+            kind: &f.kind,
+        })
+        .collect();
+    Review {
+        not_honoured,
+        mixed_policies: mixed::find(&answered, &passed_over),
+    }
+}
+
+/// `record`'s plugin as the answer to `hook`, for [`mixed::find`].
+fn answered_step(hook: Hook, record: &HookRecord) -> mixed::Step<'_> {
+    mixed::Step {
+        hook: hook_name(hook),
+        plugin: &record.plugin,
+        kind: "",
     }
 }
 

@@ -78,7 +78,8 @@ pub enum PluginCommand {
     /// would record it. With `--plugin`, that plugin is asked first for the hooks it implements
     /// (the embedded default answers what it declines, and the other hooks); with `--config`,
     /// the chains of that config.yaml decide.
-    /// Exit status 1 if the pod would fail.
+    /// Exit status 1 if the pod would fail, or would launch on a plan mixed from two policies
+    /// (a plugin broke on one hook, fell back, and answered another).
     Eval {
         #[command(flatten)]
         pipeline: PipelineArgs,

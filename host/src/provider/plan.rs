@@ -61,6 +61,16 @@ impl Market {
             Market::OnDemand => "on-demand",
         }
     }
+
+    /// `spot` or `on-demand`, as `orca.research/launch-type` and the market plugin's settings
+    /// spell them.
+    pub fn parse(text: &str) -> Option<Market> {
+        match text {
+            "spot" => Some(Market::Spot),
+            "on-demand" => Some(Market::OnDemand),
+            _ => None,
+        }
+    }
 }
 
 /// How EC2 Fleet picks the pool (instance type × zone) of one launch among those offered, in

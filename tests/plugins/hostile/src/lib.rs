@@ -7,13 +7,14 @@
 //! the exit-code tag orca reads to decide a pod's outcome, `decline` declines the pod and
 //! `no-match` refuses it, `unsupported` answers that from a hook it lists (well-behaved
 //! answers, for the chain's `onError`), `count` answers how many calls its instance has served
-//! and `hoard` keeps 8 MiB more per call (both show whether an instance is reused). Anything else
+//! and `hoard` keeps 8 MiB more per call (both show whether an instance is reused), and
+//! `tag-context` tags the instance type and market the host tells its taggers. Anything else
 //! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
 //! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
 //! passes them.
 
 use orca_plugin_sdk::{
-    Candidate, Hook, LogLevel, Plugin, Pod, PodExt, PolicyError, Tag, TagContext, log,
+    Candidate, Hook, LogLevel, Market, Plugin, Pod, PodExt, PolicyError, Tag, TagContext, log,
 };
 
 /// A pod annotation that overrides the settings, so one loaded plugin can misbehave per pod.
@@ -111,9 +112,23 @@ impl Plugin for Hostile {
     fn build_tags(
         pod: &Pod,
         settings: &str,
-        _context: &TagContext,
+        context: &TagContext,
     ) -> Result<Vec<Tag>, PolicyError> {
         match mode(pod, settings) {
+            // What the host says will launch, so a test sees what the taggers are told.
+            "tag-context" => Ok(vec![
+                Tag {
+                    key: "tagged-type".into(),
+                    value: context.instance_type.clone(),
+                },
+                Tag {
+                    key: "tagged-market".into(),
+                    value: match context.market {
+                        Market::Spot => "spot".into(),
+                        Market::OnDemand => "on-demand".into(),
+                    },
+                },
+            ]),
             "bad-tags" => Ok(vec![Tag {
                 key: "aws:owner".into(),
                 value: "me".into(),
