@@ -68,3 +68,109 @@ fn the_book_builds_and_every_link_and_anchor_leads_somewhere() -> Result<()> {
     );
     Ok(())
 }
+
+/// The plugin author guide's field reference (`docs/src/plugins/records.md`) lists every field
+/// of every record of the current WIT package, under its record's heading or row, in the
+/// Rust/Python spelling and the TypeScript one: a field added to the WIT and not to the page
+/// fails here, naming it.
+#[test]
+fn the_records_page_lists_every_field_of_every_wit_record_in_both_spellings() -> Result<()> {
+    let repository = repo_root();
+    let wit_dir = repository.join("plugin-sdk/wit/since_v0.3.0");
+    let mut wit = String::new();
+    for file in ["types.wit", "host.wit"] {
+        wit.push_str(&std::fs::read_to_string(wit_dir.join(file))?);
+    }
+    let page = std::fs::read_to_string(repository.join("docs/src/plugins/records.md"))?;
+    let records = wit_records(&wit);
+    ensure!(records.len() >= 10, "the WIT's records: {records:?}");
+    let mut missing = Vec::new();
+    for (record, fields) in &records {
+        let title = upper_camel(record);
+        // The record's rows: the table under its heading (`## \`Pod\``), or the rows that
+        // name it in a table of several records (`| \`Tag\` | …`).
+        let heading = format!("`{title}`");
+        let row_prefix = format!("| {heading} |");
+        let lines: Vec<&str> = page.lines().collect();
+        let section: Vec<&str> = match lines
+            .iter()
+            .position(|l| l.starts_with('#') && l.contains(&heading))
+        {
+            Some(start) => lines[start + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with('#'))
+                .filter(|l| l.starts_with('|'))
+                .copied()
+                .collect(),
+            None => lines
+                .iter()
+                .filter(|l| l.starts_with(&row_prefix))
+                .copied()
+                .collect(),
+        };
+        if section.is_empty() {
+            missing.push(format!("record {title}: no section"));
+            continue;
+        }
+        for field in fields {
+            let snake = format!("`{}`", field.replace('-', "_"));
+            let camel = format!("`{}`", lower_camel(field));
+            let listed = section
+                .iter()
+                .any(|row| row.contains(&snake) && row.contains(&camel));
+            if !listed {
+                missing.push(format!("{title}.{field} ({snake} and {camel})"));
+            }
+        }
+    }
+    ensure!(
+        missing.is_empty(),
+        "docs/src/plugins/records.md lacks:\n{}",
+        missing.join("\n")
+    );
+    Ok(())
+}
+
+/// Each `record NAME { field: type, … }` of `wit`, with its fields' names.
+fn wit_records(wit: &str) -> Vec<(String, Vec<String>)> {
+    let mut records = Vec::new();
+    let mut current: Option<(String, Vec<String>)> = None;
+    for line in wit.lines().map(str::trim) {
+        if let Some(name) = line
+            .strip_prefix("record ")
+            .and_then(|rest| rest.strip_suffix(" {"))
+        {
+            current = Some((name.to_owned(), Vec::new()));
+        } else if line == "}" {
+            records.extend(current.take());
+        } else if let Some((_, fields)) = current.as_mut()
+            && !line.starts_with("//")
+            && let Some((field, _)) = line.split_once(':')
+        {
+            fields.push(field.trim().to_owned());
+        }
+    }
+    records
+}
+
+/// `instance-type` as `InstanceType`.
+fn upper_camel(kebab: &str) -> String {
+    kebab
+        .split('-')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect()
+}
+
+/// `memory-mib` as `memoryMib`.
+fn lower_camel(kebab: &str) -> String {
+    let upper = upper_camel(kebab);
+    let mut chars = upper.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
