@@ -49,7 +49,7 @@ async fn run() -> ExitCode {
             Ok(Ok(())) => ExitCode::SUCCESS,
             Ok(Err(error)) => {
                 eprintln!("orca: {error}");
-                ExitCode::FAILURE
+                ExitCode::from(error.exit_status())
             }
             Err(crashed) => {
                 eprintln!("orca: the plugin command crashed: {crashed}");

@@ -302,3 +302,77 @@ fn python_plugin_calling_every_sdk_helper_runs_in_orca() -> Result<()> {
 fn typescript_plugin_calling_every_sdk_helper_runs_in_orca() -> Result<()> {
     every_helper_runs_in_orca(Language::TypeScript)
 }
+
+/// `orca plugin test [--plugin WASM] CASES…`: its exit status and what it printed.
+fn plugin_test(wasm: Option<&Path>, cases: &[PathBuf]) -> Result<(Option<i32>, String)> {
+    let mut command = Command::new(orca_e2e::orca::orca_binary());
+    command.args(["plugin", "test"]);
+    if let Some(wasm) = wasm {
+        command.arg("--plugin").arg(wasm);
+    }
+    let output = command.args(cases).output()?;
+    Ok((
+        output.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    ))
+}
+
+/// The cases the example plugins of every language ship pass through the real
+/// `orca plugin test` (issue 46, part 3: what `tests/run` runs for them): the default Rust
+/// plugins' (embedded in orca, built from `plugins/`), and the Python and TypeScript team
+/// selectors' on the components built from source above. Each folder holds at least one case
+/// of a pod that must fail, so a plugin that stopped refusing would be caught.
+#[test]
+fn example_plugins_of_every_language_pass_their_cases() -> Result<()> {
+    let root = orca_e2e::cluster::repo_root();
+    let rust: Vec<PathBuf> = ["selector", "market", "tagger"]
+        .iter()
+        .map(|plugin| root.join("plugins").join(plugin).join("cases"))
+        .collect();
+    let mut runs = vec![(None, rust)];
+    for (language, folder) in [
+        (
+            Language::Python,
+            "plugin-sdk/python/examples/team_selector/cases",
+        ),
+        (
+            Language::TypeScript,
+            "plugin-sdk/js/examples/team-selector/cases",
+        ),
+    ] {
+        runs.push((Some(team_selector_wasm(language)?), vec![root.join(folder)]));
+    }
+    for (wasm, folders) in runs {
+        let (status, output) = plugin_test(wasm.as_deref(), &folders)?;
+        ensure!(
+            status == Some(0),
+            "{folders:?}: exit status {status:?}:\n{output}"
+        );
+        let mut cases = 0;
+        for folder in &folders {
+            for entry in std::fs::read_dir(folder)? {
+                cases += usize::from(entry?.path().is_file());
+            }
+        }
+        ensure!(
+            output.contains(&format!("{cases} cases: {cases} passed, 0 failed")),
+            "{folders:?}:\n{output}"
+        );
+        for folder in &folders {
+            let refusals = std::fs::read_dir(folder)?
+                .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path()).ok())
+                .filter(|text| text.contains("failure:"))
+                .count();
+            ensure!(
+                refusals > 0,
+                "{}: no case of a pod that must fail",
+                folder.display()
+            );
+        }
+    }
+    Ok(())
+}

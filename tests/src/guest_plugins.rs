@@ -137,10 +137,14 @@ fn build_and_compile(language: Language, source: Source) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// `<build script> <source folder> <out>`; the script installs its pinned tools on first use.
+/// `<build script> --skip-tests <source folder> <out>`; the script installs its pinned tools
+/// on first use. The plugin's own tests are not the build's here: `tests/run` runs the SDKs'
+/// unit tests (`build test`), and `tests/e2e/languages.rs` runs the examples' cases on this build,
+/// once orca has compiled it.
 fn build(language: Language, source: Source, out: &Path) -> Result<()> {
     let root = repo_root();
     let output = Command::new(root.join(language.build_script()))
+        .arg("--skip-tests")
         .arg(root.join(source.folder(language)))
         .arg(out)
         .current_dir(root)

@@ -30,8 +30,11 @@ pub enum OnErrorAction {
 }
 
 /// Every way a plugin's turn in a chain can end without an answer orca uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+///
+/// Read by name (`noMatch`, as under `onError`) from `orca plugin test` cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema, Deserialize)]
 #[schemars(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub enum FailureKind {
     /// The plugin answered `declined`: not its pod (orca:policy 0.2.0).
     Declined,

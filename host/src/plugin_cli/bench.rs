@@ -9,7 +9,7 @@ use crate::process::cli::PipelineArgs;
 
 pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), PluginCommandError> {
     let iterations = iterations.max(1);
-    let (pipeline, catalogue) = inputs::pipeline(args)?;
+    let (pipeline, catalogue) = inputs::pipeline(&args.spec())?;
     let pod = inputs::read_pod(&args.pod)?;
     let pod_bytes = serde_json::to_vec(&pod).map(|json| json.len()).unwrap_or(0);
     pipeline

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::test::case::CaseError;
 use crate::config::ConfigError;
 use crate::policy::PlanError;
 use crate::policy::catalogue::CatalogueError;
@@ -109,4 +110,25 @@ pub enum PluginCommandError {
         #[source]
         source: SignError,
     },
+    #[error(transparent)]
+    Case(#[from] CaseError),
+    #[error("{}: no case files (*.yaml, *.yml) in this folder", .0.display())]
+    NoCases(PathBuf),
+    #[error("{failed} of {total} test cases failed")]
+    CasesFailed { failed: usize, total: usize },
+    /// `orca plugin test` could not run its cases: a case file, pod, config or plugin is
+    /// wrong. Exit status 2, apart from failed cases' 1.
+    #[error(transparent)]
+    BadTestInput(Box<PluginCommandError>),
+}
+
+impl PluginCommandError {
+    /// The command's exit status: 2 for input `orca plugin test` cannot run, else 1 (a
+    /// refused plugin, a pod that would fail, a failed case…).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            PluginCommandError::BadTestInput(_) => 2,
+            _ => 1,
+        }
+    }
 }

@@ -44,7 +44,7 @@ struct ErrorView<'a> {
 }
 
 pub fn run(args: &PipelineArgs, output: &str) -> Result<(), PluginCommandError> {
-    let (pipeline, _) = inputs::pipeline(args)?;
+    let (pipeline, _) = inputs::pipeline(&args.spec())?;
     let pod = inputs::read_pod(&args.pod)?;
     let (outcome, asked) = pipeline.explain(&pod);
     let evaluation = Evaluation {

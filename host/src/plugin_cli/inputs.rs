@@ -1,5 +1,5 @@
-//! What `eval` and `bench` read: the pipeline their arguments describe, built as the node
-//! builds it, and the pod they ask about.
+//! What `eval`, `bench` and `test` read: the pipeline their arguments (or a test case)
+//! describe, built as the node builds it, and the pod they ask about.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,41 +25,73 @@ pub(super) const CLUSTER_NAME: &str = "kubernetes";
 const DEFAULT_REGION: &str = "us-east-1";
 const DEFAULT_ARCHITECTURE: &str = "amd64";
 
-/// The pipeline `args` describe: a config.yaml's chains (`--config`), or the embedded
-/// defaults with `args.plugin` (if any) asked first, with `args.settings`, for the hooks it
+/// What a pipeline is built from: `eval`'s and `bench`'s flags, or a test case's plugin,
+/// settings and config.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PipelineSpec<'a> {
+    /// A plugin component asked first (without `config`), or loaded beside the config's
+    /// plugins so its chains can name it (with `config`).
+    pub plugin: Option<&'a Path>,
+    pub config: Option<&'a Path>,
+    /// The plugin's settings as JSON (without `config`).
+    pub settings: &'a str,
+    pub region: Option<&'a str>,
+    pub architecture: Option<&'a str>,
+    /// `fresh` or `reused` (without `config`).
+    pub instances: Option<&'a str>,
+    /// A quantity (without `config`).
+    pub max_memory: Option<&'a str>,
+}
+
+impl PipelineArgs {
+    pub(super) fn spec(&self) -> PipelineSpec<'_> {
+        PipelineSpec {
+            plugin: self.plugin.as_deref(),
+            config: self.config.as_deref(),
+            settings: &self.settings,
+            region: self.region.as_deref(),
+            architecture: self.architecture.as_deref(),
+            instances: self.instances.as_deref(),
+            max_memory: self.max_memory.as_deref(),
+        }
+    }
+}
+
+/// The pipeline `spec` describes: a config.yaml's chains (`config`), or the embedded
+/// defaults with `spec.plugin` (if any) asked first, with `spec.settings`, for the hooks it
 /// implements.
 pub(super) fn pipeline(
-    args: &PipelineArgs,
+    spec: &PipelineSpec,
 ) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
-    match &args.config {
-        Some(path) => configured_pipeline(args, path),
-        None => plugin_pipeline(args),
+    match spec.config {
+        Some(path) => configured_pipeline(spec, path),
+        None => plugin_pipeline(spec),
     }
 }
 
 fn plugin_pipeline(
-    args: &PipelineArgs,
+    spec: &PipelineSpec,
 ) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
-    serde_json::from_str::<serde_json::Value>(&args.settings)
+    serde_json::from_str::<serde_json::Value>(spec.settings)
         .map_err(PluginCommandError::SettingsNotJson)?;
     let mut policy = PolicyConfig::default();
-    if args.instances.as_deref() == Some("reused") {
+    if spec.instances == Some("reused") {
         policy.limits.instances = Instances::Reused;
     }
-    if let Some(max_memory) = &args.max_memory {
-        policy.limits.max_memory = max_memory.clone();
+    if let Some(max_memory) = spec.max_memory {
+        policy.limits.max_memory = max_memory.to_owned();
         policy.validate().map_err(PluginCommandError::MaxMemory)?;
     }
-    let region = args.region.as_deref().unwrap_or(DEFAULT_REGION);
-    let (catalogue, registry) = registry(&policy, region, usize::from(args.plugin.is_some()))?;
+    let region = spec.region.unwrap_or(DEFAULT_REGION);
+    let (catalogue, registry) = registry(&policy, region, usize::from(spec.plugin.is_some()))?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
-    if let Some(file) = &args.plugin {
+    if let Some(file) = spec.plugin {
         let plugin = registry.load_file(file)?;
         // The plugin first, the default after it: what a declined pod falls through to in a
         // typical deployment. Every failure of the plugin fails the pod, so it shows.
         let step = ChainStep {
             plugin: plugin.plugin.name.clone(),
-            settings: args.settings.clone(),
+            settings: spec.settings.to_owned(),
             on_error: OnError::FAIL,
         };
         for (hook, chain) in [
@@ -72,30 +104,33 @@ fn plugin_pipeline(
             }
         }
     }
-    let architecture = args.architecture.as_deref().unwrap_or(DEFAULT_ARCHITECTURE);
+    let architecture = spec.architecture.unwrap_or(DEFAULT_ARCHITECTURE);
     let pipeline = Pipeline::new(registry, chains, NODE_NAME, CLUSTER_NAME)
         .with_node_architecture(architecture);
     Ok((pipeline, catalogue))
 }
 
 /// The policy a node with this config.yaml would run: its chains, limits, plugins directory
-/// (scanned once, each refused file reported) and guardrails, for its node and region.
+/// (scanned once, each refused file reported) and guardrails, for its node and region; with
+/// `spec.plugin` loaded after the directory, so the chains can name it (it overrides a file
+/// of the same name there).
 fn configured_pipeline(
-    args: &PipelineArgs,
+    spec: &PipelineSpec,
     path: &Path,
 ) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
     let config = Config::load(path)?;
-    let region = args.region.as_deref().unwrap_or(&config.provider.region);
-    let (catalogue, registry) = registry(&config.policy, region, 0)?;
+    let region = spec.region.unwrap_or(&config.provider.region);
+    let (catalogue, registry) =
+        registry(&config.policy, region, usize::from(spec.plugin.is_some()))?;
     if let Some(dir) = &config.policy.plugins_dir {
         // Logged as a node logs a rescan (plugin loaded, rejected, shadowed); no one else
         // needs to hear of it.
         reload::rescan_and_report(&registry, dir, &Reporters(Vec::new()));
     }
-    let architecture = args
-        .architecture
-        .as_deref()
-        .unwrap_or(&config.node.architecture);
+    if let Some(file) = spec.plugin {
+        registry.load_file(file)?;
+    }
+    let architecture = spec.architecture.unwrap_or(&config.node.architecture);
     let (guardrails, warnings) = crate::policy::guardrails::catalogue::checked_against(
         &config.policy.guardrails,
         &catalogue,
@@ -123,8 +158,10 @@ fn registry(
     region: &str,
     extra_plugins: usize,
 ) -> Result<(Arc<InstanceCatalogue>, Arc<PluginRegistry>), PluginCommandError> {
+    // Once per process: `test` builds a pipeline per config and settings.
+    static TOLD: std::sync::Once = std::sync::Once::new();
     if let Some(dir) = policy.compile_cache_dir() {
-        eprintln!("orca: compiled plugins are cached in {}", dir.display());
+        TOLD.call_once(|| eprintln!("orca: compiled plugins are cached in {}", dir.display()));
     }
     build_registry_for(policy, region, extra_plugins).map_err(PluginCommandError::Policy)
 }
@@ -135,11 +172,16 @@ pub(super) fn read_pod(path: &Path) -> Result<Pod, PluginCommandError> {
         path: path.to_owned(),
         source,
     })?;
-    let mut pod: Pod =
-        serde_saphyr::from_str(&text).map_err(|source| PluginCommandError::NotAPod {
-            path: path.to_owned(),
-            source: Box::new(source),
-        })?;
+    let pod: Pod = serde_saphyr::from_str(&text).map_err(|source| PluginCommandError::NotAPod {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })?;
+    as_admitted(pod, path)
+}
+
+/// `pod` (read from `path`) as the apiserver would admit it: uid and namespace filled in,
+/// requests defaulted from limits.
+pub(super) fn as_admitted(mut pod: Pod, path: &Path) -> Result<Pod, PluginCommandError> {
     let metadata = &mut pod.metadata;
     metadata
         .namespace

@@ -11,6 +11,7 @@ mod error;
 mod eval;
 mod inputs;
 mod push;
+mod test;
 
 use std::path::Path;
 
@@ -50,6 +51,15 @@ fn dispatch(command: PluginCommand) -> Result<(), PluginCommandError> {
             pipeline,
             iterations,
         } => bench::run(&pipeline, iterations),
+        PluginCommand::Test {
+            cases,
+            plugin,
+            config,
+        } => test::run(&test::TestOptions {
+            cases: &cases,
+            plugin: plugin.as_deref(),
+            config: config.as_deref(),
+        }),
         PluginCommand::Push {
             file,
             reference,

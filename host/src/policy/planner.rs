@@ -18,8 +18,9 @@ pub struct PlanError {
     pub refused: Option<Box<DecisionRecord>>,
 }
 
-/// Why no plan could be made, in the words the pod's status uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why no plan could be made, in the words the pod's status uses (and `orca plugin test`
+/// cases read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum PlanFailure {
     /// A pod annotation the policy reads is invalid.
     InvalidAnnotation,

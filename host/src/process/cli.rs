@@ -96,6 +96,26 @@ pub enum PluginCommand {
         #[arg(long, default_value_t = 5000)]
         iterations: usize,
     },
+    /// Runs test cases: each case file (YAML) gives a pod and the decision expected for it
+    /// (instance type, market, tags, or how the pod fails), optionally with the plugin's
+    /// settings or a config.yaml; each runs through the pipeline `eval` runs. Prints one line
+    /// per case, the expected and actual decision of each that fails, and a summary.
+    /// Exit status 0 if every case passes, 1 if one fails, 2 if a case cannot be run (a
+    /// malformed case file, a missing pod, a plugin orca would refuse).
+    Test {
+        /// Folders of case files (their `*.yaml` and `*.yml` files, not subfolders), or case
+        /// files.
+        #[arg(required = true)]
+        cases: Vec<PathBuf>,
+        /// The plugin under test: asked first for the hooks it implements, the embedded
+        /// defaults after it; a case with a config runs that config's chains, which can name
+        /// it. Without it, the embedded default plugins (or the config's) decide.
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+        /// The config.yaml of every case that names none.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Publishes a plugin component to an OCI registry as a WebAssembly artifact (one
     /// `application/wasm` layer), after checking that orca loads it, and prints the reference
     /// pinned to the manifest's digest. `policy.plugins` pulls it from there.
