@@ -34,6 +34,8 @@ fn record() -> DecisionRecord {
         tags_merged_from: Vec::new(),
         tag_conflicts: Vec::new(),
         fallbacks: Vec::new(),
+        mixed_policies: Vec::new(),
+        not_honoured: Vec::new(),
         guardrails: Vec::new(),
         worst_case_price_per_hour: None,
         launch: None,
