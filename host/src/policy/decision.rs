@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::guardrails::{GuardrailRecord, Price};
 use super::tag_merge::TagConflict;
+use crate::cost::PriceSource;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
@@ -70,7 +71,7 @@ pub struct DecisionRecord {
 }
 
 /// The launch's answer, in the decision record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LaunchRecord {
     /// `m5.large spot`, or empty when nothing launched.
@@ -92,6 +93,13 @@ pub struct LaunchRecord {
     /// `vol-0123… at /dev/sdf` (the `SuccessfulAttachVolume` Event says when).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<String>,
+    /// What the launched instance costs an hour at launch (USD): on demand, the catalogue's
+    /// price; spot, its pool's price (see `price_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_hour: Option<f64>,
+    /// Where `price_per_hour` came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_source: Option<PriceSource>,
 }
 
 /// The plugin that answered one hook.
@@ -212,6 +220,12 @@ impl DecisionRecord {
                     summary.push_str(&format!("; the pod admits {}", launch.pod_zones));
                 }
                 (None, true) => {}
+            }
+            if let (Some(price), Some(source)) = (
+                launch.price_per_hour.and_then(|p| Price::of(Some(p))),
+                launch.price_source,
+            ) {
+                summary.push_str(&format!("; launched at {price} ({})", source.describe()));
             }
             if !launch.passed_over.is_empty() {
                 summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));
