@@ -78,7 +78,8 @@ async fn ended_pods_carry_their_cost_and_the_counters_sum_to_the_records() -> Re
     let ec2 = cluster.ec2_client().await;
     let namespace = TestNamespace::create(&client, "e2e-cost").await?;
     let start = Timestamp::now();
-    let change = start + jiff::SignedDuration::from_secs(CHANGE_AFTER);
+    // Whole seconds, as EC2 (and moto) answer a price change's time.
+    let change = Timestamp::from_second(start.as_second() + CHANGE_AFTER)?;
     // Every zone of the region: moto picks the spot pod's.
     let mut changes = Vec::new();
     for zone in ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"] {
@@ -202,6 +203,37 @@ async fn ended_pods_carry_their_cost_and_the_counters_sum_to_the_records() -> Re
     ensure!(
         ours("orca_live_spend_usd_per_hour")? == 0.0,
         "nothing of this test runs any more"
+    );
+
+    // The spot price lookups (BENCHMARKS.md, "Spot price lookups"): one spot pool, read once
+    // at the spot pod's launch and cached past its end (the TTL is 5 minutes); the catalogue
+    // refresh is off in the tests' config, so every call is the cost loop's.
+    let operation = |metric: &str| -> Result<f64> {
+        Ok(orca_e2e::metrics::series(&page, metric)?
+            .into_iter()
+            .filter(|(labels, _)| {
+                labels.get("operation").map(String::as_str) == Some("DescribeSpotPriceHistory")
+            })
+            .map(|(_, value)| value)
+            .sum())
+    };
+    let lookups = operation("orca_ec2_calls_total")?;
+    let requests = operation("orca_ec2_requests_total")?;
+    let listings: f64 = orca_e2e::metrics::series(&page, "orca_ec2_calls_total")?
+        .into_iter()
+        .filter(|(labels, _)| {
+            labels.get("operation").map(String::as_str) == Some("DescribeInstances")
+        })
+        .map(|(_, value)| value)
+        .sum();
+    eprintln!(
+        "spot price lookups: {lookups} DescribeSpotPriceHistory calls ({requests} HTTP requests) \
+         for 3 launches (1 spot) over {:.0} s; DescribeInstances calls (every loop) {listings}",
+        Timestamp::now().duration_since(start).as_secs_f64()
+    );
+    ensure!(
+        lookups == 1.0 && requests == 1.0,
+        "one lookup for the one spot pool: {lookups} calls, {requests} requests"
     );
     Ok(())
 }

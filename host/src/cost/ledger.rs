@@ -98,9 +98,11 @@ pub struct CostLedger {
 }
 
 impl CostLedger {
+    /// Counting from `started`, to the second below: EC2's `LaunchTime` is whole seconds, so
+    /// an instance launched in the second the process started counts from its launch.
     pub fn new(started: Timestamp) -> CostLedger {
         CostLedger {
-            started,
+            started: Timestamp::from_second(started.as_second()).unwrap_or(started),
             counted: HashMap::new(),
             first_seen_ended: HashMap::new(),
             recorded: HashSet::new(),
