@@ -177,6 +177,17 @@ async fn ended_pods_carry_their_cost_and_the_counters_sum_to_the_records() -> Re
                 .any(|e| e.reason.as_deref() == Some("PodCost")),
             "{name}: {events:?}"
         );
+        // The PolicyDecision Event names the price per hour of what was launched.
+        ensure!(
+            events
+                .iter()
+                .any(|e| e.reason.as_deref() == Some("PolicyDecision")
+                    && e.note
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("; launched at $")),
+            "{name}: {events:?}"
+        );
     }
 
     // The counters sum to the records (the deleted pod's to the Event's 6 decimals).

@@ -275,6 +275,28 @@ mod tests {
     use crate::policy::tag_merge::TagSource;
 
     #[test]
+    fn the_summary_gives_the_price_per_hour_of_what_was_launched_and_its_source() {
+        let mut record = DecisionRecord::on_demand(&["m5.large"]);
+        let launch: LaunchRecord = serde_json::from_value(serde_json::json!({
+            "offering": "m5.large spot",
+            "instanceId": "i-0123",
+            "zone": "us-west-2a",
+            "pricePerHour": 0.0312,
+            "priceSource": "spotPriceHistory",
+        }))
+        .unwrap();
+        record.launch = Some(launch);
+        let summary = record.summary();
+        assert!(
+            summary.contains("; launched at $0.0312/h (the pool's spot price history)"),
+            "{summary}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
+        assert_eq!(json["launch"]["pricePerHour"], 0.0312);
+        assert_eq!(json["launch"]["priceSource"], "spotPriceHistory");
+    }
+
+    #[test]
     fn the_summary_names_the_taggers_merged_in_and_each_key_set_twice() {
         let mut record = DecisionRecord::on_demand(&["m5.large"]);
         assert!(!record.summary().contains(" + "), "{}", record.summary());
