@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod config;
+pub mod cost;
 pub mod interruption;
 pub mod kubelet_api;
 pub mod metrics;

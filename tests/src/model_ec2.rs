@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ::orca::provider::aws::api::{
     ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetError, FleetInstance,
     FleetRequest, InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion,
-    RunRequest,
+    RunRequest, SpotHistoryQuery, SpotPriceChange,
 };
 use ::orca::provider::plan::AllocationStrategy;
 use ::orca::provider::plan::Market;
@@ -268,6 +268,13 @@ impl Ec2Api for ModelEc2 {
         Ok(HashMap::new())
     }
 
+    async fn spot_price_history(
+        &self,
+        _query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError> {
+        Ok(Vec::new())
+    }
+
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
         Ok(HashMap::new())
     }
@@ -292,6 +299,7 @@ fn ec2_instance(instance: &Instance) -> Ec2Instance {
         tags: instance.tags.clone(),
         zone: Some(instance.zone.clone()),
         volume_ids: Vec::new(),
+        ended_at: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! orca's Prometheus metrics. One registry for the process, served on the metrics port; each
 //! part of orca records into the families it owns and is handed only those.
 
+mod cost;
 mod ec2;
 mod interruption;
 mod kubelet_api;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
+pub use cost::{CostLabels, CostMetrics};
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
 pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
 pub use kubelet_api::{ConnectionClose, KubeletApiMetrics};
@@ -39,6 +41,7 @@ pub struct Metrics {
     pub interruption: Arc<InterruptionMetrics>,
     pub serving: Arc<ServingMetrics>,
     pub kubelet_api: Arc<KubeletApiMetrics>,
+    pub cost: Arc<CostMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -60,6 +63,7 @@ impl Metrics {
         let interruption = Arc::new(InterruptionMetrics::register(&mut registry));
         let serving = Arc::new(ServingMetrics::register(&mut registry));
         let kubelet_api = Arc::new(KubeletApiMetrics::register(&mut registry));
+        let cost = Arc::new(CostMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
@@ -74,6 +78,7 @@ impl Metrics {
             interruption,
             serving,
             kubelet_api,
+            cost,
             registry: Arc::new(registry),
         }
     }

@@ -24,6 +24,8 @@ pub struct Context {
     pub objects: Arc<dyn EnvSource>,
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
+    /// What launched instances cost an hour, for their decision records.
+    pub prices: Arc<crate::cost::LaunchPrices>,
     pub instances: Arc<InstanceCache>,
     pub records: Arc<PodRecords>,
     pub ledger: Arc<TerminationLedger>,
@@ -44,6 +46,7 @@ impl Context {
     pub fn launcher(&self) -> Launcher<'_> {
         Launcher {
             planner: self.planner.as_ref(),
+            prices: &self.prices,
             provider: self.provider.as_ref(),
             spend: &self.spend,
             records: &self.records,

@@ -46,6 +46,8 @@ pub struct PodControllerDeps {
     pub node_zone: Option<String>,
     pub provider: Arc<dyn Provider>,
     pub planner: Arc<dyn Planner>,
+    /// What launched instances cost an hour, for their decision records.
+    pub prices: Arc<crate::cost::LaunchPrices>,
     pub config: PodsConfig,
     pub metrics: Arc<ReconcileMetrics>,
     pub health: Arc<Health>,
@@ -213,6 +215,7 @@ fn context(
         objects: Arc::new(KubeEnvSource::new(deps.client.clone())),
         provider: deps.provider.clone(),
         planner: deps.planner.clone(),
+        prices: deps.prices.clone(),
         instances: sync.instances.clone(),
         records: records.clone(),
         ledger: sync.ledger.clone(),

@@ -9,6 +9,7 @@ use super::guardrails::{GuardrailRecord, Price};
 use super::honoured::NotHonoured;
 use super::mixed::MixedPolicy;
 use super::tag_merge::TagConflict;
+use crate::cost::PriceSource;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
 
 /// The annotation orca writes on each pod it plans.
@@ -80,7 +81,7 @@ pub struct DecisionRecord {
 }
 
 /// The launch's answer, in the decision record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LaunchRecord {
     /// `m5.large spot`, or empty when nothing launched.
@@ -102,6 +103,13 @@ pub struct LaunchRecord {
     /// `vol-0123… at /dev/sdf` (the `SuccessfulAttachVolume` Event says when).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<String>,
+    /// What the launched instance costs an hour at launch (USD): on demand, the catalogue's
+    /// price; spot, its pool's price (see `price_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_hour: Option<f64>,
+    /// Where `price_per_hour` came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_source: Option<PriceSource>,
 }
 
 /// The plugin that answered one hook.
@@ -223,6 +231,12 @@ impl DecisionRecord {
                 }
                 (None, true) => {}
             }
+            if let (Some(price), Some(source)) = (
+                launch.price_per_hour.and_then(|p| Price::of(Some(p))),
+                launch.price_source,
+            ) {
+                summary.push_str(&format!("; launched at {price} ({})", source.describe()));
+            }
             if !launch.passed_over.is_empty() {
                 summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));
             }
@@ -275,6 +289,28 @@ fn decided_by(hook: &HookRecord) -> String {
 mod tests {
     use super::*;
     use crate::policy::tag_merge::TagSource;
+
+    #[test]
+    fn the_summary_gives_the_price_per_hour_of_what_was_launched_and_its_source() {
+        let mut record = DecisionRecord::on_demand(&["m5.large"]);
+        let launch: LaunchRecord = serde_json::from_value(serde_json::json!({
+            "offering": "m5.large spot",
+            "instanceId": "i-0123",
+            "zone": "us-west-2a",
+            "pricePerHour": 0.0312,
+            "priceSource": "spotPriceHistory",
+        }))
+        .unwrap();
+        record.launch = Some(launch);
+        let summary = record.summary();
+        assert!(
+            summary.contains("; launched at $0.0312/h (the pool's spot price history)"),
+            "{summary}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
+        assert_eq!(json["launch"]["pricePerHour"], 0.0312);
+        assert_eq!(json["launch"]["priceSource"], "spotPriceHistory");
+    }
 
     #[test]
     fn the_summary_names_the_taggers_merged_in_and_each_key_set_twice() {

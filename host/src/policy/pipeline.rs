@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use orca_plugin_sdk::tags::MAX_TAGS;
 
 use super::catalogue::any_query;
+use super::catalogue::market_order::{asked_market, in_market};
 use super::convert;
 use super::decision::{Decision, DecisionRecord, FallbackRecord, HookRecord};
 use super::explain::{AskedStep, StepFailureRecord, StepOutcome};
@@ -31,7 +32,7 @@ use super::wasm::{
 use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
-use crate::provider::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
+use crate::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::spend::census::TAG_SPOT_MAX_PRICE;
 
 /// One plugin in a hook's chain, settings already serialized.
@@ -253,6 +254,9 @@ impl Pipeline {
     /// the plan they make through the guardrails, and the record of it all; every step asked
     /// goes to `asked`.
     fn decide_asking(&self, pod: &Pod, asked: &mut Asked) -> Result<Decision, PlanError> {
+        // Plugins' catalogue queries order by the market the pod asks for, until the market
+        // is chosen, then by the chosen one.
+        let market_asked = asked_market(pod);
         let (key, pod) = self.plugin_pod(pod)?;
         // The set for this whole decision, whatever reloads happen meanwhile.
         let set = self.registry.current();
@@ -262,8 +266,9 @@ impl Pipeline {
             fallbacks: Vec::new(),
             asked,
         };
-        let (candidates, select_by, screened) = self.select_candidates(&mut run, &pod)?;
-        let (market, market_by) = self.choose_market(&mut run, &pod, &candidates)?;
+        let (candidates, select_by, screened) =
+            self.select_candidates(&mut run, &pod, market_asked)?;
+        let (market, market_by) = self.choose_market(&mut run, &pod, &candidates, market_asked)?;
         // The guardrails clamp the type and market chains' answers before the tags are asked
         // for, so the taggers tag what will launch (the lists already screened the candidates
         // after the select-instance chain).
@@ -387,9 +392,10 @@ impl Pipeline {
         &self,
         run: &mut ChainRun<'_>,
         pod: &super::wasm::Pod,
+        market_asked: Option<Market>,
     ) -> Result<(Vec<Candidate>, HookRecord, Vec<GuardrailRecord>), PlanError> {
         let engine = self.registry.engine().clone();
-        let catalogue = self.registry.catalogue().clone();
+        let catalogue = in_market(self.registry.catalogue(), market_asked);
         let (candidates, select_by) = run.run_chain(
             Hook::SelectInstance,
             &self.chains.select_instance,
@@ -421,9 +427,10 @@ impl Pipeline {
         run: &mut ChainRun<'_>,
         pod: &super::wasm::Pod,
         candidates: &[Candidate],
+        market_asked: Option<Market>,
     ) -> Result<(super::wasm::MarketDecision, HookRecord), PlanError> {
         let engine = self.registry.engine().clone();
-        let catalogue = self.registry.catalogue().clone();
+        let catalogue = in_market(self.registry.catalogue(), market_asked);
         run.run_chain(
             Hook::ChooseMarket,
             &self.chains.choose_market,
@@ -446,7 +453,7 @@ impl Pipeline {
         ownership: &[(&'static str, String)],
     ) -> Result<MergedTags, PlanError> {
         let engine = self.registry.engine().clone();
-        let catalogue = self.registry.catalogue().clone();
+        let catalogue = in_market(self.registry.catalogue(), Some(market));
         let context = TagContext {
             node_name: self.node_name.clone(),
             cluster_name: self.cluster_name.clone(),

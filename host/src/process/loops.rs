@@ -12,6 +12,8 @@ pub enum ProcessLoop {
     StraySweep,
     /// Listing the cluster's instances for the namespaces' caps.
     Census,
+    /// Counting and recording what the pods' instances cost.
+    Cost,
     /// Refreshing the instance-type catalogue from EC2.
     CatalogueRefresh,
     /// Reading the served pods' usage from CloudWatch.
@@ -49,6 +51,7 @@ impl std::fmt::Display for ProcessLoop {
             ProcessLoop::KubeletApi => f.write_str("the kubelet API"),
             ProcessLoop::StraySweep => f.write_str("the sweep for instances of undeclared nodes"),
             ProcessLoop::Census => f.write_str("the census of the cluster's instances"),
+            ProcessLoop::Cost => f.write_str("the cost of the pods' instances"),
             ProcessLoop::CatalogueRefresh => f.write_str("the catalogue refresh"),
             ProcessLoop::PodUsage => f.write_str("the reading of the pods' usage"),
             ProcessLoop::EmbeddedRetry => f.write_str("the embedded plugins' retry"),

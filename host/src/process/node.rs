@@ -61,6 +61,8 @@ pub struct SharedParts {
     pub pod_writes: Arc<PodWrites>,
     /// What each namespace's instances cost against its cap, for every node.
     pub spend: Arc<crate::spend::NamespaceSpend>,
+    /// What launched instances cost an hour, for their decision records.
+    pub prices: Arc<crate::cost::LaunchPrices>,
 }
 
 impl NodeRuntime {
@@ -146,6 +148,7 @@ impl NodeRuntime {
             pod_writes: shared.pod_writes.clone(),
             presence: Arc::new(ApiPodPresence(shared.client.clone())),
             spend: shared.spend.clone(),
+            prices: shared.prices.clone(),
             tenure: tenure.clone(),
         };
         let mut pods_task = tokio::spawn({

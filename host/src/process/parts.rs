@@ -56,6 +56,8 @@ pub struct Parts {
     pub cluster_id: String,
     /// What each namespace's instances cost against its cap (`policy.guardrails`).
     pub spend: Arc<NamespaceSpend>,
+    /// What launched instances cost an hour (the cost loop keeps the spot pools' prices).
+    pub prices: Arc<crate::cost::LaunchPrices>,
 }
 
 /// The interruption queue and the account whose notices count.
@@ -126,6 +128,7 @@ impl Parts {
         let interruptions = interruptions(&config).await?;
         Ok(Parts {
             spend,
+            prices: Arc::new(crate::cost::LaunchPrices::new(catalogue.clone())),
             cluster_id,
             interruptions,
             config,

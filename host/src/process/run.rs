@@ -84,6 +84,7 @@ fn shared_parts(parts: &Parts, policy_ready: watch::Receiver<bool>) -> SharedPar
         policy_ready,
         pod_writes: Arc::default(),
         spend: parts.spend.clone(),
+        prices: parts.prices.clone(),
     }
 }
 
@@ -189,6 +190,20 @@ fn watch_instances(parts: &Parts, tasks: &mut ProcessTasks, shutdown: &Cancellat
             period: metrics.interval(),
         };
         tasks.spawn_loop(ProcessLoop::PodUsage, reading.run(shutdown.clone()));
+    }
+    if let Some(api) = &parts.ec2 {
+        let costs = crate::cost::CostLoop {
+            api: api.clone(),
+            cluster_id: parts.cluster_id.clone(),
+            catalogue: parts.catalogue.clone(),
+            client: parts.client.clone(),
+            metrics: parts.metrics.cost.clone(),
+            period: parts.config.pods.sync_interval.get(),
+            ttl: crate::cost::SPOT_HISTORY_TTL,
+            served: parts.served.clone(),
+            launch_prices: parts.prices.clone(),
+        };
+        tasks.spawn_loop(ProcessLoop::Cost, costs.run(shutdown.clone()));
     }
     if parts.spend.caps_namespaces() {
         let census: Arc<dyn Census> = match &parts.ec2 {

@@ -45,7 +45,19 @@ pub struct InstanceCandidate {
 }
 
 /// Spot or on-demand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Market {
     /// Spare EC2 capacity at a discount, which EC2 may take back with two minutes' warning.

@@ -37,6 +37,7 @@ fn instance(tags: &[(&str, &str)], state: InstanceState, launched: &str) -> Ec2I
             .collect::<BTreeMap<_, _>>(),
         zone: None,
         volume_ids: Vec::new(),
+        ended_at: None,
     }
 }
 

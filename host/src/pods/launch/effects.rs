@@ -444,6 +444,8 @@ fn decision_with_launch(
                 .map(|volume| format!("{} at {}", volume.volume_id, volume.device))
                 .collect()
         }),
+        price_per_hour: None,
+        price_source: None,
     });
     decision
 }

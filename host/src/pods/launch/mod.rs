@@ -15,6 +15,7 @@ use self::effects::{Effects, Facts, RetryTiming};
 use super::error::ReconcileError;
 use super::record::PodRecords;
 use super::writer::{PodOutput, PodWriter};
+use crate::cost::LaunchPrices;
 use crate::policy::Planner;
 use crate::policy::guardrails::Price;
 use crate::provider::zones::ZoneConstraint;
@@ -26,6 +27,8 @@ use crate::workload::{EnvSource, launch_request};
 #[derive(Clone, Copy)]
 pub struct Launcher<'a> {
     pub planner: &'a dyn Planner,
+    /// What the launched instance costs an hour, for the decision record.
+    pub prices: &'a LaunchPrices,
     pub provider: &'a dyn Provider,
     pub spend: &'a NamespaceSpend,
     pub records: &'a PodRecords,
@@ -90,13 +93,25 @@ impl Launcher<'_> {
             tracing::info!(pod = %key, error = %failed.error, "the pod's instance ended before any listing showed it");
         }
         let facts = self.facts(key);
-        let effects = effects::launched(
+        let mut effects = effects::launched(
             &outcome,
             decision.record,
             &decision.plan,
             &zones,
             &facts.as_facts(),
         );
+        if let (Ok(launched), Some(launch)) = (
+            &outcome,
+            effects.decision.as_mut().and_then(|d| d.launch.as_mut()),
+        ) {
+            let priced = self.prices.at_launch(
+                &launched.offering.instance_type,
+                launched.offering.market,
+                launched.zone.as_deref(),
+            );
+            launch.price_per_hour = priced.map(|(price, _)| price.usd());
+            launch.price_source = priced.map(|(_, source)| source);
+        }
         self.apply(pod, key, effects).await
     }
 

@@ -154,6 +154,7 @@ struct Harness {
     planner: ScriptedPlanner,
     provider: ScriptedProvider,
     spend: NamespaceSpend,
+    prices: crate::cost::LaunchPrices,
     records: PodRecords,
     writes: KeptWrites,
     key: PodKey,
@@ -174,6 +175,9 @@ impl Harness {
                 asked: Mutex::new(0),
             },
             spend: NamespaceSpend::new(Arc::new(Guardrails::none()), Duration::from_secs(60)),
+            prices: crate::cost::LaunchPrices::new(Arc::new(
+                crate::policy::catalogue::InstanceCatalogue::bundled("us-east-1").unwrap(),
+            )),
             records,
             writes: KeptWrites::default(),
             key,
@@ -183,6 +187,7 @@ impl Harness {
     fn launcher(&self) -> Launcher<'_> {
         Launcher {
             planner: &self.planner,
+            prices: &self.prices,
             provider: &self.provider,
             spend: &self.spend,
             records: &self.records,

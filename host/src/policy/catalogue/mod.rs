@@ -3,6 +3,7 @@
 //! and the host checks every chosen type against it.
 
 mod bundled;
+pub mod market_order;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::wasm::{Architecture, CatalogueQuery, InstanceQuery, InstanceType};
+use crate::provider::plan::Market;
 
 /// Why the catalogue could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +44,10 @@ pub struct TypeSpec {
 struct Snapshot {
     types: Vec<InstanceType>,
     by_name: HashMap<String, usize>,
+    /// The types' indices cheapest spot price first (see [`spot_order`]).
+    spot_order: Vec<usize>,
+    /// Each type's place in `spot_order`, by index.
+    spot_rank: Vec<usize>,
 }
 
 impl Snapshot {
@@ -52,7 +58,17 @@ impl Snapshot {
             .enumerate()
             .map(|(index, t)| (t.name.clone(), index))
             .collect();
-        Snapshot { types, by_name }
+        let spot_order = spot_order(&types);
+        let mut spot_rank = vec![0; types.len()];
+        for (rank, &index) in spot_order.iter().enumerate() {
+            spot_rank[index] = rank;
+        }
+        Snapshot {
+            types,
+            by_name,
+            spot_order,
+            spot_rank,
+        }
     }
 
     fn get(&self, name: &str) -> Option<&InstanceType> {
@@ -223,28 +239,42 @@ impl InstanceCatalogue {
 
 impl CatalogueQuery for InstanceCatalogue {
     fn query(&self, query: &InstanceQuery) -> Vec<InstanceType> {
+        self.query_in(query, Market::OnDemand)
+    }
+
+    /// Ordered by `market`'s price: on demand as [`CatalogueQuery::query`]; spot, cheapest
+    /// spot price first, the types without one after, in on-demand order. A `limit` takes the
+    /// first types of that order.
+    fn query_in(&self, query: &InstanceQuery, market: Market) -> Vec<InstanceType> {
         let limit = if query.limit == 0 {
             usize::MAX
         } else {
             usize::try_from(query.limit).unwrap_or(usize::MAX)
         };
         let snapshot = self.snapshot.load();
+        let rank = |index: usize| match market {
+            Market::OnDemand => index,
+            Market::Spot => snapshot.spot_rank[index],
+        };
         if query.names.is_empty() {
-            return snapshot
-                .types
-                .iter()
+            let order: Box<dyn Iterator<Item = usize>> = match market {
+                Market::OnDemand => Box::new(0..snapshot.types.len()),
+                Market::Spot => Box::new(snapshot.spot_order.iter().copied()),
+            };
+            return order
+                .map(|index| &snapshot.types[index])
                 .filter(|t| matches(t, query))
                 .take(limit)
                 .cloned()
                 .collect();
         }
-        // Named lookups go through the index; the answer keeps the catalogue's order.
+        // Named lookups go through the index; the answer keeps the market's order.
         let mut indices: Vec<usize> = query
             .names
             .iter()
             .filter_map(|name| snapshot.by_name.get(name).copied())
             .collect();
-        indices.sort_unstable();
+        indices.sort_unstable_by_key(|&index| rank(index));
         indices.dedup();
         indices
             .into_iter()
@@ -254,6 +284,20 @@ impl CatalogueQuery for InstanceCatalogue {
             .cloned()
             .collect()
     }
+}
+
+/// The indices of `types` (in on-demand order) cheapest spot price first; types without a
+/// spot price after them, in on-demand order.
+fn spot_order(types: &[InstanceType]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..types.len()).collect();
+    // Stable: equal spot prices, and the types without one, keep the on-demand order.
+    order.sort_by(|&a, &b| match (types[a].spot_price, types[b].spot_price) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    order
 }
 
 /// A query matching every type; set the fields that matter.

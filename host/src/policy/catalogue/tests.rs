@@ -170,3 +170,112 @@ fn zone_queries_keep_types_offered_there_and_types_whose_zones_are_unknown() {
     assert_eq!(catalogue.set_zones(&HashMap::new()), 0);
     assert_eq!(catalogue.get("m7g.large").unwrap().zones, ["us-east-1c"]);
 }
+
+/// Issue 46: a spot pod's catalogue query ordered by the on-demand price, so a plugin taking
+/// the first types missed the cheapest spot ones.
+#[test]
+fn a_query_orders_by_the_price_of_the_market_asked() {
+    let catalogue = InstanceCatalogue::bundled("us-east-1").unwrap();
+    // On demand m5.large < c5.xlarge < m5.xlarge; spot the other way round, r5.large has none.
+    catalogue.set_spot_prices(
+        &[
+            ("m5.large".to_owned(), 0.060),
+            ("c5.xlarge".to_owned(), 0.050),
+            ("m5.xlarge".to_owned(), 0.040),
+        ]
+        .into(),
+    );
+    let names =
+        |types: Vec<InstanceType>| -> Vec<String> { types.into_iter().map(|t| t.name).collect() };
+    let named = InstanceQuery {
+        names: ["r5.large", "m5.large", "c5.xlarge", "m5.xlarge"]
+            .map(str::to_owned)
+            .to_vec(),
+        ..any_query()
+    };
+    let on_demand = names(catalogue.query(&named));
+    assert_eq!(
+        on_demand,
+        ["m5.large", "r5.large", "c5.xlarge", "m5.xlarge"]
+    );
+    for (case, market, query, expected) in [
+        (
+            "on demand: the catalogue's order",
+            Market::OnDemand,
+            named.clone(),
+            on_demand.iter().map(String::as_str).collect::<Vec<_>>(),
+        ),
+        (
+            "spot: cheapest spot first, a type without a spot price last",
+            Market::Spot,
+            named.clone(),
+            vec!["m5.xlarge", "c5.xlarge", "m5.large", "r5.large"],
+        ),
+        (
+            "spot with a limit takes the cheapest spot types",
+            Market::Spot,
+            InstanceQuery {
+                limit: 2,
+                ..named.clone()
+            },
+            vec!["m5.xlarge", "c5.xlarge"],
+        ),
+        (
+            "spot over the whole catalogue starts with the cheapest spot type",
+            Market::Spot,
+            InstanceQuery {
+                limit: 1,
+                ..any_query()
+            },
+            vec!["m5.xlarge"],
+        ),
+    ] {
+        assert_eq!(
+            names(catalogue.query_in(&query, market)),
+            expected,
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn a_pod_asking_for_spot_gets_queries_in_spot_order_through_the_plugin_seam() {
+    use market_order::{asked_market, in_market};
+    let catalogue = Arc::new(InstanceCatalogue::bundled("us-east-1").unwrap());
+    catalogue.set_spot_prices(&[("m5.xlarge".to_owned(), 0.010)].into());
+    let pod = |annotation: Option<(&str, &str)>| {
+        let mut pod = k8s_openapi::api::core::v1::Pod::default();
+        pod.metadata.annotations =
+            annotation.map(|(key, value)| [(key.to_owned(), value.to_owned())].into());
+        pod
+    };
+    let launch_type = market_order::LAUNCH_TYPE_ANNOTATION;
+    let query = InstanceQuery {
+        names: vec!["m5.large".to_owned(), "m5.xlarge".to_owned()],
+        ..any_query()
+    };
+    let shared: Arc<dyn CatalogueQuery> = catalogue;
+    for (annotation, asked, first) in [
+        (Some((launch_type, "spot")), Some(Market::Spot), "m5.xlarge"),
+        (
+            Some((launch_type, "on-demand")),
+            Some(Market::OnDemand),
+            "m5.large",
+        ),
+        (None, None, "m5.large"),
+        (Some((launch_type, "cheapest")), None, "m5.large"),
+        (
+            Some((market_order::MAX_SPOT_PRICE_ANNOTATION, "0.05")),
+            Some(Market::Spot),
+            "m5.xlarge",
+        ),
+    ] {
+        let market = asked_market(&pod(annotation));
+        assert_eq!(market, asked, "{annotation:?}");
+        assert_eq!(
+            in_market(&shared, market).query(&query)[0].name,
+            first,
+            "{annotation:?}"
+        );
+    }
+}

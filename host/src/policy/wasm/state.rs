@@ -13,7 +13,18 @@ use super::log_limit::{Admission, CallLog, LogRate};
 
 /// The host-side catalogue query plugins call through `query-instance-types`.
 pub trait CatalogueQuery: Send + Sync + 'static {
+    /// The types matching `query`, cheapest on-demand price first.
     fn query(&self, query: &InstanceQuery) -> Vec<InstanceType>;
+
+    /// The same, ordered by the price in `market` (a catalogue without spot prices answers
+    /// the on-demand order).
+    fn query_in(
+        &self,
+        query: &InstanceQuery,
+        _market: crate::provider::plan::Market,
+    ) -> Vec<InstanceType> {
+        self.query(query)
+    }
 }
 
 pub struct CallState {

@@ -181,6 +181,9 @@ pub struct Ec2Instance {
     /// The EBS volumes its block device mappings show attached (or attaching), the root
     /// volume among them.
     pub volume_ids: Vec<String>,
+    /// When it was asked to stop or terminate, from `StateTransitionReason`
+    /// (`User initiated (2026-11-27 22:00:00 GMT)`), when EC2 says.
+    pub ended_at: Option<Timestamp>,
 }
 
 impl Ec2Instance {
@@ -271,6 +274,26 @@ pub struct InstanceTypeInfo {
     pub gpu_model: Option<String>,
     /// `x86_64`, `arm64`, … as EC2 names them.
     pub architectures: Vec<String>,
+}
+
+/// One batched `DescribeSpotPriceHistory` (Linux/UNIX): every price change since `since` of
+/// the pools of `instance_types` in `zones` (every zone when empty), and the price in effect
+/// at `since`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpotHistoryQuery {
+    pub instance_types: Vec<String>,
+    pub zones: Vec<String>,
+    pub since: Timestamp,
+}
+
+/// One price change of one spot pool, as `DescribeSpotPriceHistory` answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpotPriceChange {
+    pub instance_type: String,
+    pub zone: String,
+    /// USD per hour from `at` on.
+    pub usd_per_hour: f64,
+    pub at: Timestamp,
 }
 
 /// What kind of failure a call met, before any class is assigned.
@@ -374,6 +397,12 @@ pub trait Ec2Api: Send + Sync + 'static {
     async fn describe_instance_types(&self) -> Result<Vec<InstanceTypeInfo>, ApiError>;
     /// The current Linux spot price per instance type (the lowest across zones).
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError>;
+    /// The spot price history of the pools `query` names, every page of one
+    /// `DescribeSpotPriceHistory` (see [`SpotHistoryQuery`]).
+    async fn spot_price_history(
+        &self,
+        query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError>;
     /// The availability zones offering each instance type (`DescribeInstanceTypeOfferings`).
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError>;
     /// A cheap call that proves credentials and endpoint work.
@@ -452,6 +481,13 @@ impl<T: Ec2Api + ?Sized> Ec2Api for std::sync::Arc<T> {
 
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
         (**self).spot_prices().await
+    }
+
+    async fn spot_price_history(
+        &self,
+        query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError> {
+        (**self).spot_price_history(query).await
     }
 
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {

@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetError, FleetInstance,
     FleetRequest, InstanceTypeInfo, LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion,
-    RunRequest, TemplateSettings, VolumeState,
+    RunRequest, SpotHistoryQuery, SpotPriceChange, TemplateSettings, VolumeState,
 };
 use crate::provider::InstanceState;
 use crate::provider::plan::Market;
@@ -53,6 +53,8 @@ struct State {
     serial: u64,
     types: Vec<InstanceTypeInfo>,
     spot_prices: HashMap<String, f64>,
+    /// What `DescribeSpotPriceHistory` answers by pool (`spot_price_history`).
+    spot_history: Vec<SpotPriceChange>,
     type_zones: HashMap<String, Vec<String>>,
     templates: Vec<Template>,
     /// Fleet token → the request (token cleared) and the answer it got.
@@ -176,6 +178,7 @@ impl State {
             tags: tags.clone(),
             zone,
             volume_ids: Vec::new(),
+            ended_at: None,
         };
         if self.hidden_for > 0 {
             self.hidden.push(instance.instance_id.clone());
@@ -192,6 +195,11 @@ impl FakeEc2 {
             .entry(format!("{instance_type}/{}", market.as_str()))
             .or_default()
             .push_back(error);
+    }
+
+    /// The price changes `DescribeSpotPriceHistory` answers per pool when asked for history.
+    pub fn set_spot_history(&self, changes: Vec<SpotPriceChange>) {
+        lock(&self.state).spot_history = changes;
     }
 
     /// What `DescribeInstanceTypes` and `DescribeSpotPriceHistory` answer.
@@ -561,6 +569,7 @@ impl Ec2Api for FakeEc2 {
         for instance in &mut state.instances {
             if instance_ids.contains(&instance.instance_id) {
                 instance.state = InstanceState::ShuttingDown;
+                instance.ended_at.get_or_insert_with(Timestamp::now);
             }
         }
         Ok(instance_ids.to_vec())
@@ -608,6 +617,33 @@ impl Ec2Api for FakeEc2 {
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
         let state = self.begin("DescribeSpotPriceHistory")?;
         Ok(state.spot_prices.clone())
+    }
+
+    /// As EC2 documents it: the changes after `since`, and per pool the one in effect at
+    /// `since`.
+    async fn spot_price_history(
+        &self,
+        query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError> {
+        let state = self.begin("DescribeSpotPriceHistory")?;
+        let asked = |change: &&SpotPriceChange| {
+            query.instance_types.contains(&change.instance_type)
+                && (query.zones.is_empty() || query.zones.contains(&change.zone))
+        };
+        let mut answer: Vec<SpotPriceChange> = Vec::new();
+        for change in state.spot_history.iter().filter(asked) {
+            let in_effect_at_since = change.at <= query.since
+                && !state.spot_history.iter().any(|other| {
+                    other.instance_type == change.instance_type
+                        && other.zone == change.zone
+                        && other.at > change.at
+                        && other.at <= query.since
+                });
+            if change.at > query.since || in_effect_at_since {
+                answer.push(change.clone());
+            }
+        }
+        Ok(answer)
     }
 
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {

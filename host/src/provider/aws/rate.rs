@@ -10,7 +10,8 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
-    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest, SpotHistoryQuery,
+    SpotPriceChange,
 };
 use crate::config::RateLimitConfig;
 
@@ -120,6 +121,14 @@ impl<A: Ec2Api> Ec2Api for RateLimited<A> {
     async fn spot_prices(&self) -> Result<HashMap<String, f64>, ApiError> {
         self.describe.until_ready().await;
         self.inner.spot_prices().await
+    }
+
+    async fn spot_price_history(
+        &self,
+        query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError> {
+        self.describe.until_ready().await;
+        self.inner.spot_price_history(query).await
     }
 
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {

@@ -23,7 +23,8 @@ use jiff::Timestamp;
 
 use super::api::{
     ApiError, Ec2Api, Ec2Instance, Ec2Volume, Filter, FleetAnswer, FleetRequest, InstanceTypeInfo,
-    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest, VolumeState,
+    LaunchTemplateRef, LaunchTemplateSpec, LaunchTemplateVersion, RunRequest, SpotHistoryQuery,
+    SpotPriceChange, VolumeState,
 };
 use super::calls::{CountRequests, Ec2Calls};
 use super::{sdk_fleet, sdk_template};
@@ -375,6 +376,42 @@ impl Ec2Api for SdkEc2 {
         Ok(prices)
     }
 
+    async fn spot_price_history(
+        &self,
+        query: &SpotHistoryQuery,
+    ) -> Result<Vec<SpotPriceChange>, ApiError> {
+        let mut request = self
+            .client
+            .describe_spot_price_history()
+            .product_descriptions("Linux/UNIX")
+            .start_time(aws_sdk_ec2::primitives::DateTime::from_secs(
+                query.since.as_second(),
+            ))
+            .max_results(1000);
+        for instance_type in &query.instance_types {
+            request = request.instance_types(ec2::InstanceType::from(instance_type.as_str()));
+        }
+        if !query.zones.is_empty() {
+            request = request.filters(
+                ec2::Filter::builder()
+                    .name("availability-zone")
+                    .set_values(Some(query.zones.clone()))
+                    .build(),
+            );
+        }
+        let mut pages = request.into_paginator().send();
+        let mut changes = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(api_error)?;
+            changes.extend(
+                page.spot_price_history()
+                    .iter()
+                    .filter_map(spot_price_change),
+            );
+        }
+        Ok(changes)
+    }
+
     async fn instance_type_zones(&self) -> Result<HashMap<String, Vec<String>>, ApiError> {
         let mut pages = self
             .client
@@ -447,7 +484,32 @@ fn instance(raw: &ec2::Instance) -> Ec2Instance {
             .iter()
             .filter_map(|mapping| Some(mapping.ebs()?.volume_id()?.to_owned()))
             .collect(),
+        ended_at: raw.state_transition_reason().and_then(transition_time),
     }
+}
+
+fn spot_price_change(raw: &ec2::SpotPrice) -> Option<SpotPriceChange> {
+    Some(SpotPriceChange {
+        instance_type: raw.instance_type()?.as_str().to_owned(),
+        zone: raw.availability_zone()?.to_owned(),
+        usd_per_hour: raw.spot_price()?.parse().ok()?,
+        at: Timestamp::from_second(raw.timestamp()?.secs()).ok()?,
+    })
+}
+
+/// The time in `User initiated (2026-11-27 22:00:00 GMT)`, EC2's `StateTransitionReason` of
+/// a stopped or terminated instance (moto writes `UTC`).
+pub fn transition_time(reason: &str) -> Option<Timestamp> {
+    let (_, rest) = reason.split_once('(')?;
+    let inside = rest.split_once(')')?.0;
+    let stamp = inside
+        .strip_suffix(" GMT")
+        .or_else(|| inside.strip_suffix(" UTC"))?;
+    let civil: jiff::civil::DateTime = stamp.parse().ok()?;
+    civil
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()
+        .map(|z| z.timestamp())
 }
 
 fn volume(raw: &ec2::Volume) -> Option<Ec2Volume> {

@@ -130,6 +130,7 @@ fn strays_are_old_live_instances_of_undeclared_nodes_that_name_their_pod() {
             .collect(),
         zone: None,
         volume_ids: Vec::new(),
+        ended_at: None,
     };
     let listed = [
         instance("i-a", "old", Running, 600),
