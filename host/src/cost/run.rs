@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio_util::sync::CancellationToken;
 
@@ -185,7 +185,15 @@ impl CostLoop {
             return true;
         };
         let pods: kube::Api<Pod> = kube::Api::namespaced(self.client.clone(), &seen.namespace);
-        let written = match pods.get_opt(name).await {
+        // Read by a listing of the one name and written through `pods/status`, as the decision
+        // annotation is: the install grants orca `list` and `pods/status` `patch`, not `get`
+        // or `patch` on pods themselves.
+        let named = ListParams::default().fields(&format!("metadata.name={name}"));
+        let found = pods
+            .list(&named)
+            .await
+            .map(|list| list.items.into_iter().next());
+        let written = match found {
             Ok(Some(pod)) if pod.metadata.uid.as_deref() == Some(seen.pod_uid.as_str()) => {
                 let annotations = pod.metadata.annotations.unwrap_or_default();
                 if annotations.contains_key(COST_ANNOTATION) {
@@ -199,7 +207,7 @@ impl CostLoop {
                     }
                 });
                 match pods
-                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                 {
                     Ok(_) => true,
