@@ -23,6 +23,7 @@ mod quantity_field;
 pub mod reference;
 mod registry;
 mod replicas;
+mod shadow;
 pub mod schema;
 mod verify;
 
@@ -52,6 +53,7 @@ pub use policy::{
 pub use provider::{ProviderConfig, ProviderKind, SimulatedConfig};
 pub use registry::RegistryConfig;
 pub use replicas::ReplicasConfig;
+pub use shadow::ShadowConfig;
 pub use verify::{KeylessIdentityConfig, SigstoreTrustRootConfig, VerifyRuleConfig};
 
 use crate::process::cli::LogFormat;

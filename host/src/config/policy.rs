@@ -55,6 +55,10 @@ pub struct PolicyConfig {
     pub build_tags: Vec<PluginStep>,
     /// The host's limits on every plan, whatever plugin made it.
     pub guardrails: GuardrailsConfig,
+    /// A candidate plugin asked beside the chains for every pod, in a sandbox slot of its
+    /// own, its answer recorded in the decision and counted in metrics, never launched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<super::ShadowConfig>,
 }
 
 /// The bounds of `policy.registry.maxComponentSize`: an interpreter's plugin is 12 to 20 MB.
@@ -180,6 +184,7 @@ impl Default for PolicyConfig {
             choose_market: step(DEFAULT_MARKET),
             build_tags: step(DEFAULT_TAGGER),
             guardrails: GuardrailsConfig::default(),
+            shadow: None,
         }
     }
 }
@@ -265,6 +270,7 @@ impl PolicyConfig {
             .chains()
             .into_iter()
             .flat_map(|(_, chain)| chain.iter().map(|step| step.plugin.as_str()))
+            .chain(self.shadow.iter().map(|shadow| shadow.plugin.as_str()))
             .collect();
         named
             .into_iter()
@@ -396,6 +402,9 @@ impl PolicyConfig {
             )?;
         }
         self.guardrails.validate()?;
+        if let Some(shadow) = &self.shadow {
+            shadow.validate(&self.chains())?;
+        }
         if !(1..=MAX_CONCURRENT_CALLS).contains(&self.limits.concurrent_calls) {
             return Err(ConfigError::invalid(
                 "policy.limits.concurrentCalls",
@@ -407,12 +416,19 @@ impl PolicyConfig {
     }
 
     /// Instances that may hold memory at once: one per concurrent decision, one for the
-    /// plugin load that may run beside them, and one per concurrent decision for each reused
-    /// plugin the chains name, kept warm between calls.
+    /// plugin load that may run beside them, one for the shadow's decision (`policy.shadow`),
+    /// and one per concurrent decision for each reused plugin the chains (or the shadow)
+    /// name, kept warm between calls.
     pub fn plugin_instances(&self) -> u64 {
         let calls = u64::from(self.limits.concurrent_calls);
         let warm = calls.saturating_mul(self.reused_chain_plugins() as u64);
-        calls + LOAD_CALLS + warm
+        calls + self.shadow_calls() as u64 + LOAD_CALLS + warm
+    }
+
+    /// Shadow decisions that run at once: one when `policy.shadow` is set, in a sandbox slot
+    /// of its own, so a candidate never takes a live decision's.
+    pub fn shadow_calls(&self) -> usize {
+        usize::from(self.shadow.is_some())
     }
 
     /// Linear memory all plugin instances together may hold at once: the largest `maxMemory`
@@ -433,10 +449,15 @@ impl PolicyConfig {
             "policy.limits.concurrentCalls",
             self.limits.concurrent_calls,
             &format!(
-                "{} instances (concurrentCalls + 1{}) × the largest maxMemory ({}) = {} of plugin \
+                "{} instances (concurrentCalls + 1{}{}) × the largest maxMemory ({}) = {} of plugin \
                  memory at most half of this container's memory limit ({}): fewer concurrent \
                  calls, a smaller maxMemory, or a higher memory limit",
                 self.plugin_instances(),
+                if self.shadow.is_some() {
+                    " + 1 for policy.shadow"
+                } else {
+                    ""
+                },
                 if self.reused_chain_plugins() > 0 {
                     ", and as many kept warm for each reused plugin"
                 } else {

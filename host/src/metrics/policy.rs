@@ -1,6 +1,7 @@
 //! The policy subsystem's metrics: plugin reloads, loaded plugin versions, evaluation latency.
 
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -11,7 +12,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::policy::pipeline::{EvaluationObserver, hook_name};
+use crate::policy::guardrails::Price;
 use crate::policy::registry::{PluginSet, ReloadEvent};
+use crate::policy::shadow::ShadowRecord;
 use crate::policy::reload::ReloadReporter;
 use crate::policy::wasm::Hook;
 
@@ -29,6 +32,32 @@ pub struct PluginInfoLabels {
     pub source: String,
 }
 
+/// `orca_shadow_decisions_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowLabels {
+    /// The candidate plugin.
+    pub plugin: String,
+    /// `agreed`, `differed`, `shadowFailed`, `liveFailed`, `bothFailed`, `timedOut`,
+    /// `notLoaded`.
+    pub outcome: String,
+}
+
+/// `orca_shadow_differences_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowFieldLabels {
+    pub plugin: String,
+    /// `instanceType`, `candidates`, `market`, `maxPrice`, `fallbackToOnDemand`, `tags`.
+    pub field: String,
+}
+
+/// `orca_shadow_price_per_hour_usd_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowPriceLabels {
+    pub plugin: String,
+    /// `candidate`: what the candidate's offering costs an hour; `launched`: what was launched.
+    pub side: String,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvaluationLabels {
     pub plugin: String,
@@ -42,6 +71,9 @@ pub struct PolicyMetrics {
     pub reloads: Family<ReloadLabels, Counter>,
     pub plugin_info: Family<PluginInfoLabels, Gauge>,
     pub evaluations: Family<EvaluationLabels, Histogram>,
+    pub shadow_decisions: Family<ShadowLabels, Counter>,
+    pub shadow_differences: Family<ShadowFieldLabels, Counter>,
+    pub shadow_prices: Family<ShadowPriceLabels, Counter<f64, AtomicU64>>,
     /// Serializes rebuilding `plugin_info` so two rescans do not interleave.
     info_lock: Mutex<()>,
 }
@@ -60,6 +92,9 @@ impl PolicyMetrics {
             reloads: Family::default(),
             plugin_info: Family::default(),
             evaluations: Family::new_with_constructor(|| Histogram::new(evaluation_buckets())),
+            shadow_decisions: Family::default(),
+            shadow_differences: Family::default(),
+            shadow_prices: Family::default(),
             info_lock: Mutex::new(()),
         };
         registry.register(
@@ -76,6 +111,23 @@ impl PolicyMetrics {
             "orca_plugin_evaluation_seconds",
             "Time of one plugin hook call, fresh sandbox included",
             metrics.evaluations.clone(),
+        );
+        registry.register(
+            "orca_shadow_decisions",
+            "policy.shadow's candidate decisions, by how each compared with the live one",
+            metrics.shadow_decisions.clone(),
+        );
+        registry.register(
+            "orca_shadow_differences",
+            "Parts of the plan policy.shadow's candidate decided differently, by field",
+            metrics.shadow_differences.clone(),
+        );
+        registry.register(
+            "orca_shadow_price_per_hour_usd",
+            "Hourly prices summed over the launches policy.shadow's candidate was compared on: \
+             what the candidate's offering costs (side=candidate) and what was launched \
+             (side=launched), priced alike",
+            metrics.shadow_prices.clone(),
         );
         // Every result from the start: a rate of rejections needs its zero before the first.
         for result in ["loaded", "rejected", "removed"] {
@@ -96,6 +148,34 @@ impl EvaluationObserver for PolicyMetrics {
                 result: if ok { "ok" } else { "error" }.to_owned(),
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    fn shadowed(&self, record: &ShadowRecord) {
+        self.shadow_decisions
+            .get_or_create(&ShadowLabels {
+                plugin: record.plugin.clone(),
+                outcome: record.outcome.as_str().to_owned(),
+            })
+            .inc();
+        for field in &record.differences {
+            self.shadow_differences
+                .get_or_create(&ShadowFieldLabels {
+                    plugin: record.plugin.clone(),
+                    field: field.as_str().to_owned(),
+                })
+                .inc();
+        }
+    }
+
+    fn shadow_priced(&self, plugin: &str, candidate: Price, launched: Price) {
+        for (side, price) in [("candidate", candidate), ("launched", launched)] {
+            self.shadow_prices
+                .get_or_create(&ShadowPriceLabels {
+                    plugin: plugin.to_owned(),
+                    side: side.to_owned(),
+                })
+                .inc_by(price.usd());
+        }
     }
 }
 

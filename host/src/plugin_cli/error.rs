@@ -34,6 +34,25 @@ pub enum PluginCommandError {
     UnnamedPod { path: PathBuf },
     #[error("--settings is not JSON: {0}")]
     SettingsNotJson(#[source] serde_json::Error),
+    #[error("--shadow-settings is not JSON: {0}")]
+    ShadowSettingsNotJson(#[source] serde_json::Error),
+    #[error(
+        "--shadow {0}: no plugin of that name is loaded (give a component file, FILE.wasm, or \
+         the name of a plugin the config's pluginsDir or plugins load)"
+    )]
+    ShadowNotLoaded(String),
+    #[error("--shadow-replaces {0}: no chain of the config names that plugin")]
+    ShadowReplacesNothing(String),
+    #[error("no candidate to replay: give --shadow PLUGIN, or set the config's policy.shadow")]
+    NoCandidate,
+    #[error("connecting to the cluster: {}", error_chain(.0))]
+    Cluster(#[source] crate::cluster::connection::ConnectionError),
+    #[error("listing the pods of node {node}: {source}")]
+    ListPods {
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
     /// `--max-memory` is checked as `policy.limits.maxMemory`; the message names the flag.
     #[error("--max-memory: {}", .0.to_string().replace("policy.limits.maxMemory", "the value"))]
     MaxMemory(#[source] ConfigError),

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::PluginCommandError;
 use crate::config::{
     Config, DEFAULT_MARKET, DEFAULT_SELECTOR, DEFAULT_TAGGER, Instances, OnError, PolicyConfig,
+    ShadowConfig,
 };
 use crate::policy::Pipeline;
 use crate::policy::catalogue::InstanceCatalogue;
@@ -16,6 +17,7 @@ use crate::policy::pipeline::{ChainStep, HookChains};
 use crate::policy::registry::PluginRegistry;
 use crate::policy::reload::{self, Reporters};
 use crate::policy::setup::build_registry_for;
+use crate::policy::shadow::ShadowSpec;
 use crate::policy::wasm::Hook;
 use crate::process::cli::PipelineArgs;
 
@@ -28,7 +30,7 @@ const DEFAULT_ARCHITECTURE: &str = "amd64";
 /// What a pipeline is built from: `eval`'s and `bench`'s flags, or a test case's plugin,
 /// settings and config.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct PipelineSpec<'a> {
+pub struct PipelineSpec<'a> {
     /// A plugin component asked first (without `config`), or loaded beside the config's
     /// plugins so its chains can name it (with `config`).
     pub plugin: Option<&'a Path>,
@@ -41,6 +43,39 @@ pub(super) struct PipelineSpec<'a> {
     pub instances: Option<&'a str>,
     /// A quantity (without `config`).
     pub max_memory: Option<&'a str>,
+    /// The candidate to shadow the chains with, over the config's `policy.shadow`.
+    pub shadow: Option<ShadowArgs<'a>>,
+}
+
+/// `--shadow`, `--shadow-replaces`, `--shadow-settings`.
+#[derive(Debug, Clone, Copy)]
+pub struct ShadowArgs<'a> {
+    /// A component file, or the name of a plugin the config loads.
+    pub plugin: &'a str,
+    pub replaces: Option<&'a str>,
+    /// JSON.
+    pub settings: &'a str,
+}
+
+impl ShadowArgs<'_> {
+    /// `policy.shadow` as these flags give it, naming `plugin` (the candidate's reported name).
+    fn config(&self, plugin: &str) -> Result<ShadowConfig, PluginCommandError> {
+        let settings = serde_json::from_str::<serde_json::Value>(self.settings)
+            .map_err(PluginCommandError::ShadowSettingsNotJson)?;
+        Ok(ShadowConfig {
+            plugin: plugin.to_owned(),
+            replaces: self.replaces.map(str::to_owned),
+            settings,
+            on_error: OnError::default(),
+            budget: crate::config::Seconds::from_millis(500),
+        })
+    }
+
+    /// Whether `plugin` names a component file rather than a loaded plugin.
+    fn is_file(&self) -> bool {
+        let path = Path::new(self.plugin);
+        path.extension().is_some_and(|ext| ext == "wasm") || path.is_file()
+    }
 }
 
 impl PipelineArgs {
@@ -53,6 +88,11 @@ impl PipelineArgs {
             architecture: self.architecture.as_deref(),
             instances: self.instances.as_deref(),
             max_memory: self.max_memory.as_deref(),
+            shadow: self.shadow.as_deref().map(|plugin| ShadowArgs {
+                plugin,
+                replaces: self.shadow_replaces.as_deref(),
+                settings: &self.shadow_settings,
+            }),
         }
     }
 }
@@ -83,7 +123,12 @@ fn plugin_pipeline(
         policy.validate().map_err(PluginCommandError::MaxMemory)?;
     }
     let region = spec.region.unwrap_or(DEFAULT_REGION);
-    let (catalogue, registry) = registry(&policy, region, usize::from(spec.plugin.is_some()))?;
+    // A slot of its own for the candidate, as a node would have.
+    if let Some(shadow) = &spec.shadow {
+        policy.shadow = Some(shadow.config(shadow.plugin)?);
+    }
+    let extra = usize::from(spec.plugin.is_some()) + usize::from(spec.shadow.is_some());
+    let (catalogue, registry) = registry(&policy, region, extra)?;
     let mut chains = HookChains::single(DEFAULT_SELECTOR, DEFAULT_MARKET, DEFAULT_TAGGER);
     if let Some(file) = spec.plugin {
         let plugin = registry.load_file(file)?;
@@ -104,9 +149,14 @@ fn plugin_pipeline(
             }
         }
     }
+    let shadow = match &spec.shadow {
+        Some(shadow) => Some(shadow_spec(shadow, &registry, &chains)?),
+        None => None,
+    };
     let architecture = spec.architecture.unwrap_or(DEFAULT_ARCHITECTURE);
     let pipeline = Pipeline::new(registry, chains, NODE_NAME, CLUSTER_NAME)
-        .with_node_architecture(architecture);
+        .with_node_architecture(architecture)
+        .with_shadow(shadow);
     Ok((pipeline, catalogue))
 }
 
@@ -118,10 +168,13 @@ fn configured_pipeline(
     spec: &PipelineSpec,
     path: &Path,
 ) -> Result<(Pipeline, Arc<InstanceCatalogue>), PluginCommandError> {
-    let config = Config::load(path)?;
-    let region = spec.region.unwrap_or(&config.provider.region);
-    let (catalogue, registry) =
-        registry(&config.policy, region, usize::from(spec.plugin.is_some()))?;
+    let mut config = Config::load(path)?;
+    let region = spec.region.unwrap_or(&config.provider.region).to_owned();
+    if let Some(shadow) = &spec.shadow {
+        config.policy.shadow = Some(shadow.config(shadow.plugin)?);
+    }
+    let extra = usize::from(spec.plugin.is_some()) + usize::from(spec.shadow.is_some());
+    let (catalogue, registry) = registry(&config.policy, &region, extra)?;
     if let Some(dir) = &config.policy.plugins_dir {
         // Logged as a node logs a rescan (plugin loaded, rejected, shadowed); no one else
         // needs to hear of it.
@@ -139,15 +192,46 @@ fn configured_pipeline(
     for warning in warnings {
         eprintln!("orca: {warning}");
     }
+    let chains = HookChains::from_config(&config.policy);
+    let shadow = match &spec.shadow {
+        Some(shadow) => Some(shadow_spec(shadow, &registry, &chains)?),
+        None => config.policy.shadow.as_ref().map(ShadowSpec::from),
+    };
     let pipeline = Pipeline::new(
         registry,
-        HookChains::from_config(&config.policy),
+        chains,
         &config.node.name,
         &config.node.cluster_name,
     )
     .with_node_architecture(architecture)
     .with_guardrails(Arc::new(guardrails));
+    let pipeline = pipeline.with_shadow(shadow);
     Ok((pipeline, catalogue))
+}
+
+/// The candidate `--shadow` names: a component file, loaded into `registry`, or a plugin
+/// loaded already; `--shadow-replaces` must name a plugin of `chains`.
+fn shadow_spec(
+    shadow: &ShadowArgs,
+    registry: &PluginRegistry,
+    chains: &HookChains,
+) -> Result<ShadowSpec, PluginCommandError> {
+    let name = if shadow.is_file() {
+        registry.load_file(Path::new(shadow.plugin))?.plugin.name.clone()
+    } else if registry.current().get(shadow.plugin).is_some() {
+        shadow.plugin.to_owned()
+    } else {
+        return Err(PluginCommandError::ShadowNotLoaded(shadow.plugin.to_owned()));
+    };
+    if let Some(replaced) = shadow.replaces {
+        let named = [&chains.select_instance, &chains.choose_market, &chains.build_tags]
+            .iter()
+            .any(|chain| chain.iter().any(|step| step.plugin == replaced));
+        if !named {
+            return Err(PluginCommandError::ShadowReplacesNothing(replaced.to_owned()));
+        }
+    }
+    Ok(ShadowSpec::from(&shadow.config(&name)?))
 }
 
 /// The catalogue and registry (embedded defaults loaded) for `policy`. Compiled plugins go

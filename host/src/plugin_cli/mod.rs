@@ -11,6 +11,7 @@ mod error;
 mod eval;
 mod inputs;
 mod push;
+mod replay;
 mod test;
 
 use std::path::Path;
@@ -47,6 +48,25 @@ fn dispatch(command: PluginCommand) -> Result<(), PluginCommandError> {
             None => check::run(Path::new(&file)),
         },
         PluginCommand::Eval { pipeline, output } => eval::run(&pipeline, &output),
+        PluginCommand::Replay {
+            config,
+            shadow,
+            shadow_replaces,
+            shadow_settings,
+            kubeconfig,
+            namespace,
+            output,
+        } => replay::run(&replay::ReplayOptions {
+            config: &config,
+            shadow: shadow.as_deref().map(|plugin| inputs::ShadowArgs {
+                plugin,
+                replaces: shadow_replaces.as_deref(),
+                settings: &shadow_settings,
+            }),
+            kubeconfig: kubeconfig.as_deref(),
+            namespace: namespace.as_deref(),
+            output: &output,
+        }),
         PluginCommand::Bench {
             pipeline,
             iterations,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::guardrails::{GuardrailRecord, Price};
 use super::honoured::NotHonoured;
 use super::mixed::MixedPolicy;
+use super::shadow::ShadowRecord;
 use super::tag_merge::TagConflict;
 use crate::cost::PriceSource;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
@@ -78,6 +79,10 @@ pub struct DecisionRecord {
     /// each offering passed over with EC2's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchRecord>,
+    /// What `policy.shadow`'s candidate would have decided beside this decision, never acted
+    /// on (`policy/shadow.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowRecord>,
 }
 
 /// The launch's answer, in the decision record.
@@ -249,6 +254,9 @@ impl DecisionRecord {
         }
         for mixed in &self.mixed_policies {
             summary.push_str(&format!("; {}", mixed.describe()));
+        }
+        if let Some(shadow) = &self.shadow {
+            summary.push_str(&format!("; {}", shadow.describe()));
         }
         for fallback in &self.fallbacks {
             let passed = if fallback.kind == "declined" {

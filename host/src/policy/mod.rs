@@ -20,6 +20,7 @@ pub mod readiness;
 pub mod registry;
 pub mod reload;
 pub mod setup;
+pub mod shadow;
 pub mod tag_merge;
 pub mod validate;
 pub mod wasm;

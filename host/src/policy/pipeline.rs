@@ -24,6 +24,7 @@ use super::planner::{PlanError, PlanFailure, PlanRetry, Planner};
 use super::plugin_text::bounded;
 use super::pod_view::pod_view_on;
 use super::registry::{PluginRegistry, PluginSet, RegisteredPlugin};
+use super::shadow::{self, ShadowRecord, ShadowRun, ShadowSpec};
 use super::tag_merge::{self, TagConflict};
 use super::validate::{self, OutputError};
 use super::wasm::{
@@ -88,9 +89,16 @@ impl HookChains {
     }
 }
 
-/// Told about every plugin call, for metrics.
+/// Told about every plugin call, and of each shadow decision, for metrics.
 pub trait EvaluationObserver: Send + Sync {
     fn observe(&self, plugin: &str, hook: Hook, elapsed: Duration, ok: bool);
+
+    /// `policy.shadow`'s candidate was compared with a live decision.
+    fn shadowed(&self, _record: &ShadowRecord) {}
+
+    /// A pod the candidate was compared on launched at `launched` an hour; the candidate's
+    /// offering, priced the same way, costs `candidate`.
+    fn shadow_priced(&self, _plugin: &str, _candidate: Price, _launched: Price) {}
 }
 
 const ARCH_LABEL: &str = "kubernetes.io/arch";
@@ -117,6 +125,11 @@ pub struct Pipeline {
     /// and the bound is what keeps plugins' memory within `SandboxLimits::total_memory_bytes`.
     /// Shared by every node's pipeline ([`Pipeline::for_node`]): the bound is the process's.
     pub(super) deciding: Arc<tokio::sync::Semaphore>,
+    /// `policy.shadow`: a candidate asked beside the chains for every pod, never acted on.
+    shadow: Option<Arc<ShadowSpec>>,
+    /// The candidate's decisions running at once (`SandboxLimits::shadow_calls`), in sandbox
+    /// slots of their own; shared by every node's pipeline too.
+    shadowing: Arc<tokio::sync::Semaphore>,
 }
 
 /// Why one plugin's answer was not used.
@@ -175,6 +188,7 @@ impl Pipeline {
         cluster_name: &str,
     ) -> Pipeline {
         let concurrent_calls = registry.engine().limits().concurrent_calls.max(1);
+        let shadow_calls = registry.engine().limits().shadow_calls.max(1);
         Pipeline {
             registry,
             chains,
@@ -185,6 +199,8 @@ impl Pipeline {
             observer: None,
             guardrails: Arc::new(Guardrails::none()),
             deciding: Arc::new(tokio::sync::Semaphore::new(concurrent_calls)),
+            shadow: None,
+            shadowing: Arc::new(tokio::sync::Semaphore::new(shadow_calls)),
         }
     }
 
@@ -202,6 +218,8 @@ impl Pipeline {
             observer: self.observer.clone(),
             guardrails: self.guardrails.clone(),
             deciding: self.deciding.clone(),
+            shadow: self.shadow.clone(),
+            shadowing: self.shadowing.clone(),
         }
     }
 
@@ -225,6 +243,65 @@ impl Pipeline {
     pub fn with_observer(mut self, observer: Arc<dyn EvaluationObserver>) -> Pipeline {
         self.observer = Some(observer);
         self
+    }
+
+    /// Asks `shadow`'s candidate beside the chains for every pod (see [`super::shadow`]). The
+    /// engine must have been built with a shadow slot (`SandboxLimits::shadow_calls`), or the
+    /// candidate's calls take the live decisions' slots.
+    #[must_use]
+    pub fn with_shadow(mut self, shadow: Option<ShadowSpec>) -> Pipeline {
+        self.shadow = shadow.map(Arc::new);
+        self
+    }
+
+    /// The candidate's name, when a shadow is configured.
+    pub fn shadow_plugin(&self) -> Option<&str> {
+        self.shadow.as_deref().map(|spec| spec.plugin.as_str())
+    }
+
+    /// The pipeline that makes `spec`'s candidate's decisions (its chains, the same node and
+    /// guardrails, no observer: the live plugins it also asks are not counted twice), with the
+    /// candidate's version; `None` when no plugin of its name is loaded.
+    fn candidate(&self, spec: &ShadowSpec) -> Option<(Pipeline, String)> {
+        let set = self.registry.current();
+        let plugin = set.get(&spec.plugin)?;
+        let chains = shadow::chains(&self.chains, spec, |hook| plugin.implements(hook));
+        let pipeline = Pipeline {
+            registry: self.registry.clone(),
+            chains,
+            node_name: self.node_name.clone(),
+            cluster_name: self.cluster_name.clone(),
+            node_architecture: self.node_architecture.clone(),
+            node_zone: self.node_zone.clone(),
+            observer: None,
+            guardrails: self.guardrails.clone(),
+            deciding: self.shadowing.clone(),
+            shadow: None,
+            shadowing: self.shadowing.clone(),
+        };
+        Some((pipeline, plugin.plugin.version.clone()))
+    }
+
+    /// What the candidate would decide beside `live` (this pipeline's decision for `pod`), made
+    /// here and now, without a budget: `orca plugin eval --shadow` and `replay`. `None` without
+    /// a shadow.
+    pub fn shadow_beside(
+        &self,
+        pod: &Pod,
+        live: Result<&DecisionRecord, &PlanError>,
+    ) -> Option<ShadowRecord> {
+        let spec = self.shadow.as_deref()?;
+        let (run, version) = match self.candidate(spec) {
+            None => (ShadowRun::NotLoaded, None),
+            Some((pipeline, version)) => {
+                let run = match pipeline.decide(pod) {
+                    Ok(decision) => ShadowRun::Decided(Box::new(decision)),
+                    Err(error) => ShadowRun::Failed(error),
+                };
+                (run, Some(version))
+            }
+        };
+        Some(shadow::compare(&spec.plugin, version.as_deref(), live, &run))
     }
 
     /// # Errors
@@ -324,6 +401,7 @@ impl Pipeline {
             guardrails: records,
             worst_case_price_per_hour: worst_case_price.map(Price::usd),
             launch: None,
+            shadow: None,
         };
         match refusal {
             Some(error) => Err(refused(error, record)),
@@ -1144,22 +1222,143 @@ fn merge_tags(tags: &[Tag], ownership: &[(&'static str, String)]) -> BTreeMap<St
 #[async_trait]
 impl Planner for Arc<Pipeline> {
     async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError> {
+        // The candidate starts first, so it decides beside the live chains rather than after.
+        let shadow = self.start_shadow(pod);
+        let live = self.decide_live(pod).await;
+        match shadow {
+            None => live,
+            Some(pending) => self.with_shadow_record(live, pending).await,
+        }
+    }
+
+    fn launched(&self, record: &DecisionRecord) {
+        let (Some(observer), Some(shadow), Some(launch)) =
+            (&self.observer, &record.shadow, &record.launch)
+        else {
+            return;
+        };
+        if let (Some(candidate), Some(launched)) = (
+            Price::of(shadow.price_per_hour),
+            Price::of(launch.price_per_hour),
+        ) {
+            observer.shadow_priced(&shadow.plugin, candidate, launched);
+        }
+    }
+}
+
+/// The candidate's decision for one pod, under way.
+enum PendingShadow {
+    NotLoaded { plugin: String },
+    Running {
+        spec: Arc<ShadowSpec>,
+        version: String,
+        decision: tokio::task::JoinHandle<Result<Result<Decision, PlanError>, tokio::task::JoinError>>,
+    },
+}
+
+impl Pipeline {
+    /// The live chains' decision for `pod`.
+    async fn decide_live(self: &Arc<Self>, pod: &Pod) -> Result<Decision, PlanError> {
         // Plugin calls are CPU-bound and may run up to their time limit: off the async workers,
         // and no more at once than `policy.limits.concurrentCalls`. A plugin's time limit starts
-        // with its call, so waiting for a permit does not count against it.
+        // with its call, so waiting for a permit does not count against it. The permit goes
+        // with the call, so a caller that stops waiting does not free its slot early.
         // (The semaphore is never closed, so the permit is always there.)
-        let _permit = self.deciding.acquire().await.ok();
+        let permit = self.deciding.clone().acquire_owned().await.ok();
         let pipeline = self.clone();
         let pod = pod.clone();
-        tokio::task::spawn_blocking(move || pipeline.decide(&pod))
-            .await
-            .unwrap_or_else(|error| {
-                Err(PlanError {
-                    reason: PlanFailure::PolicyError,
-                    message: format!("the policy pipeline crashed: {error}"),
-                    retry: PlanRetry::No,
-                    refused: None,
-                })
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            pipeline.decide(&pod)
+        })
+        .await
+        .unwrap_or_else(|error| Err(crashed(&error)))
+    }
+
+    /// Starts the candidate's decision for `pod` in its own slot, when a shadow is configured.
+    fn start_shadow(&self, pod: &Pod) -> Option<PendingShadow> {
+        let spec = self.shadow.clone()?;
+        let Some((pipeline, version)) = self.candidate(&spec) else {
+            return Some(PendingShadow::NotLoaded {
+                plugin: spec.plugin.clone(),
+            });
+        };
+        let pod = pod.clone();
+        let slots = self.shadowing.clone();
+        let decision = tokio::spawn(async move {
+            let permit = slots.acquire_owned().await.ok();
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                pipeline.decide(&pod)
             })
+            .await
+        });
+        Some(PendingShadow::Running {
+            spec,
+            version,
+            decision,
+        })
+    }
+
+    /// `live` with the candidate's record: its decision waited for at most the shadow's
+    /// budget, compared, counted, and put in the live decision's record (or in a refused
+    /// plan's; a pod that fails otherwise has no record, and the comparison is only counted).
+    async fn with_shadow_record(
+        &self,
+        mut live: Result<Decision, PlanError>,
+        pending: PendingShadow,
+    ) -> Result<Decision, PlanError> {
+        let (plugin, version, run) = match pending {
+            PendingShadow::NotLoaded { plugin } => (plugin, None, ShadowRun::NotLoaded),
+            PendingShadow::Running {
+                spec,
+                version,
+                mut decision,
+            } => {
+                let run = match tokio::time::timeout(spec.budget, &mut decision).await {
+                    Ok(Ok(Ok(Ok(decision)))) => ShadowRun::Decided(Box::new(decision)),
+                    Ok(Ok(Ok(Err(error)))) => ShadowRun::Failed(error),
+                    Ok(Ok(Err(error)) | Err(error)) => ShadowRun::Failed(crashed(&error)),
+                    Err(_) => {
+                        // Still waiting for its slot, or deciding: a waiting one is dropped; a
+                        // deciding one ends within its plugins' time limits, holding its slot.
+                        decision.abort();
+                        ShadowRun::TimedOut
+                    }
+                };
+                (spec.plugin.clone(), Some(version), run)
+            }
+        };
+        let record = {
+            let compared = match &live {
+                Ok(decision) => Ok(&decision.record),
+                Err(error) => Err(error),
+            };
+            shadow::compare(&plugin, version.as_deref(), compared, &run)
+        };
+        if let Some(observer) = &self.observer {
+            observer.shadowed(&record);
+        }
+        match &mut live {
+            Ok(decision) => decision.record.shadow = Some(record),
+            Err(PlanError {
+                refused: Some(refused),
+                ..
+            }) => refused.shadow = Some(record),
+            Err(error) => {
+                tracing::debug!(shadow = %plugin, outcome = record.outcome.as_str(), error = %error.message, "the pod failed; the shadow was counted only");
+            }
+        }
+        live
+    }
+}
+
+/// The pod's error when a decision's blocking task died (a panic in the host).
+fn crashed(error: &tokio::task::JoinError) -> PlanError {
+    PlanError {
+        reason: PlanFailure::PolicyError,
+        message: format!("the policy pipeline crashed: {error}"),
+        retry: PlanRetry::No,
+        refused: None,
     }
 }

@@ -65,4 +65,8 @@ pub trait Planner: Send + Sync + 'static {
     /// # Errors
     /// [`PlanError`] with a message precise enough to fix the pod.
     async fn plan(&self, pod: &Pod) -> Result<Decision, PlanError>;
+
+    /// The decision `plan` made was launched: `record` holds the launch and its price (and the
+    /// shadow's, priced the same way).
+    fn launched(&self, _record: &DecisionRecord) {}
 }

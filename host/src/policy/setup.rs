@@ -61,6 +61,7 @@ fn sandbox(policy: &PolicyConfig, limits: PluginLimits) -> SandboxLimits {
         max_table_elements: usize::try_from(limits.max_table_elements).unwrap_or(usize::MAX),
         max_output_bytes: limits.max_output_bytes,
         concurrent_calls: usize::from(policy.limits.concurrent_calls),
+        shadow_calls: policy.shadow_calls(),
         load_timeout: super::wasm::LOAD_TIMEOUT,
         instances: match limits.instances {
             Instances::Fresh => InstanceReuse::Fresh,

@@ -87,6 +87,36 @@ pub enum PluginCommand {
         #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
         output: String,
     },
+    /// Runs a candidate plugin over the pods orca runs on a live cluster, read-only: each
+    /// pod's recorded decision (`orca.research/decision`) beside what the candidate would
+    /// decide for it now, as `policy.shadow` asks it (the config's chains, nodes and
+    /// guardrails), each priced from the catalogue in the pod's zone. Prints the pods it would
+    /// change, with the difference an hour, and a summary. Lists pods on the config's nodes;
+    /// writes nothing. Exit status 0 whatever the candidate decides.
+    Replay {
+        /// The orca config.yaml the nodes run.
+        #[arg(long)]
+        config: PathBuf,
+        /// The candidate: a component (`.wasm`), or the name of a plugin the config loads
+        /// (default: the config's `policy.shadow`).
+        #[arg(long)]
+        shadow: Option<String>,
+        /// The live plugin the candidate takes the place of (`policy.shadow.replaces`).
+        #[arg(long, requires = "shadow")]
+        shadow_replaces: Option<String>,
+        /// The candidate's settings as JSON.
+        #[arg(long, default_value = "{}", requires = "shadow")]
+        shadow_settings: String,
+        /// The cluster's kubeconfig (default: in-cluster, else ~/.kube/config).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Only this namespace's pods.
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// `text` for people, `json` for scripts.
+        #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
+        output: String,
+    },
     /// Runs the pipeline repeatedly and prints latency percentiles, beside the default policy
     /// run natively (no sandbox) for comparison.
     Bench {
@@ -170,6 +200,19 @@ pub struct PipelineArgs {
     /// `policy.limits.maxMemory` for this run (a quantity, such as 128Mi).
     #[arg(long, conflicts_with = "config")]
     pub max_memory: Option<String>,
+    /// A candidate plugin asked beside the chains as `policy.shadow` asks it, never acted on:
+    /// a component (`.wasm`), or the name of a plugin the config loads. `eval` shows its
+    /// decision beside the live one; `bench` times decisions with it and without. Overrides
+    /// the config's `policy.shadow`.
+    #[arg(long)]
+    pub shadow: Option<String>,
+    /// The live plugin the candidate takes the place of (`policy.shadow.replaces`); without
+    /// it, the candidate is asked first for the hooks it implements.
+    #[arg(long, requires = "shadow")]
+    pub shadow_replaces: Option<String>,
+    /// The candidate's settings as JSON.
+    #[arg(long, default_value = "{}", requires = "shadow")]
+    pub shadow_settings: String,
 }
 
 /// How log lines are written.

@@ -16,6 +16,7 @@ use crate::policy::guardrails::Guardrails;
 use crate::policy::pipeline::HookChains;
 use crate::policy::registry::PluginRegistry;
 use crate::policy::setup::build_serving_registry;
+use crate::policy::shadow::ShadowSpec;
 use crate::policy::{Pipeline, Planner};
 use crate::process::pod_usage::PodUsages;
 use crate::provider::Provider;
@@ -192,6 +193,7 @@ fn pipeline(
     .with_node_architecture(&config.node.architecture)
     .with_guardrails(guardrails)
     .with_observer(metrics.policy.clone())
+    .with_shadow(config.policy.shadow.as_ref().map(ShadowSpec::from))
 }
 
 /// Each declared node's runtime: its provider factory and its planner.

@@ -48,6 +48,7 @@ pub fn run(options: &TestOptions) -> Result<(), PluginCommandError> {
                 architecture: None,
                 instances: None,
                 max_memory: None,
+                shadow: None,
             };
             let (pipeline, _) = inputs::pipeline(&spec).map_err(bad_input)?;
             pipelines.insert(key.clone(), pipeline);

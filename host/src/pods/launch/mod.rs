@@ -111,6 +111,27 @@ impl Launcher<'_> {
             );
             launch.price_per_hour = priced.map(|(price, _)| price.usd());
             launch.price_source = priced.map(|(_, source)| source);
+            if let Some(decision) = effects.decision.as_mut()
+                && let Some(shadow) = decision.shadow.as_mut()
+            {
+                // The candidate's offering priced as the launch was: the same zone, the same
+                // sources.
+                let launched_offering = (
+                    launched.offering.instance_type.as_str(),
+                    launched.offering.market,
+                );
+                let candidate = shadow
+                    .launched_instead(launched_offering)
+                    .and_then(|(instance_type, market)| {
+                        self.prices
+                            .at_launch(instance_type, market, launched.zone.as_deref())
+                    })
+                    .map(|(price, _)| price);
+                shadow.priced(candidate, priced.map(|(price, _)| price));
+            }
+            if let Some(decision) = &effects.decision {
+                self.planner.launched(decision);
+            }
         }
         self.apply(pod, key, effects).await
     }

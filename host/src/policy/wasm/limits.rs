@@ -31,6 +31,9 @@ pub struct SandboxLimits {
     /// Calls that may run at once for pods' decisions. With one more for loading plugins, this
     /// times `max_memory_bytes` bounds what plugins can hold at once.
     pub concurrent_calls: usize,
+    /// Calls that may run at once for the shadow's decisions (`policy.shadow`: 0 or 1), in
+    /// slots of their own beside `concurrent_calls`.
+    pub shadow_calls: usize,
     /// Bytes a call may write to stdout and to stderr (each); writes past it fail.
     pub max_output_bytes: usize,
     /// Wall time of a call made while loading a plugin (its `info`); at least `timeout`.
@@ -47,6 +50,7 @@ impl Default for SandboxLimits {
             max_table_elements: 20_000,
             max_output_bytes: 64 << 10,
             concurrent_calls: 2,
+            shadow_calls: 0,
             load_timeout: LOAD_TIMEOUT,
             instances: InstanceReuse::Fresh,
         }
@@ -77,7 +81,7 @@ impl SandboxLimits {
 
     /// Linear memory all plugin calls together may hold at once.
     pub fn total_memory_bytes(&self) -> usize {
-        (self.concurrent_calls + LOAD_CALLS).saturating_mul(self.max_memory_bytes)
+        (self.concurrent_calls + self.shadow_calls + LOAD_CALLS).saturating_mul(self.max_memory_bytes)
     }
 
     /// The call's epoch deadline. A zero timeout (never configured: `policy.limits.timeout`

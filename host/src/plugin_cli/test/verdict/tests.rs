@@ -39,6 +39,7 @@ fn record() -> DecisionRecord {
         guardrails: Vec::new(),
         worst_case_price_per_hour: None,
         launch: None,
+        shadow: None,
     }
 }
 
