@@ -23,8 +23,8 @@ mod quantity_field;
 pub mod reference;
 mod registry;
 mod replicas;
-mod shadow;
 pub mod schema;
+mod shadow;
 mod verify;
 
 use std::path::Path;

@@ -11,11 +11,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::policy::pipeline::{EvaluationObserver, hook_name};
 use crate::policy::guardrails::Price;
+use crate::policy::pipeline::{EvaluationObserver, hook_name};
 use crate::policy::registry::{PluginSet, ReloadEvent};
-use crate::policy::shadow::ShadowRecord;
 use crate::policy::reload::ReloadReporter;
+use crate::policy::shadow::ShadowRecord;
 use crate::policy::wasm::Hook;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -1,10 +1,12 @@
 //! `orca plugin bench`: latency of whole decisions (three hooks, a fresh sandbox per call), and
 //! of the default policy run natively as the denominator.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{PluginCommandError, inputs};
 use crate::policy::native::NativePolicy;
+use crate::policy::{Pipeline, Planner};
 use crate::process::cli::PipelineArgs;
 
 pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), PluginCommandError> {
@@ -58,6 +60,45 @@ pub fn run(args: &PipelineArgs, iterations: usize) -> Result<(), PluginCommandEr
         ratio(0.90),
         ratio(0.99)
     );
+    if let Some(candidate) = pipeline.shadow_plugin().map(str::to_owned) {
+        shadow_rows(args, pipeline, &candidate, &pod, iterations)?;
+    }
+    Ok(())
+}
+
+/// A pod's decision as its launch waits for it (the planner: a blocking thread per decision,
+/// the candidate's beside it in a slot of its own and waited for), without the shadow and
+/// with it.
+fn shadow_rows(
+    args: &PipelineArgs,
+    shadowed: Pipeline,
+    candidate: &str,
+    pod: &k8s_openapi::api::core::v1::Pod,
+    iterations: usize,
+) -> Result<(), PluginCommandError> {
+    let runtime = tokio::runtime::Handle::current();
+    let alone = Arc::new(inputs::pipeline(&args.spec())?.0.with_shadow(None));
+    let shadowed = Arc::new(shadowed);
+    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
+    let mut plan = |pipeline: &Arc<Pipeline>, count: bool| {
+        let decision = runtime.block_on(pipeline.plan(pod));
+        if count
+            && let Ok(decision) = decision
+            && let Some(shadow) = decision.record.shadow
+        {
+            *outcomes.entry(shadow.outcome.as_str()).or_default() += 1;
+        }
+    };
+    let without = measure(iterations, || plan(&alone, false));
+    let with = measure(iterations, || plan(&shadowed, true));
+    println!("a pod's decision as its launch waits for it (planner, blocking thread)");
+    print_row("  without a shadow", &without);
+    print_row(&format!("  with shadow {candidate}"), &with);
+    let outcomes: Vec<String> = outcomes
+        .iter()
+        .map(|(outcome, count)| format!("{outcome} {count}"))
+        .collect();
+    println!("  shadow outcomes: {}", outcomes.join(", "));
     Ok(())
 }
 

@@ -4,14 +4,14 @@
 use serde::Serialize;
 
 use super::{PluginCommandError, inputs};
+use crate::cost::LaunchPrices;
 use crate::policy::PlanError;
 use crate::policy::decision::DecisionRecord;
-use crate::cost::LaunchPrices;
 use crate::policy::explain::{AskedStep, StepOutcome};
 use crate::policy::shadow::{ShadowField, ShadowRecord};
-use crate::provider::plan::Market;
 use crate::process::cli::PipelineArgs;
 use crate::provider::plan::InstanceCandidate;
+use crate::provider::plan::Market;
 
 /// What `-o json` prints: the same whether the pod would launch or fail.
 #[derive(Serialize)]
@@ -72,7 +72,10 @@ pub fn run(args: &PipelineArgs, output: &str) -> Result<(), PluginCommandError> 
         };
         match &mut outcome {
             Ok(decision) => {
-                let live = (decision.record.instance_type.as_str(), decision.record.market);
+                let live = (
+                    decision.record.instance_type.as_str(),
+                    decision.record.market,
+                );
                 shadow.priced(shadow.launched_instead(live).and_then(price), price(live));
                 decision.record.shadow = Some(shadow);
             }

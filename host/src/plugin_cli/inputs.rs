@@ -217,18 +217,30 @@ fn shadow_spec(
     chains: &HookChains,
 ) -> Result<ShadowSpec, PluginCommandError> {
     let name = if shadow.is_file() {
-        registry.load_file(Path::new(shadow.plugin))?.plugin.name.clone()
+        registry
+            .load_file(Path::new(shadow.plugin))?
+            .plugin
+            .name
+            .clone()
     } else if registry.current().get(shadow.plugin).is_some() {
         shadow.plugin.to_owned()
     } else {
-        return Err(PluginCommandError::ShadowNotLoaded(shadow.plugin.to_owned()));
+        return Err(PluginCommandError::ShadowNotLoaded(
+            shadow.plugin.to_owned(),
+        ));
     };
     if let Some(replaced) = shadow.replaces {
-        let named = [&chains.select_instance, &chains.choose_market, &chains.build_tags]
-            .iter()
-            .any(|chain| chain.iter().any(|step| step.plugin == replaced));
+        let named = [
+            &chains.select_instance,
+            &chains.choose_market,
+            &chains.build_tags,
+        ]
+        .iter()
+        .any(|chain| chain.iter().any(|step| step.plugin == replaced));
         if !named {
-            return Err(PluginCommandError::ShadowReplacesNothing(replaced.to_owned()));
+            return Err(PluginCommandError::ShadowReplacesNothing(
+                replaced.to_owned(),
+            ));
         }
     }
     Ok(ShadowSpec::from(&shadow.config(&name)?))

@@ -115,11 +115,7 @@ pub fn run(options: &ReplayOptions) -> Result<(), PluginCommandError> {
             }
         }
     }
-    if let Some(version) = replay
-        .pods
-        .iter()
-        .find_map(|p| p.shadow.version.as_deref())
-    {
+    if let Some(version) = replay.pods.iter().find_map(|p| p.shadow.version.as_deref()) {
         replay.candidate = format!("{candidate} {version}");
     }
     replay.summary = summarize(&replay.pods);
@@ -280,10 +276,9 @@ fn text(replay: &Replay) -> String {
                             .map_or_else(String::new, |p| format!(" ${p}/h"))
                     )
                 }
-                ShadowOutcome::ShadowFailed | ShadowOutcome::BothFailed => format!(
-                    "fails: {}",
-                    pod.shadow.error.as_deref().unwrap_or_default()
-                ),
+                ShadowOutcome::ShadowFailed | ShadowOutcome::BothFailed => {
+                    format!("fails: {}", pod.shadow.error.as_deref().unwrap_or_default())
+                }
                 other => other.as_str().to_owned(),
             };
             let differs: Vec<&str> = pod.shadow.differences.iter().map(|f| f.as_str()).collect();
@@ -386,9 +381,10 @@ mod tests {
                 ..Default::default()
             });
             if deleting {
-                pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    jiff::Timestamp::UNIX_EPOCH,
-                ));
+                pod.metadata.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        jiff::Timestamp::UNIX_EPOCH,
+                    ));
             }
             pod
         };

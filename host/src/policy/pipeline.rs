@@ -301,7 +301,12 @@ impl Pipeline {
                 (run, Some(version))
             }
         };
-        Some(shadow::compare(&spec.plugin, version.as_deref(), live, &run))
+        Some(shadow::compare(
+            &spec.plugin,
+            version.as_deref(),
+            live,
+            &run,
+        ))
     }
 
     /// # Errors
@@ -1248,11 +1253,14 @@ impl Planner for Arc<Pipeline> {
 
 /// The candidate's decision for one pod, under way.
 enum PendingShadow {
-    NotLoaded { plugin: String },
+    NotLoaded {
+        plugin: String,
+    },
     Running {
         spec: Arc<ShadowSpec>,
         version: String,
-        decision: tokio::task::JoinHandle<Result<Result<Decision, PlanError>, tokio::task::JoinError>>,
+        decision:
+            tokio::task::JoinHandle<Result<Result<Decision, PlanError>, tokio::task::JoinError>>,
     },
 }
 

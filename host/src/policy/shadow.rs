@@ -82,7 +82,9 @@ pub fn chains(
                 })
                 .collect(),
             None if implements(hook)
-                && chain.first().is_none_or(|first| first.plugin != spec.plugin) =>
+                && chain
+                    .first()
+                    .is_none_or(|first| first.plugin != spec.plugin) =>
             {
                 std::iter::once(spec.step())
                     .chain(chain.iter().cloned())
@@ -322,7 +324,10 @@ impl ShadowRecord {
     /// What the candidate would have launched where `launched` was: the same offering when
     /// it agreed (a capacity fallback would have moved it down the same list), its own first
     /// one when it differed; `None` when it decided nothing.
-    pub fn launched_instead<'a>(&'a self, launched: (&'a str, Market)) -> Option<(&'a str, Market)> {
+    pub fn launched_instead<'a>(
+        &'a self,
+        launched: (&'a str, Market),
+    ) -> Option<(&'a str, Market)> {
         match self.outcome {
             ShadowOutcome::Agreed => Some(launched),
             ShadowOutcome::Differed => self.offering(),

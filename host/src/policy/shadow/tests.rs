@@ -35,11 +35,7 @@ fn names(chain: &[ChainStep]) -> Vec<&str> {
 #[test]
 fn the_candidate_goes_first_where_it_implements_the_hook_or_in_place_of_what_it_replaces() {
     // (replaces, hooks the candidate implements, expected select, market, tags chains)
-    type Case<'a> = (
-        Option<&'a str>,
-        &'a [Hook],
-        [&'a [&'a str]; 3],
-    );
+    type Case<'a> = (Option<&'a str>, &'a [Hook], [&'a [&'a str]; 3]);
     let cases: &[Case] = &[
         (
             None,
@@ -81,8 +77,16 @@ fn the_candidate_goes_first_where_it_implements_the_hook_or_in_place_of_what_it_
     ];
     for (replaces, hooks, [select, market, tags]) in cases {
         let chains = chains(&live(), &spec(*replaces), |hook| hooks.contains(&hook));
-        assert_eq!(names(&chains.select_instance), *select, "{replaces:?} {hooks:?}");
-        assert_eq!(names(&chains.choose_market), *market, "{replaces:?} {hooks:?}");
+        assert_eq!(
+            names(&chains.select_instance),
+            *select,
+            "{replaces:?} {hooks:?}"
+        );
+        assert_eq!(
+            names(&chains.choose_market),
+            *market,
+            "{replaces:?} {hooks:?}"
+        );
         assert_eq!(names(&chains.build_tags), *tags, "{replaces:?} {hooks:?}");
         // The candidate's steps carry its settings and onError, not the replaced step's.
         for step in chains
@@ -175,12 +179,18 @@ fn the_comparison_names_each_part_the_candidate_decided_differently() {
         assert_eq!(record.outcome, outcome, "{differences:?}");
         assert_eq!(record.differences, differences);
         // The candidate's first type and market are always there; the rest where they differ.
-        assert_eq!(record.offering(), Some((shadow.record.instance_type.as_str(), shadow.record.market)));
+        assert_eq!(
+            record.offering(),
+            Some((shadow.record.instance_type.as_str(), shadow.record.market))
+        );
         assert_eq!(
             record.candidates.is_empty(),
             !differences.contains(&ShadowField::Candidates)
         );
-        assert_eq!(record.tags.is_empty(), !differences.contains(&ShadowField::Tags));
+        assert_eq!(
+            record.tags.is_empty(),
+            !differences.contains(&ShadowField::Tags)
+        );
         assert_eq!(record.version.as_deref(), Some("2.0.0"));
     }
     let mut max_price = decision(&["m5.large", "m5a.large"], "spot", &[("Name", "a")]);
@@ -239,7 +249,11 @@ fn failures_timeouts_and_an_absent_candidate_are_outcomes_of_their_own() {
             assert!(record.error.as_deref().unwrap().contains("boom"));
         }
         assert!(record.differences.is_empty());
-        assert!(record.describe().starts_with("shadow candidate"), "{}", record.describe());
+        assert!(
+            record.describe().starts_with("shadow candidate"),
+            "{}",
+            record.describe()
+        );
     }
 }
 
@@ -264,7 +278,11 @@ fn at_launch_the_candidate_is_priced_against_what_was_launched() {
     // Cheaper: a negative difference, to the micro-dollar.
     record.priced(Price::of(Some(0.0832)), Price::of(Some(0.096)));
     assert_eq!(record.price_difference_per_hour, Some(-0.0128));
-    assert!(record.describe().contains("(-$0.0128/h)"), "{}", record.describe());
+    assert!(
+        record.describe().contains("(-$0.0128/h)"),
+        "{}",
+        record.describe()
+    );
     // Nothing prices what was launched: no difference.
     record.priced(Price::of(Some(0.0832)), None);
     assert_eq!(record.price_difference_per_hour, None);

@@ -71,8 +71,9 @@ impl PluginEngine {
         // Room for every call that may run at once, each with all the instances it may create,
         // and for the idle warm ones: a call never waits for, or fails on, a slot taken by
         // another.
-        let calls = u32::try_from(limits.concurrent_calls + limits.shadow_calls + LOAD_CALLS + warm)
-            .unwrap_or(u32::MAX);
+        let calls =
+            u32::try_from(limits.concurrent_calls + limits.shadow_calls + LOAD_CALLS + warm)
+                .unwrap_or(u32::MAX);
         let per_call = u32::try_from(INSTANCES_PER_CALL).unwrap_or(u32::MAX);
         let slots = calls.saturating_mul(per_call);
         let mut pooling = PoolingAllocationConfig::default();

@@ -81,7 +81,8 @@ impl SandboxLimits {
 
     /// Linear memory all plugin calls together may hold at once.
     pub fn total_memory_bytes(&self) -> usize {
-        (self.concurrent_calls + self.shadow_calls + LOAD_CALLS).saturating_mul(self.max_memory_bytes)
+        (self.concurrent_calls + self.shadow_calls + LOAD_CALLS)
+            .saturating_mul(self.max_memory_bytes)
     }
 
     /// The call's epoch deadline. A zero timeout (never configured: `policy.limits.timeout`
