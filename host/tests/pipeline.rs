@@ -12,7 +12,8 @@ use orca::config::{FailureKind, OnError, OnErrorAction};
 use orca::policy::explain::StepOutcome;
 use orca::policy::pipeline::{ChainStep, HookChains};
 use orca::policy::registry::{PluginRegistry, ReloadEvent};
-use orca::policy::{Decision, Pipeline, PlanError, PlanFailure, PlanRetry};
+use orca::policy::shadow::{ShadowField, ShadowOutcome, ShadowSpec};
+use orca::policy::{Decision, Pipeline, PlanError, PlanFailure, PlanRetry, Planner};
 use serde_json::json;
 use support::{bytes, defaults, registry, variant, write_atomically};
 
@@ -911,4 +912,60 @@ fn an_annotation_a_plugin_ignored_is_on_record_naming_the_plugin() {
         "{:?}",
         decision.record.not_honoured
     );
+}
+
+/// `policy.shadow`'s candidate, `hostile` in `mode`, waited for `budget` past the decision.
+fn shadowed(
+    registry: Arc<PluginRegistry>,
+    plugin: &str,
+    mode: &str,
+    budget_ms: u64,
+) -> Arc<Pipeline> {
+    Arc::new(defaults(registry).with_shadow(Some(ShadowSpec {
+        plugin: plugin.to_owned(),
+        replaces: None,
+        settings: format!("\"{mode}\""),
+        on_error: OnError::FAIL,
+        budget: std::time::Duration::from_millis(budget_ms),
+    })))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_is_recorded_beside_the_decision_and_whatever_it_does_the_decision_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), bytes(HOSTILE)).unwrap();
+    let registry = registry(Some(dir.path()));
+    let plain = pod(json!({}), json!({ "cpu": "1" }));
+    let alone = defaults(registry.clone()).decide(&plain).unwrap();
+    // (candidate, its mode, budget, the outcome recorded)
+    let cases = [
+        ("hostile", "well-behaved", 10_000, ShadowOutcome::Differed),
+        ("hostile", "trap", 10_000, ShadowOutcome::ShadowFailed),
+        ("absent", "well-behaved", 10_000, ShadowOutcome::NotLoaded),
+        // Runs to its 100 ms time limit; the launch waits 20 ms past its own decision.
+        ("hostile", "loop", 20, ShadowOutcome::TimedOut),
+    ];
+    for (plugin, mode, budget, outcome) in cases {
+        let pipeline = shadowed(registry.clone(), plugin, mode, budget);
+        let decision = pipeline.plan(&plain).await.unwrap();
+        let shadow = decision.record.shadow.clone().expect("the shadow's record");
+        assert_eq!(shadow.outcome, outcome, "{mode}: {shadow:?}");
+        assert_eq!(shadow.plugin, plugin);
+        // The live plan is the one the chains make without a shadow.
+        assert_eq!(decision.plan, alone.plan, "{mode}");
+        let summary = decision.record.summary();
+        assert!(summary.contains(&format!("shadow {plugin}")), "{summary}");
+        match outcome {
+            ShadowOutcome::Differed => {
+                assert_eq!(shadow.instance_type.as_deref(), Some("m7i.large"));
+                assert!(shadow.differences.contains(&ShadowField::InstanceType));
+                assert_eq!(shadow.version.as_deref(), Some("0.0.1"));
+            }
+            ShadowOutcome::ShadowFailed => {
+                let error = shadow.error.as_deref().unwrap();
+                assert!(error.contains("hostile"), "{error}");
+            }
+            _ => assert!(shadow.differences.is_empty()),
+        }
+    }
 }

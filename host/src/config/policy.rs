@@ -403,7 +403,11 @@ impl PolicyConfig {
         }
         self.guardrails.validate()?;
         if let Some(shadow) = &self.shadow {
-            shadow.validate(&self.chains())?;
+            shadow.validate(|name| {
+                self.chains()
+                    .iter()
+                    .any(|(_, chain)| chain.iter().any(|step| step.plugin == name))
+            })?;
         }
         if !(1..=MAX_CONCURRENT_CALLS).contains(&self.limits.concurrent_calls) {
             return Err(ConfigError::invalid(

@@ -15,7 +15,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, OnError, Seconds};
+use super::duration::Seconds;
+use super::error::ConfigError;
+use super::on_error::OnError;
 
 /// The longest `policy.shadow.budget`: a pod's launch never waits longer on a candidate.
 const MAX_BUDGET: Seconds = Seconds::from_secs(10);
@@ -58,12 +60,9 @@ fn default_budget() -> Seconds {
 
 impl ShadowConfig {
     /// # Errors
-    /// [`ConfigError`] naming the field: an empty name, a `replaces` no chain names, a budget
-    /// past 10s.
-    pub(super) fn validate(
-        &self,
-        chains: &[(&'static str, &[super::PluginStep])],
-    ) -> Result<(), ConfigError> {
+    /// [`ConfigError`] naming the field: an empty name, a `replaces` no chain names (`named`
+    /// says whether a chain names a plugin), a budget past 10s.
+    pub(super) fn validate(&self, named: impl Fn(&str) -> bool) -> Result<(), ConfigError> {
         if self.plugin.trim().is_empty() {
             return Err(ConfigError::invalid(
                 "policy.shadow.plugin",
@@ -71,17 +70,14 @@ impl ShadowConfig {
                 "the name the candidate plugin reports (see `orca plugin check FILE.wasm`)",
             ));
         }
-        if let Some(replaced) = &self.replaces {
-            let named = chains
-                .iter()
-                .any(|(_, chain)| chain.iter().any(|step| &step.plugin == replaced));
-            if !named {
-                return Err(ConfigError::invalid(
-                    "policy.shadow.replaces",
-                    replaced,
-                    "a plugin one of policy.selectInstance, chooseMarket or buildTags names",
-                ));
-            }
+        if let Some(replaced) = &self.replaces
+            && !named(replaced)
+        {
+            return Err(ConfigError::invalid(
+                "policy.shadow.replaces",
+                replaced,
+                "a plugin one of policy.selectInstance, chooseMarket or buildTags names",
+            ));
         }
         if self.budget > MAX_BUDGET {
             return Err(ConfigError::invalid(
@@ -91,5 +87,49 @@ impl ShadowConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shadow(yaml: &str) -> ShadowConfig {
+        serde_saphyr::from_str(yaml).expect("a shadow section")
+    }
+
+    #[test]
+    fn a_shadow_names_its_candidate_replaces_a_named_plugin_and_waits_at_most_ten_seconds() {
+        let named = |name: &str| name == "orca-default-selector";
+        // (policy.shadow, the field refused, if any)
+        let cases = [
+            ("plugin: team-selector", None),
+            (
+                "{plugin: team-selector, replaces: orca-default-selector, budget: 10s}",
+                None,
+            ),
+            ("plugin: ' '", Some("policy.shadow.plugin")),
+            (
+                "{plugin: t, replaces: orca-default-market}",
+                Some("policy.shadow.replaces"),
+            ),
+            ("{plugin: t, budget: 11s}", Some("policy.shadow.budget")),
+        ];
+        for (yaml, refused) in cases {
+            let result = shadow(yaml).validate(named);
+            match (refused, result) {
+                (None, Ok(())) => {}
+                (Some(field), Err(ConfigError::Invalid { field: got, .. })) => {
+                    assert_eq!(got, field, "{yaml}");
+                }
+                (expected, got) => panic!("{yaml}: expected {expected:?}, got {got:?}"),
+            }
+        }
+        let defaults = shadow("plugin: team-selector");
+        assert_eq!(defaults.budget, Seconds::from_millis(500));
+        assert_eq!(defaults.settings, serde_json::json!({}));
+        assert_eq!(defaults.on_error, OnError::default());
+        // Unknown fields are refused, as everywhere in the config.
+        assert!(serde_saphyr::from_str::<ShadowConfig>("{plugin: t, replace: x}").is_err());
     }
 }

@@ -26,10 +26,7 @@ use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::guardrails::Price;
 use crate::provider::InstanceState;
 use crate::provider::aws::api::{ApiError, Ec2Api, Ec2Instance, Filter};
-use crate::provider::ownership::{
-    MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE,
-    TAG_POD_UID,
-};
+use crate::provider::ownership::{TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 
 /// Why a turn did not complete.
 #[derive(Debug, thiserror::Error)]
@@ -116,10 +113,7 @@ impl CostLoop {
 
     /// One turn at `now`.
     async fn turn(&self, books: &mut Books, now: Timestamp) -> Result<(), CostError> {
-        let filters = [
-            Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
-            Filter::tag(TAG_CLUSTER_ID, self.cluster_id.clone()),
-        ];
+        let filters = Filter::cluster_instances(&self.cluster_id);
         let listed = self
             .api
             .describe_instances(&filters)

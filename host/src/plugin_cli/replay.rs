@@ -375,11 +375,13 @@ mod tests {
     #[test]
     fn only_pods_still_running_or_to_run_are_replayed() {
         let pod = |phase: Option<&str>, deleting: bool| -> Pod {
-            let mut pod = Pod::default();
-            pod.status = phase.map(|phase| k8s_openapi::api::core::v1::PodStatus {
-                phase: Some(phase.to_owned()),
-                ..Default::default()
-            });
+            let mut pod = Pod {
+                status: phase.map(|phase| k8s_openapi::api::core::v1::PodStatus {
+                    phase: Some(phase.to_owned()),
+                    ..Default::default()
+                }),
+                ..Pod::default()
+            };
             if deleting {
                 pod.metadata.deletion_timestamp =
                     Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(

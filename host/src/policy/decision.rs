@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::guardrails::{GuardrailRecord, Price};
 use super::honoured::NotHonoured;
 use super::mixed::MixedPolicy;
-use super::shadow::ShadowRecord;
+use super::shadow::record::ShadowRecord;
 use super::tag_merge::TagConflict;
 use crate::cost::PriceSource;
 use crate::provider::plan::{AllocationStrategy, LaunchPlan, Market};
@@ -222,29 +222,7 @@ impl DecisionRecord {
         );
         summary.push_str(&self.tags_merged_summary());
         if let Some(launch) = &self.launch {
-            if let Some(chosen_by) = &launch.chosen_by {
-                summary.push_str(&format!("; {chosen_by}"));
-            }
-            match (&launch.zone, launch.pod_zones.is_empty()) {
-                (Some(zone), true) => summary.push_str(&format!("; runs in {zone}")),
-                (Some(zone), false) => summary.push_str(&format!(
-                    "; runs in {zone}, the pod admits {}",
-                    launch.pod_zones
-                )),
-                (None, false) => {
-                    summary.push_str(&format!("; the pod admits {}", launch.pod_zones));
-                }
-                (None, true) => {}
-            }
-            if let (Some(price), Some(source)) = (
-                launch.price_per_hour.and_then(|p| Price::of(Some(p))),
-                launch.price_source,
-            ) {
-                summary.push_str(&format!("; launched at {price} ({})", source.describe()));
-            }
-            if !launch.passed_over.is_empty() {
-                summary.push_str(&format!("; passed over {}", launch.passed_over.join(", ")));
-            }
+            summary.push_str(&launch.summary());
         }
         for guardrail in &self.guardrails {
             summary.push_str(&format!("; {}", guardrail.describe()));
@@ -268,6 +246,38 @@ impl DecisionRecord {
                 "; {} {passed} {}: {}",
                 fallback.hook, fallback.plugin, fallback.error
             ));
+        }
+        summary
+    }
+}
+
+impl LaunchRecord {
+    /// The launch's clauses for the decision's summary: who chose the offering, where it
+    /// runs, at what price, what was passed over.
+    fn summary(&self) -> String {
+        let mut summary = String::new();
+        if let Some(chosen_by) = &self.chosen_by {
+            summary.push_str(&format!("; {chosen_by}"));
+        }
+        match (&self.zone, self.pod_zones.is_empty()) {
+            (Some(zone), true) => summary.push_str(&format!("; runs in {zone}")),
+            (Some(zone), false) => summary.push_str(&format!(
+                "; runs in {zone}, the pod admits {}",
+                self.pod_zones
+            )),
+            (None, false) => {
+                summary.push_str(&format!("; the pod admits {}", self.pod_zones));
+            }
+            (None, true) => {}
+        }
+        if let (Some(price), Some(source)) = (
+            self.price_per_hour.and_then(|p| Price::of(Some(p))),
+            self.price_source,
+        ) {
+            summary.push_str(&format!("; launched at {price} ({})", source.describe()));
+        }
+        if !self.passed_over.is_empty() {
+            summary.push_str(&format!("; passed over {}", self.passed_over.join(", ")));
         }
         summary
     }

@@ -3,6 +3,7 @@
 //! plugins directory), checked host-side.
 
 pub mod catalogue;
+pub mod chains;
 mod convert;
 pub mod decision;
 pub mod embedded;

@@ -30,64 +30,13 @@ use super::validate::{self, OutputError};
 use super::wasm::{
     CallError, Candidate, CatalogueQuery, Hook, InstanceQuery, PolicyError, Tag, TagContext,
 };
-use crate::config::{FailureKind, OnError, OnErrorAction, PluginStep, PolicyConfig};
+use crate::config::{FailureKind, OnErrorAction};
 use crate::provider::PodKey;
 use crate::provider::ownership::ownership_tags;
 use crate::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 use crate::spend::census::TAG_SPOT_MAX_PRICE;
 
-/// One plugin in a hook's chain, settings already serialized.
-#[derive(Debug, Clone)]
-pub struct ChainStep {
-    pub plugin: String,
-    pub settings: String,
-    pub on_error: OnError,
-}
-
-impl From<&PluginStep> for ChainStep {
-    fn from(step: &PluginStep) -> ChainStep {
-        ChainStep {
-            plugin: step.plugin.clone(),
-            settings: step.settings.to_string(),
-            on_error: step.on_error,
-        }
-    }
-}
-
-/// The three chains.
-#[derive(Debug, Clone)]
-pub struct HookChains {
-    pub select_instance: Vec<ChainStep>,
-    pub choose_market: Vec<ChainStep>,
-    pub build_tags: Vec<ChainStep>,
-}
-
-impl HookChains {
-    pub fn from_config(policy: &PolicyConfig) -> HookChains {
-        let chain = |steps: &[PluginStep]| steps.iter().map(ChainStep::from).collect();
-        HookChains {
-            select_instance: chain(&policy.select_instance),
-            choose_market: chain(&policy.choose_market),
-            build_tags: chain(&policy.build_tags),
-        }
-    }
-
-    /// One plugin per hook, default settings, failures fatal: `orca plugin eval` and benches.
-    pub fn single(select: &str, market: &str, tags: &str) -> HookChains {
-        let step = |plugin: &str| {
-            vec![ChainStep {
-                plugin: plugin.to_owned(),
-                settings: "{}".to_owned(),
-                on_error: OnError::FAIL,
-            }]
-        };
-        HookChains {
-            select_instance: step(select),
-            choose_market: step(market),
-            build_tags: step(tags),
-        }
-    }
-}
+pub use super::chains::{ChainStep, HookChains};
 
 /// Told about every plugin call, and of each shadow decision, for metrics.
 pub trait EvaluationObserver: Send + Sync {
@@ -654,7 +603,7 @@ struct ChainRun<'a> {
     asked: &'a mut Asked,
 }
 
-impl ChainRun<'_> {
+impl<'a> ChainRun<'a> {
     /// Asks each plugin of `chain` in turn until one answers acceptably. A decline, or a
     /// failure whose kind `onError` lets through, is recorded and the next plugin asked;
     /// otherwise, or after the last plugin, it becomes the pod's error.
@@ -668,53 +617,18 @@ impl ChainRun<'_> {
     ) -> Result<(T, HookRecord), PlanError> {
         let mut earlier: Vec<String> = Vec::new();
         for (index, step) in chain.iter().enumerate() {
-            let plugin = self.set.get(&step.plugin);
-            let failure = match plugin {
-                None => StepFailure::NotLoaded,
-                Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
-                Some(plugin) => {
-                    match self
-                        .pipeline
-                        .ask(plugin, hook, &step.settings, &call, &check)
-                    {
-                        Ok(answer) => {
-                            self.asked
-                                .push(|| asked_step(hook, step, Some(plugin), None));
-                            let record = answered(plugin, reason(&answer));
-                            return Ok((answer, record));
-                        }
-                        Err(failure) => failure,
-                    }
+            match self.ask_step(hook, step, &call, &check) {
+                Ok((answer, plugin)) => {
+                    let record = answered(plugin, reason(&answer));
+                    return Ok((answer, record));
                 }
-            };
-            let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
-            let kind = failure.kind();
-            let last = index + 1 == chain.len();
-            let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback && !last;
-            self.asked.push(|| {
-                let mut record = asked_step(
-                    hook,
-                    step,
-                    plugin.map(|p| &**p),
-                    Some(StepFailureRecord::new(kind, &message)),
-                );
-                if !passed_on {
-                    record.outcome = StepOutcome::FailedThePod;
+                Err((plugin, failure)) => {
+                    let more = index + 1 < chain.len();
+                    self.step_failed(hook, step, plugin, &failure, more, &mut earlier)?;
                 }
-                record
-            });
-            if !passed_on {
-                return Err(chain_failed(kind, message, &earlier));
             }
-            self.fall_back(hook, step, kind, &message);
-            earlier.push(message);
         }
-        Err(PlanError {
-            reason: PlanFailure::PolicyError,
-            message: format!("{}: no plugin is configured", hook_name(hook)),
-            retry: PlanRetry::No,
-            refused: None,
-        })
+        Err(no_plugin(hook))
     }
 
     /// Asks every plugin of `chain` in turn and keeps each acceptable answer, with its
@@ -731,57 +645,81 @@ impl ChainRun<'_> {
         let mut answers = Vec::new();
         let mut earlier: Vec<String> = Vec::new();
         for (index, step) in chain.iter().enumerate() {
-            let plugin = self.set.get(&step.plugin);
-            let failure = match plugin {
-                None => StepFailure::NotLoaded,
-                Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
-                Some(plugin) => {
-                    match self
-                        .pipeline
-                        .ask(plugin, hook, &step.settings, &call, &check)
-                    {
-                        Ok(answer) => {
-                            self.asked
-                                .push(|| asked_step(hook, step, Some(plugin), None));
-                            answers.push((answered(plugin, String::new()), answer));
-                            continue;
-                        }
-                        Err(failure) => failure,
-                    }
+            match self.ask_step(hook, step, &call, &check) {
+                Ok((answer, plugin)) => answers.push((answered(plugin, String::new()), answer)),
+                Err((plugin, failure)) => {
+                    // Past the last plugin, an earlier answer is the chain's.
+                    let more = index + 1 < chain.len() || !answers.is_empty();
+                    self.step_failed(hook, step, plugin, &failure, more, &mut earlier)?;
                 }
-            };
-            let message = describe(hook, &step.plugin, plugin.map(|p| &**p), &failure);
-            let kind = failure.kind();
-            let last = index + 1 == chain.len();
-            let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback
-                && (!last || !answers.is_empty());
-            self.asked.push(|| {
-                let mut record = asked_step(
-                    hook,
-                    step,
-                    plugin.map(|p| &**p),
-                    Some(StepFailureRecord::new(kind, &message)),
-                );
-                if !passed_on {
-                    record.outcome = StepOutcome::FailedThePod;
-                }
-                record
-            });
-            if !passed_on {
-                return Err(chain_failed(kind, message, &earlier));
             }
-            self.fall_back(hook, step, kind, &message);
-            earlier.push(message);
         }
         if answers.is_empty() {
-            return Err(PlanError {
-                reason: PlanFailure::PolicyError,
-                message: format!("{}: no plugin is configured", hook_name(hook)),
-                retry: PlanRetry::No,
-                refused: None,
-            });
+            return Err(no_plugin(hook));
         }
         Ok(answers)
+    }
+
+    /// Asks `step`'s plugin: its answer (recorded as asked), or the plugin (when loaded) and
+    /// why it gave none.
+    #[allow(clippy::type_complexity)]
+    fn ask_step<T>(
+        &mut self,
+        hook: Hook,
+        step: &ChainStep,
+        call: &impl Fn(&super::wasm::LoadedPlugin, &str) -> Result<Result<T, PolicyError>, CallError>,
+        check: &impl Fn(&str, &T) -> Result<(), OutputError>,
+    ) -> Result<(T, &'a RegisteredPlugin), (Option<&'a RegisteredPlugin>, StepFailure)> {
+        let set: &'a PluginSet = self.set;
+        let plugin = set.get(&step.plugin).map(|plugin| &**plugin);
+        let failure = match plugin {
+            None => StepFailure::NotLoaded,
+            Some(plugin) if !plugin.implements(hook) => StepFailure::NotImplemented,
+            Some(plugin) => match self.pipeline.ask(plugin, hook, &step.settings, call, check) {
+                Ok(answer) => {
+                    self.asked
+                        .push(|| asked_step(hook, step, Some(plugin), None));
+                    return Ok((answer, plugin));
+                }
+                Err(failure) => failure,
+            },
+        };
+        Err((plugin, failure))
+    }
+
+    /// A step that gave no answer, recorded. When `onError` passes it on and `more` (another
+    /// plugin to ask, or an earlier answer to keep), the fallback is recorded, its message
+    /// joins `earlier`, and the chain goes on; otherwise the pod's error.
+    fn step_failed(
+        &mut self,
+        hook: Hook,
+        step: &ChainStep,
+        plugin: Option<&RegisteredPlugin>,
+        failure: &StepFailure,
+        more: bool,
+        earlier: &mut Vec<String>,
+    ) -> Result<(), PlanError> {
+        let message = describe(hook, &step.plugin, plugin, failure);
+        let kind = failure.kind();
+        let passed_on = step.on_error.action(kind) == OnErrorAction::Fallback && more;
+        self.asked.push(|| {
+            let mut record = asked_step(
+                hook,
+                step,
+                plugin,
+                Some(StepFailureRecord::new(kind, &message)),
+            );
+            if !passed_on {
+                record.outcome = StepOutcome::FailedThePod;
+            }
+            record
+        });
+        if !passed_on {
+            return Err(chain_failed(kind, message, earlier));
+        }
+        self.fall_back(hook, step, kind, &message);
+        earlier.push(message);
+        Ok(())
     }
 
     /// Records that `step` failed with `kind` (`message`) and the next plugin is asked.
@@ -797,6 +735,16 @@ impl ChainRun<'_> {
             kind: kind.as_str().to_owned(),
             error: message.to_owned(),
         });
+    }
+}
+
+/// The pod's error when no plugin of a hook's chain could be asked.
+fn no_plugin(hook: Hook) -> PlanError {
+    PlanError {
+        reason: PlanFailure::PolicyError,
+        message: format!("{}: no plugin is configured", hook_name(hook)),
+        retry: PlanRetry::No,
+        refused: None,
     }
 }
 

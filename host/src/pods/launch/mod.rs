@@ -16,8 +16,8 @@ use super::error::ReconcileError;
 use super::record::PodRecords;
 use super::writer::{PodOutput, PodWriter};
 use crate::cost::LaunchPrices;
-use crate::policy::Planner;
 use crate::policy::guardrails::Price;
+use crate::policy::{DecisionRecord, Planner};
 use crate::provider::zones::ZoneConstraint;
 use crate::provider::{ErrorClass, LaunchFailed, PodKey, Provider};
 use crate::spend::NamespaceSpend;
@@ -100,40 +100,41 @@ impl Launcher<'_> {
             &zones,
             &facts.as_facts(),
         );
-        if let (Ok(launched), Some(launch)) = (
-            &outcome,
-            effects.decision.as_mut().and_then(|d| d.launch.as_mut()),
-        ) {
-            let priced = self.prices.at_launch(
-                &launched.offering.instance_type,
-                launched.offering.market,
-                launched.zone.as_deref(),
-            );
-            launch.price_per_hour = priced.map(|(price, _)| price.usd());
-            launch.price_source = priced.map(|(_, source)| source);
-            if let Some(decision) = effects.decision.as_mut()
-                && let Some(shadow) = decision.shadow.as_mut()
-            {
-                // The candidate's offering priced as the launch was: the same zone, the same
-                // sources.
-                let launched_offering = (
-                    launched.offering.instance_type.as_str(),
-                    launched.offering.market,
-                );
-                let candidate = shadow
-                    .launched_instead(launched_offering)
-                    .and_then(|(instance_type, market)| {
-                        self.prices
-                            .at_launch(instance_type, market, launched.zone.as_deref())
-                    })
-                    .map(|(price, _)| price);
-                shadow.priced(candidate, priced.map(|(price, _)| price));
-            }
-            if let Some(decision) = &effects.decision {
-                self.planner.launched(decision);
-            }
+        if let Ok(launched) = &outcome
+            && let Some(decision) = effects.decision.as_mut()
+        {
+            self.price(launched, decision);
+            self.planner.launched(decision);
         }
         self.apply(pod, key, effects).await
+    }
+
+    /// Prices what was `launched` in its `decision`'s launch record, and the shadow's
+    /// offering the same way: the same zone, the same sources.
+    fn price(&self, launched: &crate::provider::Launched, decision: &mut DecisionRecord) {
+        let priced = self.prices.at_launch(
+            &launched.offering.instance_type,
+            launched.offering.market,
+            launched.zone.as_deref(),
+        );
+        if let Some(launch) = decision.launch.as_mut() {
+            launch.price_per_hour = priced.map(|(price, _)| price.usd());
+            launch.price_source = priced.map(|(_, source)| source);
+        }
+        if let Some(shadow) = decision.shadow.as_mut() {
+            let offering = (
+                launched.offering.instance_type.as_str(),
+                launched.offering.market,
+            );
+            let candidate = shadow
+                .launched_instead(offering)
+                .and_then(|(instance_type, market)| {
+                    self.prices
+                        .at_launch(instance_type, market, launched.zone.as_deref())
+                })
+                .map(|(price, _)| price);
+            shadow.priced(candidate, priced.map(|(price, _)| price));
+        }
     }
 
     /// The pod's record as it stands, and the time.

@@ -1,6 +1,7 @@
 use super::*;
+use crate::policy::guardrails::Price;
 use crate::policy::planner::{PlanFailure, PlanRetry};
-use crate::provider::plan::{InstanceCandidate, LaunchPlan, MarketDecision};
+use crate::provider::plan::{InstanceCandidate, LaunchPlan, Market, MarketDecision};
 
 fn step(plugin: &str) -> ChainStep {
     ChainStep {

@@ -262,6 +262,17 @@ impl Filter {
     pub fn tag(key: &str, value: impl Into<String>) -> Filter {
         Filter::new(format!("tag:{key}"), [value.into()])
     }
+
+    /// The instances orca launched for the cluster whose id is `cluster_id`
+    /// (`ManagedBy=ORCA` and `orca.research/cluster-id`): what every listing of the cluster's
+    /// instances starts from, so no second cluster's instance is ever counted or touched.
+    pub fn cluster_instances(cluster_id: &str) -> [Filter; 2] {
+        use crate::provider::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY};
+        [
+            Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
+            Filter::tag(TAG_CLUSTER_ID, cluster_id),
+        ]
+    }
 }
 
 /// The specs `DescribeInstanceTypes` reports, for the catalogue refresh.

@@ -10,9 +10,7 @@ use async_trait::async_trait;
 use super::api::{Ec2Api, Ec2Instance, Filter};
 use super::classify::provider_error;
 use crate::provider::ProviderError;
-use crate::provider::ownership::{
-    MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_POD_NAMESPACE, TAG_POD_UID,
-};
+use crate::provider::ownership::{TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::spend::census::{Census, CensusInstance, TAG_SPOT_MAX_PRICE};
 
 /// The cluster's instances in EC2.
@@ -25,10 +23,7 @@ pub struct Ec2Census {
 #[async_trait]
 impl Census for Ec2Census {
     async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
-        let filters = [
-            Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
-            Filter::tag(TAG_CLUSTER_ID, self.cluster_id.clone()),
-        ];
+        let filters = Filter::cluster_instances(&self.cluster_id);
         let listed = self
             .api
             .describe_instances(&filters)

@@ -29,10 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::api::{Ec2Api, Ec2Instance, Filter};
 use super::{LIVE_STATES, MAX_TERMINATE, terminate_batch};
 use crate::provider::PodKey;
-use crate::provider::ownership::{
-    MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY, TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE,
-    TAG_POD_UID,
-};
+use crate::provider::ownership::{TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::support::errors::error_chain;
 
 /// Whether a pod still exists in the cluster.
@@ -126,9 +123,10 @@ impl StraySweep {
     /// # Errors
     /// Listing the cluster's instances failed.
     pub async fn sweep_once(&self) -> Result<Vec<String>, super::api::ApiError> {
+        let [managed, cluster] = Filter::cluster_instances(&self.cluster_id);
         let filters = [
-            Filter::tag(TAG_MANAGED_BY, MANAGED_BY_VALUE),
-            Filter::tag(TAG_CLUSTER_ID, self.cluster_id.clone()),
+            managed,
+            cluster,
             Filter::new("instance-state-name", LIVE_STATES.map(str::to_owned)),
         ];
         let listed = self.api.describe_instances(&filters).await?;

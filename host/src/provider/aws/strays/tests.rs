@@ -3,6 +3,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::provider::aws::fake::FakeEc2;
+use crate::provider::ownership::{MANAGED_BY_VALUE, TAG_CLUSTER_ID, TAG_MANAGED_BY};
 
 const OURS: &str = "9d1c7a52-0000-4000-8000-000000000001";
 const THEIRS: &str = "4f3e2d1c-0000-4000-8000-000000000002";
