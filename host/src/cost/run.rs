@@ -25,7 +25,8 @@ use crate::metrics::CostMetrics;
 use crate::policy::catalogue::InstanceCatalogue;
 use crate::policy::guardrails::Price;
 use crate::provider::InstanceState;
-use crate::provider::aws::api::{ApiError, Ec2Api, Ec2Instance, Filter};
+use crate::provider::aws::api::{ApiError, Ec2Api, Ec2Instance};
+use crate::provider::aws::listing::ClusterListing;
 use crate::provider::ownership::{TAG_NODE, TAG_POD_NAME, TAG_POD_NAMESPACE, TAG_POD_UID};
 
 /// Why a turn did not complete.
@@ -37,9 +38,10 @@ pub enum CostError {
 
 /// What the cost loop works with.
 pub struct CostLoop {
+    /// For the spot price history.
     pub api: Arc<dyn Ec2Api>,
-    /// The UID of the cluster's `kube-system` namespace: whose instances to count.
-    pub cluster_id: String,
+    /// The cluster's instances, the listing the census for the namespaces' caps shares.
+    pub listing: Arc<ClusterListing>,
     pub catalogue: Arc<InstanceCatalogue>,
     pub client: kube::Client,
     pub metrics: Arc<CostMetrics>,
@@ -113,10 +115,9 @@ impl CostLoop {
 
     /// One turn at `now`.
     async fn turn(&self, books: &mut Books, now: Timestamp) -> Result<(), CostError> {
-        let filters = Filter::cluster_instances(&self.cluster_id);
         let listed = self
-            .api
-            .describe_instances(&filters)
+            .listing
+            .instances()
             .await
             .map_err(CostError::ListingFailed)?;
         let listing: Vec<Seen> = listed

@@ -191,10 +191,18 @@ fn watch_instances(parts: &Parts, tasks: &mut ProcessTasks, shutdown: &Cancellat
         };
         tasks.spawn_loop(ProcessLoop::PodUsage, reading.run(shutdown.clone()));
     }
-    if let Some(api) = &parts.ec2 {
+    // One listing of the cluster's instances per sync period for the cost loop and the census.
+    let listing = parts.ec2.as_ref().map(|api| {
+        Arc::new(crate::provider::aws::listing::ClusterListing::new(
+            api.clone(),
+            parts.cluster_id.clone(),
+            parts.config.pods.sync_interval.get(),
+        ))
+    });
+    if let (Some(api), Some(listing)) = (&parts.ec2, &listing) {
         let costs = crate::cost::CostLoop {
             api: api.clone(),
-            cluster_id: parts.cluster_id.clone(),
+            listing: listing.clone(),
             catalogue: parts.catalogue.clone(),
             client: parts.client.clone(),
             metrics: parts.metrics.cost.clone(),
@@ -206,10 +214,9 @@ fn watch_instances(parts: &Parts, tasks: &mut ProcessTasks, shutdown: &Cancellat
         tasks.spawn_loop(ProcessLoop::Cost, costs.run(shutdown.clone()));
     }
     if parts.spend.caps_namespaces() {
-        let census: Arc<dyn Census> = match &parts.ec2 {
-            Some(api) => Arc::new(crate::provider::aws::census::Ec2Census {
-                api: api.clone(),
-                cluster_id: parts.cluster_id.clone(),
+        let census: Arc<dyn Census> = match &listing {
+            Some(listing) => Arc::new(crate::provider::aws::census::Ec2Census {
+                listing: listing.clone(),
             }),
             None => Arc::new(ServedCensus(parts.served.clone())),
         };

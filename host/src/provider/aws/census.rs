@@ -7,28 +7,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::api::{Ec2Api, Ec2Instance, Filter};
+use super::api::Ec2Instance;
 use super::classify::provider_error;
+use super::listing::ClusterListing;
 use crate::provider::ProviderError;
 use crate::provider::ownership::{TAG_POD_NAMESPACE, TAG_POD_UID};
 use crate::spend::census::{Census, CensusInstance, TAG_SPOT_MAX_PRICE};
 
-/// The cluster's instances in EC2.
+/// The cluster's instances in EC2, from the listing the cost loop shares.
 pub struct Ec2Census {
-    pub api: Arc<dyn Ec2Api>,
-    /// The UID of the cluster's `kube-system` namespace.
-    pub cluster_id: String,
+    pub listing: Arc<ClusterListing>,
 }
 
 #[async_trait]
 impl Census for Ec2Census {
     async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
-        let filters = Filter::cluster_instances(&self.cluster_id);
-        let listed = self
-            .api
-            .describe_instances(&filters)
-            .await
-            .map_err(provider_error)?;
+        let listed = self.listing.instances().await.map_err(provider_error)?;
         Ok(listed.iter().filter_map(census_instance).collect())
     }
 }

@@ -24,6 +24,7 @@ pub mod census;
 mod classify;
 pub mod exec;
 mod fleet;
+pub mod listing;
 pub mod logs;
 mod measured;
 #[cfg(test)]
