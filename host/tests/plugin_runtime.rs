@@ -221,6 +221,11 @@ fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
         .select_instance(&engine, &catalogue, &pod(&[]), "grow")
         .unwrap_err();
     assert!(matches!(error, CallError::Trapped { .. }), "{error}");
+    // The host's limit, not an exception of the plugin's, is what ended it.
+    assert!(
+        error.to_string().contains("memory budget is spent"),
+        "{error}"
+    );
 }
 
 /// 40 MiB: under `maxMemory` (64 Mi) for one memory, past it for two.
@@ -375,6 +380,17 @@ fn a_panic_is_a_plugin_error_not_a_crash() {
         matches!(error, CallError::Trapped { ref plugin, .. } if plugin == "hostile"),
         "{error}"
     );
+    // Issue 46: told by the panic's message and line (std's panic message on the plugin's
+    // stderr), not by the wasm backtrace of the abort.
+    let CallError::Trapped { message, .. } = &error else {
+        panic!("{error}")
+    };
+    assert!(
+        message.starts_with("panic: hostile plugin panics on purpose (")
+            && message.ends_with("src/lib.rs:45)"),
+        "{message}"
+    );
+    assert!(!message.contains("wasm backtrace"), "{message}");
 }
 
 #[test]

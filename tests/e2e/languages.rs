@@ -6,6 +6,11 @@
 //! asked through `orca plugin eval`: its checks pass inside the component, and orca accepts its
 //! tag of letters and digits beyond ASCII.
 //!
+//! Each SDK's test plugin that raises a `TypeError` is built the same way: the pod's status and
+//! `orca plugin eval` tell the exception as its language does, at the line of the plugin's source
+//! that raised it (`app.py:15`; `src/plugin.ts:9`, through the source map `build` embeds), not as
+//! a wasm backtrace of the interpreter.
+//!
 //! Both examples are the Rust team selector (`deploy/examples/custom-plugin`) in another
 //! language: a team listed in the settings gets its types in its order, a pod of another team
 //! is declined (the next plugin, the default selector, decides it), and a team pod none of the
@@ -19,7 +24,9 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use orca_e2e::guest_plugins::{Language, every_helper_wasm, team_selector_wasm};
+use orca_e2e::guest_plugins::{
+    Language, every_helper_wasm, raises_type_error_wasm, raising_line, team_selector_wasm,
+};
 use orca_e2e::pods::{self, burst_pod, decision, phase, wait_decided};
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use serde_json::Value;
@@ -34,11 +41,10 @@ const DECIDED: Duration = Duration::from_secs(90);
 const LOADED: Duration = Duration::from_secs(420);
 
 /// orca with `wasm` in its plugins directory, the chain
-/// `selectInstance: [<the team selector> with SETTINGS, orca-default-selector]`, and the
+/// `selectInstance: [NAME with SETTINGS, orca-default-selector]`, and the
 /// limits the docs recommend for an interpreter's plugin: its own memory, its instance reused.
-fn start_with_team_selector(node: &str, language: Language, wasm: &Path) -> Result<OrcaProcess> {
+fn start_with_plugin(node: &str, name: &str, wasm: &Path) -> Result<OrcaProcess> {
     let bytes = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
-    let name = language.team_selector_name();
     OrcaProcess::start(node, |dir| {
         let plugins = dir.join("plugins");
         std::fs::create_dir(&plugins).expect("plugins dir");
@@ -71,7 +77,7 @@ async fn team_selector_decides_real_pods(language: Language) -> Result<()> {
     let plugin = language.team_selector_name();
     let client = TestCluster::shared().kube_client().await?;
     let node = unique_node_name(plugin);
-    let orca = start_with_team_selector(&node, language, &wasm)?;
+    let orca = start_with_plugin(&node, plugin, &wasm)?;
     orca.wait_ready(Duration::from_secs(30)).await?;
     // /readyz says 200 once every plugin the chains name is loaded.
     orca.wait_serving(LOADED).await?;
@@ -151,6 +157,56 @@ async fn python_team_selector_decides_real_pods() -> Result<()> {
 #[tokio::test]
 async fn typescript_team_selector_decides_real_pods() -> Result<()> {
     team_selector_decides_real_pods(Language::TypeScript).await
+}
+
+/// Whether `message` tells the raising plugin's `TypeError` as its language does, at `line`
+/// (`app.py:15`) of the plugin's own source, and not the runtime's wasm backtrace.
+fn ensure_tells_the_type_error(message: &str, line: &str) -> Result<()> {
+    ensure!(
+        message.contains("TypeError: ") && message.contains(&format!("({line}, in ")),
+        "the message names the TypeError and {line}: {message}"
+    );
+    ensure!(
+        !message.contains("wasm backtrace"),
+        "no wasm backtrace: {message}"
+    );
+    Ok(())
+}
+
+/// The SDK's raising plugin of `language` first in the chain (issue 46): the pod fails
+/// (`onError`'s default for `crashed`), and its status message tells the `TypeError` at the
+/// line of the plugin's source.
+async fn type_error_reaches_the_pod_status(language: Language) -> Result<()> {
+    let wasm = raises_type_error_wasm(language)?;
+    let plugin = language.raises_type_error_name();
+    let line = raising_line(language)?;
+    let client = TestCluster::shared().kube_client().await?;
+    let node = unique_node_name(plugin);
+    let orca = start_with_plugin(&node, plugin, &wasm)?;
+    orca.wait_ready(Duration::from_secs(30)).await?;
+    orca.wait_serving(LOADED).await?;
+    let namespace = TestNamespace::create(&client, plugin).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace.name);
+
+    pods::create(&api, &team_pod("raises", &node, "vision", 0)).await?;
+    let failed = pods::wait_for(&api, "raises", "Failed", DECIDED, |p| phase(p) == "Failed")
+        .await
+        .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", orca.log()))?;
+    ensure!(pods::reason(&failed) == "PolicyError", "{failed:?}");
+    let message = pods::message(&failed);
+    ensure!(message.contains(plugin), "{message}");
+    ensure_tells_the_type_error(message, &line)?;
+    namespace.delete().await
+}
+
+#[tokio::test]
+async fn python_type_error_reaches_the_pod_status_at_its_line() -> Result<()> {
+    type_error_reaches_the_pod_status(Language::Python).await
+}
+
+#[tokio::test]
+async fn typescript_type_error_reaches_the_pod_status_at_its_ts_line() -> Result<()> {
+    type_error_reaches_the_pod_status(Language::TypeScript).await
 }
 
 /// `orca plugin eval --plugin WASM --pod POD --settings SETTINGS -o json` of a pod of `team`
@@ -249,6 +305,43 @@ fn python_team_selector_through_plugin_eval() -> Result<()> {
 #[test]
 fn typescript_team_selector_through_plugin_eval() -> Result<()> {
     team_selector_through_plugin_eval(Language::TypeScript)
+}
+
+/// The SDK's raising plugin of `language` through the real `orca plugin eval` (issue 46): the
+/// step is `crashed`, the pod would fail, and the message tells the `TypeError` at the line of
+/// the plugin's source.
+fn type_error_through_plugin_eval(language: Language) -> Result<()> {
+    let wasm = raises_type_error_wasm(language)?;
+    let line = raising_line(language)?;
+    let (decided, evaluation) = eval(&wasm, "vision", 0)?;
+    ensure!(
+        !decided && evaluation["decided"] == false,
+        "the pod must fail: {evaluation}"
+    );
+    let asked = &evaluation["asked"][0];
+    ensure!(
+        asked["plugin"] == language.raises_type_error_name()
+            && asked["outcome"] == "failedThePod"
+            && asked["failure"]["kind"] == "crashed",
+        "{evaluation}"
+    );
+    for message in [
+        &asked["failure"]["message"],
+        &evaluation["error"]["message"],
+    ] {
+        ensure_tells_the_type_error(message.as_str().context("message")?, &line)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn python_type_error_through_plugin_eval_at_its_line() -> Result<()> {
+    type_error_through_plugin_eval(Language::Python)
+}
+
+#[test]
+fn typescript_type_error_through_plugin_eval_at_its_ts_line() -> Result<()> {
+    type_error_through_plugin_eval(Language::TypeScript)
 }
 
 /// The tag both every-helper plugins answer (`TAG` in their sources).

@@ -1,6 +1,7 @@
 //! Policy plugins written in Python and TypeScript, built from the SDKs' sources
 //! (`plugin-sdk/python`, `plugin-sdk/js`) with their own `build` scripts, once per test process:
-//! each SDK's example team selector, and its test plugin that calls every helper the SDK exports.
+//! each SDK's example team selector, its test plugin that calls every helper the SDK exports, and
+//! its test plugin whose `select-instance` raises a `TypeError`.
 //!
 //! A component built this way is new to orca every time (neither componentize-py nor
 //! ComponentizeJS builds reproducibly, so its sha256 changes), and compiling an 12 to 19 MB
@@ -65,6 +66,48 @@ impl Language {
             Language::TypeScript => "plugin-sdk/js/tests/every-helper",
         }
     }
+
+    /// The name the SDK's test plugin that raises a `TypeError` reports (`info`).
+    pub fn raises_type_error_name(self) -> &'static str {
+        match self {
+            Language::Python => "raises-type-error-py",
+            Language::TypeScript => "raises-type-error-js",
+        }
+    }
+
+    /// The SDK's test plugin whose `select-instance` raises a `TypeError`, relative to the
+    /// repository.
+    fn raises_type_error_source(self) -> &'static str {
+        match self {
+            Language::Python => "plugin-sdk/python/tests/raises_type_error",
+            Language::TypeScript => "plugin-sdk/js/tests/raises-type-error",
+        }
+    }
+
+    /// The raising plugin's source file, as its author names it (relative to the plugin's
+    /// folder), and the comment that marks the line that raises.
+    fn raising_file(self) -> (&'static str, &'static str) {
+        match self {
+            Language::Python => ("app.py", "# raises here"),
+            Language::TypeScript => ("src/plugin.ts", "// throws here"),
+        }
+    }
+}
+
+/// Where the SDK's raising test plugin of `language` raises its `TypeError`, as orca should tell
+/// it: `app.py:15`, `src/plugin.ts:9` (the line of its source marked so, read from the file).
+pub fn raising_line(language: Language) -> Result<String> {
+    let (file, marker) = language.raising_file();
+    let path = repo_root()
+        .join(language.raises_type_error_source())
+        .join(file);
+    let source =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let line = source
+        .lines()
+        .position(|line| line.contains(marker))
+        .with_context(|| format!("{} has no line marked {marker:?}", path.display()))?;
+    Ok(format!("{file}:{}", line + 1))
 }
 
 /// Which plugin of an SDK's sources.
@@ -72,6 +115,7 @@ impl Language {
 enum Source {
     TeamSelector,
     EveryHelper,
+    RaisesTypeError,
 }
 
 impl Source {
@@ -79,6 +123,7 @@ impl Source {
         match self {
             Source::TeamSelector => language.team_selector_name(),
             Source::EveryHelper => language.every_helper_name(),
+            Source::RaisesTypeError => language.raises_type_error_name(),
         }
     }
 
@@ -86,7 +131,14 @@ impl Source {
         match self {
             Source::TeamSelector => language.team_selector_source(),
             Source::EveryHelper => language.every_helper_source(),
+            Source::RaisesTypeError => language.raises_type_error_source(),
         }
+    }
+
+    /// Whether `orca plugin eval` of the warm-up pod decides it (exit 0): the raising plugin
+    /// fails every pod (exit 1).
+    fn decides(self) -> bool {
+        self != Source::RaisesTypeError
     }
 }
 
@@ -104,16 +156,25 @@ pub fn every_helper_wasm(language: Language) -> Result<PathBuf> {
     built_once(language, Source::EveryHelper)
 }
 
+/// The SDK's test plugin of `language` whose `select-instance` raises a `TypeError` (at
+/// [`raising_line`]), built from source with the SDK's `build` and compiled into orca's compile
+/// cache by one `orca plugin eval`, which must fail the pod.
+pub fn raises_type_error_wasm(language: Language) -> Result<PathBuf> {
+    built_once(language, Source::RaisesTypeError)
+}
+
 /// [`build_and_compile`] of `source` in `language`, once per test process: later asks get the
 /// first answer, an error included. Each plugin has a cell of its own, so different plugins
 /// build at the same time.
 fn built_once(language: Language, source: Source) -> Result<PathBuf> {
-    static BUILT: [OnceLock<Result<PathBuf, String>>; 4] = [const { OnceLock::new() }; 4];
+    static BUILT: [OnceLock<Result<PathBuf, String>>; 6] = [const { OnceLock::new() }; 6];
     let cell = &BUILT[match (source, language) {
         (Source::TeamSelector, Language::Python) => 0,
         (Source::TeamSelector, Language::TypeScript) => 1,
         (Source::EveryHelper, Language::Python) => 2,
         (Source::EveryHelper, Language::TypeScript) => 3,
+        (Source::RaisesTypeError, Language::Python) => 4,
+        (Source::RaisesTypeError, Language::TypeScript) => 5,
     }];
     cell.get_or_init(|| build_and_compile(language, source).map_err(|e| format!("{e:#}")))
         .clone()
@@ -127,7 +188,7 @@ fn build_and_compile(language: Language, source: Source) -> Result<PathBuf> {
     let started = Instant::now();
     build(language, source, &out)?;
     let built = started.elapsed();
-    warm_compile_cache(&out, &out_dir)?;
+    warm_compile_cache(&out, &out_dir, source.decides())?;
     println!(
         "{}: built from {} in {built:.1?}, compiled by orca in {:.1?}",
         source.name(language),
@@ -164,8 +225,9 @@ fn build(language: Language, source: Source, out: &Path) -> Result<()> {
 
 /// One `orca plugin eval` of the component (a pod of no team, which both examples decline with
 /// these settings, and the every-helper plugins answer when their checks pass), which compiles
-/// it into the compile cache every orca of this user shares.
-fn warm_compile_cache(wasm: &Path, out_dir: &Path) -> Result<()> {
+/// it into the compile cache every orca of this user shares. It must decide the pod (exit 0),
+/// or, for a plugin that fails every pod, say the pod would fail (not refuse the plugin).
+fn warm_compile_cache(wasm: &Path, out_dir: &Path, decides: bool) -> Result<()> {
     let pod = out_dir.join("warm-pod.yaml");
     std::fs::write(
         &pod,
@@ -179,8 +241,15 @@ fn warm_compile_cache(wasm: &Path, out_dir: &Path) -> Result<()> {
         .args(["--settings", r#"{"teams": {}}"#])
         .output()
         .context("running orca plugin eval")?;
+    // (A refused plugin is exit 1 too: the pod's failure is what the CLI says.)
+    let failed_the_pod = output.status.code() == Some(1)
+        && String::from_utf8_lossy(&output.stderr).contains("the pod would fail");
     ensure!(
-        output.status.success(),
+        if decides {
+            output.status.success()
+        } else {
+            failed_the_pod
+        },
         "orca plugin eval --plugin {} failed ({}):\n{}{}",
         wasm.display(),
         output.status,

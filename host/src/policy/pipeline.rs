@@ -1044,8 +1044,9 @@ fn describe(
             "{hook}: {who} answered unsupported (to pass a pod to the next plugin, a plugin \
              answers declined)"
         ),
-        // CallError and OutputError already name the plugin; a trap's text holds the plugin's
-        // own function names and panic message.
+        // CallError and OutputError already name the plugin; a trap's text is the exception
+        // the plugin's language raised, at its line (`policy::wasm::exception`), or else
+        // wasmtime's account of the trap.
         StepFailure::Call(error) => format!("{hook}: {}", bounded(&error.to_string())),
         StepFailure::Output(error) => format!("{hook}: {error}"),
         StepFailure::Policy(PolicyError::Declined(why)) => {

@@ -13,15 +13,20 @@ pub fn bounded(text: &str) -> Cow<'_, str> {
     if text.len() <= MAX_PLUGIN_TEXT_BYTES {
         return Cow::Borrowed(text);
     }
-    let mut end = MAX_PLUGIN_TEXT_BYTES;
+    Cow::Owned(format!(
+        "{}… (cut: the plugin's text was {} bytes)",
+        prefix(text, MAX_PLUGIN_TEXT_BYTES),
+        text.len()
+    ))
+}
+
+/// The longest start of `text` within `max` bytes that ends at a character boundary.
+pub fn prefix(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Cow::Owned(format!(
-        "{}… (cut: the plugin's text was {} bytes)",
-        &text[..end],
-        text.len()
-    ))
+    &text[..end]
 }
 
 #[cfg(test)]
@@ -33,6 +38,20 @@ mod tests {
         assert_eq!(bounded("no instance type fits"), "no instance type fits");
         let exact = "a".repeat(MAX_PLUGIN_TEXT_BYTES);
         assert_eq!(bounded(&exact), exact.as_str());
+    }
+
+    #[test]
+    fn a_prefix_ends_at_a_character_within_the_bound() {
+        for (text, max, expected) in [
+            ("abc", 5, "abc"),
+            ("abc", 2, "ab"),
+            ("aé", 2, "a"),
+            ("aé", 3, "aé"),
+            ("é", 1, ""),
+            ("", 0, ""),
+        ] {
+            assert_eq!(prefix(text, max), expected, "{text:?} {max}");
+        }
     }
 
     #[test]

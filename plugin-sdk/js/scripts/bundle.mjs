@@ -1,8 +1,12 @@
 // Bundling with esbuild, componentizing with componentize-js, for plugin-sdk/js/build.
-//   node bundle.mjs component NODE_MODULES ENTRY.ts OUT.wasm
+//   node bundle.mjs component NODE_MODULES ENTRY.ts OUT.wasm [PLUGIN_DIR]
 //   node bundle.mjs tests NODE_MODULES OUT_DIR TEST.ts...
+// The component carries the bundle's source map (custom section `orca:source-map`, sources
+// named relative to PLUGIN_DIR, the SDK's as `orca-plugin/…`), which orca reads to name the
+// `.ts` line of an uncaught exception; test bundles carry theirs inline for node's
+// --enable-source-maps.
 import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -30,7 +34,7 @@ function sdkResolver(entry) {
   };
 }
 
-async function bundle(entryPoint, outfile, { entry, platform }) {
+async function bundle(entryPoint, outfile, { entry, platform, sourcemap = false }) {
   await esbuild.build({
     entryPoints: [entryPoint],
     outfile,
@@ -40,7 +44,28 @@ async function bundle(entryPoint, outfile, { entry, platform }) {
     target: 'es2022',
     logLevel: 'warning',
     plugins: [sdkResolver(entry)],
+    sourcemap,
+    // Only positions are needed: the sources stay with the author.
+    sourcesContent: false,
   });
+}
+
+/**
+ * The source map esbuild wrote beside `outfile`, its sources renamed for the reader of an error:
+ * the plugin's relative to `pluginDir` (`src/plugin.ts`), the SDK's as `orca-plugin/…`, any
+ * other (a dependency) relative to `pluginDir` as well.
+ */
+async function componentSourceMap(outfile, pluginDir) {
+  const map = JSON.parse(await readFile(`${outfile}.map`, 'utf8'));
+  const sdk = join(JS_DIR, 'src');
+  map.sources = map.sources.map((source) => {
+    const path = resolve(dirname(outfile), map.sourceRoot ?? '', source);
+    const name = path.startsWith(sdk + sep) ? `orca-plugin/${relative(sdk, path)}` : relative(pluginDir, path);
+    return name.split(sep).join('/');
+  });
+  delete map.sourceRoot;
+  map.file = basename(outfile);
+  return JSON.stringify(map);
 }
 
 /** A component-level custom section `name` holding `data`, as the Rust SDK stamps it. */
@@ -61,9 +86,10 @@ function customSection(name, data) {
 }
 
 if (mode === 'component') {
-  const [entryArg, outArg] = args;
+  const [entryArg, outArg, pluginDirArg] = args;
   const entry = resolve(entryArg);
   const out = resolve(outArg);
+  const pluginDir = resolve(pluginDirArg ?? dirname(entryArg));
   const work = await mkdtemp(join(tmpdir(), 'orca-plugin-build-'));
   try {
     const started = Date.now();
@@ -78,7 +104,8 @@ if (mode === 'component') {
     console.error(`plugin ${info.name} ${info.version}, hooks: ${info.hooks.join(', ') || 'none'}`);
     // 2. The component entry with the plugin, as one ES module.
     const source = join(work, 'component.js');
-    await bundle(join(JS_DIR, 'src/component.ts'), source, { entry, platform: 'neutral' });
+    await bundle(join(JS_DIR, 'src/component.ts'), source, { entry, platform: 'neutral', sourcemap: 'external' });
+    const sourceMap = await componentSourceMap(source, pluginDir);
     const bundled = Date.now();
     // 3. The component: no WASI at all (a pure component), only the orca:policy world.
     const { componentize } = await import(
@@ -90,11 +117,18 @@ if (mode === 'component') {
       worldName: 'plugin',
       disableFeatures: ['random', 'stdio', 'clocks', 'http', 'fetch-event'],
     });
-    // 4. The interface version, read by the host before it picks bindings.
-    const section = customSection('orca:policy-version', INTERFACE_VERSION);
-    const bytes = new Uint8Array(component.length + section.length);
+    // 4. The interface version, read by the host before it picks bindings, and the source map.
+    const sections = [
+      customSection('orca:policy-version', INTERFACE_VERSION),
+      customSection('orca:source-map', sourceMap),
+    ];
+    const bytes = new Uint8Array(component.length + sections.reduce((n, s) => n + s.length, 0));
     bytes.set(component, 0);
-    bytes.set(section, component.length);
+    let at = component.length;
+    for (const section of sections) {
+      bytes.set(section, at);
+      at += section.length;
+    }
     const tmp = `${out}.tmp`;
     await writeFile(tmp, bytes);
     await rename(tmp, out);
@@ -109,7 +143,7 @@ if (mode === 'component') {
   let index = 0;
   for (const test of tests) {
     const out = join(outDir, `${index++}-${basename(test).replace(/\.ts$/, '.mjs')}`);
-    await bundle(resolve(test), out, { platform: 'node' });
+    await bundle(resolve(test), out, { platform: 'node', sourcemap: 'inline' });
     console.log(out);
   }
 } else {

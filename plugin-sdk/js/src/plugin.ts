@@ -92,7 +92,9 @@ export function definePlugin(definition: PluginDefinition): Plugin {
  * The component export for `plugin` (used by the component entry). A {@link PolicyError}
  * reaches the host as the WIT variant through its own `payload` property (jco's convention);
  * a thrown plain `{tag, val}` object passes as it is. Any other exception is logged through
- * the host, then rethrown: the plugin traps, which orca records as `crashed`.
+ * the host, then rethrown: the plugin traps, which orca records as `crashed`. orca reads that
+ * error-level record to tell the exception in the pod's message, at its `.ts` line: keep its
+ * form, `HOOK: uncaught NAME: MESSAGE` then the stack's lines (`fn@file:line:column`).
  */
 export function exportPolicy(plugin: Plugin): Plugin {
   const guard =

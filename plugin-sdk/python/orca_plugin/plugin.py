@@ -82,7 +82,8 @@ def _call(method: Callable[..., _T], *args: Any) -> _T:
     except PolicyError as error:
         raise Err(error.to_wit()) from None
     # Any other exception propagates: componentize-py prints its traceback to the plugin's
-    # stderr (which orca logs) and traps, which orca counts as `crashed`.
+    # stderr (which orca logs) and traps, which orca counts as `crashed`, telling the exception
+    # and the plugin's line from the traceback's end in the pod's message.
 
 
 def export(plugin: Plugin) -> type:

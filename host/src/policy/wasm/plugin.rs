@@ -16,10 +16,12 @@ use super::bindings::{
 };
 use super::budget::CallBudget;
 use super::engine::PluginEngine;
+use super::exception::{CallLeftovers, GuestException};
 use super::footprint::{LimitTooSmall, StartFootprint};
 use super::limits::{InstanceReuse, SandboxLimits};
 use super::log_limit::{Admission, CallLog, LogRate};
 use super::output::CallOutput;
+use super::source_map::SourceMap;
 use super::state::{CallState, CatalogueQuery};
 use super::version::{VersionError, check_interface_version};
 use super::warm::{CallInstance, Exports, WarmPool};
@@ -112,6 +114,8 @@ pub struct LoadedPlugin {
     /// What each of its calls may use (`policy.limits`, or its `policy.pluginLimits` entry).
     pub limits: SandboxLimits,
     pre: Bindings,
+    /// The map from its bundled JavaScript to its TypeScript, when its build embedded one.
+    source_map: Option<SourceMap>,
     /// This plugin's share of orca's log, across all its calls.
     log_rate: Arc<LogRate>,
     /// This load's key in the engine's pool of warm instances.
@@ -153,6 +157,11 @@ impl LoadedPlugin {
             .map_err(LoadError::CompileFailed)?;
         let pre = Bindings::link(engine, &component, declared.as_ref().map(|(_, v)| *v))
             .map_err(LoadError::WrongWorld)?;
+        // Only for telling its errors: a map orca cannot read leaves its lines unmapped.
+        let source_map = SourceMap::embedded_in(bytes).unwrap_or_else(|error| {
+            tracing::warn!(sha256 = %sha256, "the plugin's source map is not used: {error}");
+            None
+        });
         let mut plugin = LoadedPlugin {
             name: format!("sha256:{}", &sha256[..12]),
             version: String::new(),
@@ -162,6 +171,7 @@ impl LoadedPlugin {
             interface: pre.version(),
             limits: engine.load_limits(),
             pre,
+            source_map,
             log_rate: Arc::new(LogRate::new(Instant::now())),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             warm: engine.warm.clone(),
@@ -301,17 +311,24 @@ impl LoadedPlugin {
         };
         let mut instance = match warm {
             Some(instance) => instance,
-            None => self
-                .instantiate(limits, engine, catalogue)
-                .map_err(|error| self.call_error(limits, error))?,
+            None => self.instantiate(limits, engine, catalogue)?,
         };
         // Each call has its own deadline and log budget, in a new store or a reused one.
         instance.store.set_epoch_deadline(limits.deadline_ticks());
-        instance.store.data_mut().log = CallLog::new(limits.max_output_bytes);
+        let state = instance.store.data_mut();
+        state.log = CallLog::new(limits.max_output_bytes);
+        state.error_logged = None;
         instance.calls += 1;
         let result = run(&mut instance.store, &instance.exports);
-        self.forward_output(&mut instance);
-        let answer = result.map_err(|error| self.call_error(limits, error))?;
+        let stderr = self.forward_output(&mut instance);
+        let answer = result.map_err(|error| {
+            self.call_error(
+                limits,
+                error,
+                &stderr,
+                instance.store.data().error_logged.as_deref(),
+            )
+        })?;
         if reused && instance.may_serve_again(&limits) {
             self.warm.put(self.id, instance);
         }
@@ -325,7 +342,7 @@ impl LoadedPlugin {
         limits: SandboxLimits,
         engine: &PluginEngine,
         catalogue: &Arc<dyn CatalogueQuery>,
-    ) -> wasmtime::Result<CallInstance> {
+    ) -> Result<CallInstance, CallError> {
         let stdout = CallOutput::new(limits.max_output_bytes);
         let stderr = CallOutput::new(limits.max_output_bytes);
         // No preopened directories, environment, arguments or network: stdio only.
@@ -341,6 +358,7 @@ impl LoadedPlugin {
             log: CallLog::new(limits.max_output_bytes),
             log_rate: self.log_rate.clone(),
             log_dropped: 0,
+            error_logged: None,
             catalogue: catalogue.clone(),
         };
         let mut store = Store::new(&engine.engine, state);
@@ -357,13 +375,17 @@ impl LoadedPlugin {
             }),
             Err(error) => {
                 forward_output(&self.name, "stdout", &stdout.take(), &self.log_rate);
-                forward_output(&self.name, "stderr", &stderr.take(), &self.log_rate);
-                Err(error)
+                let stderr = stderr.take();
+                forward_output(&self.name, "stderr", &stderr, &self.log_rate);
+                let logged = store.data().error_logged.as_deref();
+                Err(self.call_error(limits, error, &stderr, logged))
             }
         }
     }
 
-    fn forward_output(&self, instance: &mut CallInstance) {
+    /// Forwards what the call wrote to the log; answers its stderr, which a failed call's
+    /// error is read from.
+    fn forward_output(&self, instance: &mut CallInstance) -> bytes::Bytes {
         let dropped = std::mem::take(&mut instance.store.data_mut().log_dropped);
         self.log_rate.count_dropped(dropped);
         forward_output(
@@ -372,27 +394,49 @@ impl LoadedPlugin {
             &instance.stdout.take(),
             &self.log_rate,
         );
-        forward_output(
-            &self.name,
-            "stderr",
-            &instance.stderr.take(),
-            &self.log_rate,
-        );
+        let stderr = instance.stderr.take();
+        forward_output(&self.name, "stderr", &stderr, &self.log_rate);
+        stderr
     }
 
-    fn call_error(&self, limits: SandboxLimits, error: wasmtime::Error) -> CallError {
+    /// The error of a call that failed with `error`, after writing `stderr` and logging
+    /// `error_logged` (its last error-level message): a plugin's trap is told by the exception
+    /// its language raised when the runtime told of one (the wasm backtrace then goes to the
+    /// debug log), else by wasmtime's account of the trap.
+    fn call_error(
+        &self,
+        limits: SandboxLimits,
+        error: wasmtime::Error,
+        stderr: &[u8],
+        error_logged: Option<&str>,
+    ) -> CallError {
+        let plugin = self.name.clone();
         match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => CallError::Timeout {
-                plugin: self.name.clone(),
+                plugin,
                 timeout: limits.timeout,
             },
-            _ if error.is::<PoolConcurrencyLimitError>() => CallError::Busy {
-                plugin: self.name.clone(),
-            },
-            _ => CallError::Trapped {
-                plugin: self.name.clone(),
-                message: format!("{error:#}"),
-            },
+            _ if error.is::<PoolConcurrencyLimitError>() => CallError::Busy { plugin },
+            trap => {
+                let exception = trap
+                    .is_some_and(|trap| GuestException::may_explain(*trap))
+                    .then(|| {
+                        GuestException::told_by(CallLeftovers {
+                            stderr,
+                            error_logged,
+                            source_map: self.source_map.as_ref(),
+                        })
+                    })
+                    .flatten();
+                let message = match exception {
+                    Some(exception) => {
+                        tracing::debug!(plugin = %self.name, "the call trapped: {error:#}");
+                        exception.to_string()
+                    }
+                    None => format!("{error:#}"),
+                };
+                CallError::Trapped { plugin, message }
+            }
         }
     }
 }

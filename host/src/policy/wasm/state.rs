@@ -10,6 +10,7 @@ use super::bindings::v0_3::orca::policy::{host, types};
 use super::bindings::{InstanceQuery, InstanceType, LogLevel, v0_1, v0_2};
 use super::budget::CallBudget;
 use super::log_limit::{Admission, CallLog, LogRate};
+use crate::policy::plugin_text::prefix;
 
 /// The host-side catalogue query plugins call through `query-instance-types`.
 pub trait CatalogueQuery: Send + Sync + 'static {
@@ -38,6 +39,9 @@ pub struct CallState {
     pub log_rate: Arc<LogRate>,
     /// Records this call could not log for its byte budget.
     pub log_dropped: u64,
+    /// The last message this call logged at level error (bounded), whether or not the log
+    /// took it: the TypeScript SDK's record of an uncaught exception, read if the call traps.
+    pub error_logged: Option<String>,
     pub catalogue: Arc<dyn CatalogueQuery>,
 }
 
@@ -50,10 +54,17 @@ impl WasiView for CallState {
     }
 }
 
+/// The most of an error message a call keeps for [`CallState::error_logged`]: an exception and
+/// its stack.
+pub const MAX_ERROR_LOGGED_BYTES: usize = 8 << 10;
+
 impl types::Host for CallState {}
 
 impl host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) {
+        if matches!(level, LogLevel::Error) {
+            self.error_logged = Some(prefix(&message, MAX_ERROR_LOGGED_BYTES).to_owned());
+        }
         let Some(kept) = self.log.take(&message) else {
             self.log_dropped += 1;
             return;
