@@ -1208,9 +1208,32 @@ enum PendingShadow {
     Running {
         spec: Arc<ShadowSpec>,
         version: String,
-        decision:
-            tokio::task::JoinHandle<Result<Result<Decision, PlanError>, tokio::task::JoinError>>,
+        decision: ShadowTask,
     },
+}
+
+/// The candidate's decision: deciding on a blocking thread, or waiting for its slot first.
+enum ShadowTask {
+    Started(tokio::task::JoinHandle<Result<Decision, PlanError>>),
+    Queued(tokio::task::JoinHandle<Result<Result<Decision, PlanError>, tokio::task::JoinError>>),
+}
+
+impl ShadowTask {
+    async fn join(&mut self) -> Result<Result<Decision, PlanError>, tokio::task::JoinError> {
+        match self {
+            ShadowTask::Started(decision) => decision.await,
+            ShadowTask::Queued(waiting) => waiting.await.and_then(|decided| decided),
+        }
+    }
+
+    /// Past the budget: a candidate still waiting for its slot is dropped; one deciding ends
+    /// within its plugins' time limits, holding its slot.
+    fn abort(&self) {
+        match self {
+            ShadowTask::Started(decision) => decision.abort(),
+            ShadowTask::Queued(waiting) => waiting.abort(),
+        }
+    }
 }
 
 impl Pipeline {
@@ -1241,15 +1264,24 @@ impl Pipeline {
             });
         };
         let pod = pod.clone();
-        let slots = self.shadowing.clone();
-        let decision = tokio::spawn(async move {
-            let permit = slots.acquire_owned().await.ok();
-            tokio::task::spawn_blocking(move || {
+        // A free slot (the usual case): straight onto a blocking thread, one hop fewer.
+        let decision = match self.shadowing.clone().try_acquire_owned() {
+            Ok(permit) => ShadowTask::Started(tokio::task::spawn_blocking(move || {
                 let _permit = permit;
                 pipeline.decide(&pod)
-            })
-            .await
-        });
+            })),
+            Err(_) => {
+                let slots = self.shadowing.clone();
+                ShadowTask::Queued(tokio::spawn(async move {
+                    let permit = slots.acquire_owned().await.ok();
+                    tokio::task::spawn_blocking(move || {
+                        let _permit = permit;
+                        pipeline.decide(&pod)
+                    })
+                    .await
+                }))
+            }
+        };
         Some(PendingShadow::Running {
             spec,
             version,
@@ -1272,13 +1304,11 @@ impl Pipeline {
                 version,
                 mut decision,
             } => {
-                let run = match tokio::time::timeout(spec.budget, &mut decision).await {
-                    Ok(Ok(Ok(Ok(decision)))) => ShadowRun::Decided(Box::new(decision)),
-                    Ok(Ok(Ok(Err(error)))) => ShadowRun::Failed(error),
-                    Ok(Ok(Err(error)) | Err(error)) => ShadowRun::Failed(crashed(&error)),
+                let run = match tokio::time::timeout(spec.budget, decision.join()).await {
+                    Ok(Ok(Ok(decision))) => ShadowRun::Decided(Box::new(decision)),
+                    Ok(Ok(Err(error))) => ShadowRun::Failed(error),
+                    Ok(Err(error)) => ShadowRun::Failed(crashed(&error)),
                     Err(_) => {
-                        // Still waiting for its slot, or deciding: a waiting one is dropped; a
-                        // deciding one ends within its plugins' time limits, holding its slot.
                         decision.abort();
                         ShadowRun::TimedOut
                     }
