@@ -161,11 +161,18 @@ async fn orca_from_the_image_built_without_an_engine_runs_as_65532_checks_a_plug
     )
     .await
     .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", serving.log()))?;
-    let (status, body) = orca_e2e::http::curl_status(
-        &format!("http://127.0.0.1:{}/readyz", serving.metrics_port),
-        &[],
-    )?;
-    ensure!(status == 200, "/readyz: {status} {body}");
+    // The Node shows Ready as soon as orca creates it; orca's own /readyz says so once the
+    // registration call has returned to it, a moment later.
+    let readyz = format!("http://127.0.0.1:{}/readyz", serving.metrics_port);
+    poll_until("/readyz 200", READY, Duration::from_millis(200), || async {
+        let (status, body) = orca_e2e::http::curl_status(&readyz, &[])?;
+        Ok((status == 200).then_some(()).or_else(|| {
+            eprintln!("/readyz: {status} {body}");
+            None
+        }))
+    })
+    .await
+    .map_err(|error| anyhow::anyhow!("{error:#}\norca log:\n{}", serving.log()))?;
     ensure!(
         serving.runs_as(65532)?,
         "orca in the image runs as 65532\n{}",
