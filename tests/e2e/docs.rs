@@ -174,3 +174,81 @@ fn lower_camel(kebab: &str) -> String {
         first.to_lowercase().chain(chars).collect()
     })
 }
+
+/// `KEY=value` of `tests/cluster/versions.env`.
+fn harness_version(key: &str) -> Result<String> {
+    let text = std::fs::read_to_string(repo_root().join("tests/cluster/versions.env"))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{key}=")))
+        .map(|value| value.trim().to_owned())
+        .with_context(|| format!("tests/cluster/versions.env has no {key}"))
+}
+
+/// The minor of a release `v1.MINOR.PATCH`.
+fn minor_of(release: &str) -> Result<u32> {
+    release
+        .strip_prefix("v1.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|minor| minor.parse().ok())
+        .with_context(|| format!("{release:?} is not v1.MINOR.PATCH"))
+}
+
+/// The range the version matrix tests (issue 59) is the one orca, the chart and the docs
+/// state: a release added to or dropped from the matrix fails here until all four say so.
+#[test]
+fn the_supported_kubernetes_range_is_the_same_in_the_harness_orca_the_chart_and_the_docs()
+-> Result<()> {
+    let (oldest, newest) = (
+        harness_version("K8S_OLDEST")?,
+        harness_version("K8S_NEWEST")?,
+    );
+    let (low, high) = (minor_of(&oldest)?, minor_of(&newest)?);
+    let default = minor_of(&harness_version("K8S_VERSION")?)?;
+    ensure!(
+        low <= default && default <= high,
+        "the default harness release 1.{default} is outside the matrix 1.{low}–1.{high}"
+    );
+
+    let orca = orca::cluster::apiserver::SUPPORTED_MINORS;
+    ensure!(
+        (*orca.start(), *orca.end()) == (low, high),
+        "orca's SUPPORTED_MINORS is {orca:?}, the matrix 1.{low}–1.{high}"
+    );
+
+    let chart = std::fs::read_to_string(repo_root().join("deploy/charts/orca/Chart.yaml"))?;
+    let range = format!("kubeVersion: \">=1.{low}.0-0 <1.{}.0-0\"", high + 1);
+    ensure!(
+        chart.lines().any(|line| line.trim() == range),
+        "deploy/charts/orca/Chart.yaml lacks {range}"
+    );
+
+    let page =
+        std::fs::read_to_string(repo_root().join("docs/src/operations/kubernetes-versions.md"))?;
+    for said in [
+        format!("**Kubernetes 1.{low} to 1.{high}**"),
+        format!("({}", oldest.trim_start_matches('v')),
+        format!("and {})", newest.trim_start_matches('v')),
+        format!("`tested` (1.{low}–1.{high})"),
+        format!("**Older than 1.{low}**"),
+        format!("**Newer than 1.{high}**"),
+    ] {
+        ensure!(
+            page.contains(&said),
+            "docs/src/operations/kubernetes-versions.md does not say {said:?}"
+        );
+    }
+    for (file, said) in [
+        (
+            "docs/src/install/helm.md",
+            format!("A Kubernetes cluster of 1.{low} to 1.{high}"),
+        ),
+        (
+            "README.md",
+            format!("**You run a cluster** of Kubernetes 1.{low} to 1.{high}"),
+        ),
+    ] {
+        let text = std::fs::read_to_string(repo_root().join(file))?;
+        ensure!(text.contains(&said), "{file} does not say {said:?}");
+    }
+    Ok(())
+}

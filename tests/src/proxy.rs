@@ -39,6 +39,9 @@ pub enum Fault {
     Unavailable,
     /// No answer, ever (the connection stays open).
     Hang,
+    /// 403 Forbidden at once (what a gateway that allows only the API paths answers the
+    /// rest), which kube's client does not retry.
+    Forbidden,
 }
 
 /// One request that reached the proxy.
@@ -251,6 +254,12 @@ impl State {
                 );
             }
             Some(Fault::Hang) => std::future::pending::<()>().await,
+            Some(Fault::Forbidden) => {
+                return answer(
+                    StatusCode::FORBIDDEN,
+                    "the test proxy answers 403 to this request",
+                );
+            }
             None => {}
         }
         let headers = end_to_end(&parts.headers);

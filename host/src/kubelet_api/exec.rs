@@ -25,6 +25,7 @@ use serde_json::json;
 
 use super::state::{Admitted, ApiState};
 use super::target::decoded;
+use crate::cluster::apiserver::{ServerFeature, ServerVersion};
 use crate::process::served_nodes::FoundPod;
 use crate::provider::{ExecOutcome, ExecRequest, MAX_STDIN_BYTES, PodKey, Provider};
 
@@ -203,20 +204,41 @@ pub async fn exec(
     let upgrade = match upgrade {
         Ok(upgrade) if offers_protocol(&headers) => upgrade,
         _ => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "orca serves exec over WebSockets with the {PROTOCOL} protocol (kubectl \
-                     1.30 or later, through an apiserver of 1.36 or later); this request asked \
-                     for {}",
-                    requested(&headers)
-                ),
-            );
+            let message = refusal_of_other_protocols(&requested(&headers), state.schema.version());
+            state
+                .warnings
+                .warn(&pod, EXEC_REFUSED, "Exec", &message)
+                .await;
+            return refuse(StatusCode::BAD_REQUEST, message);
         }
     };
     upgrade
         .protocols([PROTOCOL])
         .on_upgrade(move |socket| session(socket, provider, key, container, options))
+}
+
+/// The Warning's reason on a pod whose `kubectl exec` the node could not serve.
+pub const EXEC_REFUSED: &str = "ExecRefused";
+
+/// What a request for exec over anything but [`PROTOCOL`] is told (and the pod's Warning
+/// says): why, given the apiserver's release when it is known. An apiserver before 1.36
+/// speaks SPDY to every node, so there the answer is the control plane, not kubectl.
+pub fn refusal_of_other_protocols(requested: &str, server: Option<ServerVersion>) -> String {
+    match server {
+        Some(server) if !server.has(ServerFeature::WebSocketsToKubelet) => format!(
+            "kubectl exec needs a Kubernetes control plane of 1.{minor} or later on orca's \
+             nodes: this apiserver ({server}) speaks {requested} to nodes, and orca serves exec \
+             over WebSockets ({PROTOCOL}) only, which apiservers pass through from 1.{minor} \
+             on. Logs, metrics and everything else work on this release",
+            minor = ServerFeature::WebSocketsToKubelet.since_minor(),
+        ),
+        _ => format!(
+            "orca serves exec over WebSockets with the {PROTOCOL} protocol (kubectl 1.30 or \
+             later, through an apiserver of 1.{minor} or later); this request asked for \
+             {requested}",
+            minor = ServerFeature::WebSocketsToKubelet.since_minor(),
+        ),
+    }
 }
 
 /// What the refused request asked for, for the message.
@@ -392,6 +414,27 @@ async fn finish(socket: &mut WebSocket, status: &serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exec_over_spdy_is_told_what_would_serve_it_given_the_apiservers_release() {
+        let at = |git: &str| ServerVersion::parse(git, "", "").ok();
+        let old = refusal_of_other_protocols("SPDY/3.1", at("v1.33.13"));
+        assert!(
+            old.starts_with("kubectl exec needs a Kubernetes control plane of 1.36 or later")
+                && old.contains("this apiserver (v1.33.13) speaks SPDY/3.1 to nodes"),
+            "{old}"
+        );
+        // A release that passes the WebSocket through, or none known: the client is the
+        // suspect (kubectl before 1.30 speaks SPDY itself).
+        for server in [at("v1.36.3"), at("v1.37.2"), None] {
+            let told = refusal_of_other_protocols("SPDY/3.1", server.clone());
+            assert!(
+                told.starts_with("orca serves exec over WebSockets with the v5.channel.k8s.io")
+                    && told.ends_with("this request asked for SPDY/3.1"),
+                "{server:?}: {told}"
+            );
+        }
+    }
 
     #[test]
     fn the_apiservers_query_is_read_as_the_kubelet_reads_it() {

@@ -56,6 +56,8 @@ pub struct KubeletApiDeps {
     pub metrics: Arc<KubeletApiMetrics>,
     /// The served pods' usage as last read.
     pub usages: Arc<PodUsages>,
+    /// What orca knows of the apiserver: whether it passes exec's WebSocket through.
+    pub schema: Arc<crate::cluster::apiserver::ServerSchema>,
 }
 
 /// Prepares TLS, binds the port, and serves until `shutdown` in a spawned task.
@@ -93,8 +95,11 @@ pub async fn start(
             source,
         })?;
     tracing::info!(address = %bind, "kubelet API listening");
+    let warnings = state::PodWarnings::new(deps.client.clone());
     let state = Arc::new(ApiState {
         gate: auth::Gate::new(Arc::new(auth::KubeReviews::new(deps.client)), &deps.config),
+        schema: deps.schema,
+        warnings,
         served: deps.served,
         first_node: first.name,
         follow_poll_interval: deps.config.follow_poll_interval.get(),

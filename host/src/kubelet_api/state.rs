@@ -4,8 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
 use super::auth::Gate;
 use super::target::{Check, Target};
+use crate::cluster::apiserver::ServerSchema;
 use crate::process::pod_usage::PodUsages;
 use crate::process::served_nodes::{FoundPod, ServedNodes};
 
@@ -22,6 +26,66 @@ pub struct ApiState {
     pub log_polls: Arc<super::logs::LogPolls>,
     /// The served pods' usage as last read (`/metrics/resource`, `/stats/summary`).
     pub usages: Arc<PodUsages>,
+    /// What orca knows of the apiserver (its release, for what exec says when it cannot be).
+    pub schema: Arc<ServerSchema>,
+    /// Warnings on pods about requests the node could not serve.
+    pub warnings: PodWarnings,
+}
+
+/// Warning Events on pods about requests the kubelet API refused (`kubectl exec` through an
+/// apiserver that speaks only SPDY to nodes), so `kubectl describe pod` says why. One
+/// recorder for them all: the same Warning again on the same pod folds into one Event with a
+/// count.
+#[derive(Clone)]
+pub struct PodWarnings {
+    recorder: Recorder,
+}
+
+/// How long a handler waits for its Warning to be written before it answers anyway.
+const WARNING_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl PodWarnings {
+    pub fn new(client: kube::Client) -> PodWarnings {
+        PodWarnings {
+            recorder: Recorder::new(
+                client,
+                Reporter {
+                    controller: "orca".to_owned(),
+                    instance: None,
+                },
+            ),
+        }
+    }
+
+    /// Writes a Warning `reason` on `pod`; a failure is logged, never the request's.
+    pub async fn warn(&self, pod: &Pod, reason: &str, action: &str, note: &str) {
+        let reference = ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            namespace: pod.metadata.namespace.clone(),
+            name: pod.metadata.name.clone(),
+            uid: pod.metadata.uid.clone(),
+            resource_version: None,
+            field_path: None,
+        };
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(note.to_owned()),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        match tokio::time::timeout(WARNING_TIMEOUT, self.recorder.publish(&event, &reference)).await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(pod = ?pod.metadata.name, reason, %error, "writing a Warning on the pod failed");
+            }
+            Err(_) => {
+                tracing::warn!(pod = ?pod.metadata.name, reason, "writing a Warning on the pod took over {WARNING_TIMEOUT:?}");
+            }
+        }
+    }
 }
 
 impl ApiState {

@@ -1,6 +1,7 @@
 //! orca's Prometheus metrics. One registry for the process, served on the metrics port; each
 //! part of orca records into the families it owns and is handed only those.
 
+mod apiserver;
 mod cost;
 mod ec2;
 mod interruption;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
+pub use apiserver::ApiserverMetrics;
 pub use cost::{CostLabels, CostMetrics};
 pub use ec2::{Ec2CallLabels, Ec2Metrics};
 pub use interruption::{InterruptionMetrics, MessageOutcome, QueueOperation};
@@ -42,6 +44,7 @@ pub struct Metrics {
     pub serving: Arc<ServingMetrics>,
     pub kubelet_api: Arc<KubeletApiMetrics>,
     pub cost: Arc<CostMetrics>,
+    pub apiserver: Arc<ApiserverMetrics>,
     registry: Arc<Registry>,
 }
 
@@ -64,6 +67,7 @@ impl Metrics {
         let serving = Arc::new(ServingMetrics::register(&mut registry));
         let kubelet_api = Arc::new(KubeletApiMetrics::register(&mut registry));
         let cost = Arc::new(CostMetrics::register(&mut registry));
+        let apiserver = Arc::new(ApiserverMetrics::register(&mut registry));
         registry.register_collector(Box::new(pods::PodPhases(served.clone())));
         registry.register_collector(Box::new(pods::NodePodsWatched(served.clone())));
         registry.register_collector(Box::new(pods::NodesServed(served)));
@@ -79,6 +83,7 @@ impl Metrics {
             serving,
             kubelet_api,
             cost,
+            apiserver,
             registry: Arc::new(registry),
         }
     }

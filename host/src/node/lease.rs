@@ -8,6 +8,7 @@ use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use std::sync::Arc;
 
+use crate::cluster::apiserver::{ServerSchema, Written};
 use crate::metrics::LeaseMetrics;
 
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -19,6 +20,7 @@ pub struct LeaseKeeper {
     node_name: String,
     duration_seconds: i32,
     metrics: Arc<LeaseMetrics>,
+    schema: Arc<ServerSchema>,
 }
 
 impl LeaseKeeper {
@@ -27,12 +29,14 @@ impl LeaseKeeper {
         node_name: &str,
         duration: std::time::Duration,
         metrics: Arc<LeaseMetrics>,
+        schema: Arc<ServerSchema>,
     ) -> LeaseKeeper {
         LeaseKeeper {
             api: Api::namespaced(client, LEASE_NAMESPACE),
             node_name: node_name.to_owned(),
             duration_seconds: i32::try_from(duration.as_secs()).unwrap_or(i32::MAX),
             metrics,
+            schema,
         }
     }
 
@@ -62,14 +66,22 @@ impl LeaseKeeper {
                 ..LeaseSpec::default()
             }),
         };
-        let renewed = self
-            .api
-            .patch(
-                &self.node_name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&lease),
-            )
-            .await;
+        let (api, name) = (&self.api, self.node_name.as_str());
+        let renewed = match serde_json::to_value(&lease) {
+            Ok(lease) => {
+                self.schema
+                    .write(Written::Lease, lease, |lease| async move {
+                        api.patch(
+                            name,
+                            &PatchParams::apply(FIELD_MANAGER).force(),
+                            &Patch::Apply(&lease),
+                        )
+                        .await
+                    })
+                    .await
+            }
+            Err(error) => Err(kube::Error::SerdeError(error)),
+        };
         self.metrics.record(renewed.is_ok());
         renewed.map(|_| ())
     }

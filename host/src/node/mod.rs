@@ -25,6 +25,7 @@ pub use conditions::{ProviderHealth, ReadyTracker};
 pub use lease::{LEASE_NAMESPACE, LeaseKeeper};
 pub use registration::{Registrar, RegistrationError};
 
+use crate::cluster::apiserver::ServerSchema;
 use crate::config::NodeConfig;
 use crate::provider::Provider;
 use crate::support::Backoff;
@@ -42,6 +43,16 @@ pub struct NodeController {
     provider: Arc<dyn Provider>,
     config: NodeConfig,
     health: Arc<Health>,
+    schema: Arc<ServerSchema>,
+}
+
+/// What a node controller writes with, besides its client and config.
+pub struct NodeDeps {
+    pub provider: Arc<dyn Provider>,
+    pub lease_metrics: Arc<LeaseMetrics>,
+    pub health: Arc<Health>,
+    /// What the apiserver knows: what the Node and Lease writes leave out.
+    pub schema: Arc<ServerSchema>,
 }
 
 impl NodeController {
@@ -50,23 +61,28 @@ impl NodeController {
     pub fn new(
         client: kube::Client,
         config: NodeConfig,
-        provider: Arc<dyn Provider>,
-        lease_metrics: Arc<LeaseMetrics>,
-        health: Arc<Health>,
+        deps: NodeDeps,
     ) -> Result<Self, RegistrationError> {
         let address = node_address(&config);
         Ok(NodeController {
-            registrar: Registrar::new(client.clone(), config.clone(), address)?,
+            registrar: Registrar::new(
+                client.clone(),
+                config.clone(),
+                address,
+                deps.schema.clone(),
+            )?,
             lease: LeaseKeeper::new(
                 client.clone(),
                 &config.name,
                 config.lease_duration.get(),
-                lease_metrics,
+                deps.lease_metrics,
+                deps.schema.clone(),
             ),
             client,
-            provider,
+            provider: deps.provider,
             config,
-            health,
+            health: deps.health,
+            schema: deps.schema,
         })
     }
 
@@ -180,18 +196,24 @@ impl NodeController {
     }
 
     /// Yields whenever our Node disappears: a watch Delete event, or a re-list (after a watch
-    /// error or apiserver restart) that no longer contains it.
+    /// error or apiserver restart) that no longer contains it. A watch error or a re-list also
+    /// has the apiserver's release read again: a restart may have been an upgrade.
     fn node_deletions(&self) -> impl futures::Stream<Item = ()> + use<> {
         let api: Api<Node> = Api::all(self.client.clone());
         let config =
             watcher::Config::default().fields(&format!("metadata.name={}", self.config.name));
         let mut seen_in_relist = true;
+        let mut listed_before = false;
+        let schema = self.schema.clone();
         watcher(api, config)
             .default_backoff()
             .filter_map(move |event| {
                 let deleted = match event {
                     Ok(watcher::Event::Delete(_)) => true,
                     Ok(watcher::Event::Init) => {
+                        if std::mem::replace(&mut listed_before, true) {
+                            schema.relearn_soon();
+                        }
                         seen_in_relist = false;
                         false
                     }
@@ -203,6 +225,9 @@ impl NodeController {
                     Ok(watcher::Event::Apply(_)) => false,
                     Err(error) => {
                         tracing::debug!(%error, "node watch error; the watcher retries");
+                        // The apiserver went away or answered oddly: it may come back another
+                        // release.
+                        schema.relearn_soon();
                         false
                     }
                 };

@@ -128,7 +128,8 @@ pub fn static_status(config: &NodeConfig, address: IpAddr) -> NodeStatus {
 /// What the node tells the apiserver it supports (sorted, as the apiserver requires):
 /// `ExtendWebSocketsToKubelet` has an apiserver of 1.36 or later pass `kubectl exec`'s
 /// WebSocket through to the kubelet API, which serves it (without it, the apiserver speaks
-/// SPDY to the node, which orca does not serve).
+/// SPDY to the node, which orca does not serve). An apiserver before 1.35 has no such field:
+/// the status write leaves it out there ([`crate::cluster::apiserver::ServerSchema`]).
 pub const DECLARED_FEATURES: [&str; 1] = ["ExtendWebSocketsToKubelet"];
 
 /// The address the apiserver should use to reach orca: config, else `$POD_IP`, else loopback.

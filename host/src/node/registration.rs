@@ -1,6 +1,7 @@
 //! Creating the Node, or bringing an existing one in line with config, and writing its status.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeStatus};
@@ -11,6 +12,7 @@ use serde_json::json;
 use super::conditions::ReadyTracker;
 use super::lease::FIELD_MANAGER;
 use super::object::{configured_taints, desired_node, merge_taints, static_status};
+use crate::cluster::apiserver::{ServerSchema, Written};
 use crate::config::NodeConfig;
 
 /// Why the Node could not be registered or updated.
@@ -62,6 +64,8 @@ pub struct Registrar {
     config: NodeConfig,
     skeleton: Option<Node>,
     address: IpAddr,
+    /// What the apiserver knows: the status leaves out the fields it does not.
+    schema: Arc<ServerSchema>,
 }
 
 impl Registrar {
@@ -72,6 +76,7 @@ impl Registrar {
         client: kube::Client,
         config: NodeConfig,
         address: IpAddr,
+        schema: Arc<ServerSchema>,
     ) -> Result<Registrar, RegistrationError> {
         let skeleton = config.skeleton.as_deref().map(load_skeleton).transpose()?;
         Ok(Registrar {
@@ -79,6 +84,7 @@ impl Registrar {
             config,
             skeleton,
             address,
+            schema,
         })
     }
 
@@ -156,7 +162,9 @@ impl Registrar {
 
     /// Writes the full status: capacity, info, addresses, port, and conditions with a fresh
     /// heartbeat. Server-side apply: conditions are a map keyed by type, so conditions other
-    /// controllers own are left alone.
+    /// controllers own are left alone. Fields the apiserver does not know (`declaredFeatures`
+    /// before 1.35) are left out; one it refuses anyway is left out and the status written
+    /// again ([`ServerSchema::write`]), so no field keeps the Node from Ready.
     ///
     /// # Errors
     /// [`RegistrationError::StatusWriteFailed`].
@@ -171,12 +179,16 @@ impl Registrar {
             "metadata": { "name": self.config.name },
             "status": status,
         });
-        self.api
-            .patch_status(
-                &self.config.name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
+        let (api, name) = (&self.api, self.config.name.as_str());
+        self.schema
+            .write(Written::Node, patch, |patch| async move {
+                api.patch_status(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&patch),
+                )
+                .await
+            })
             .await
             .map_err(|source| RegistrationError::StatusWriteFailed {
                 name: self.config.name.clone(),

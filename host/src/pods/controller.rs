@@ -71,6 +71,8 @@ pub struct PodControllerDeps {
     /// How long this turn may act for the node: reconciles, the status sync and the notices
     /// of the interruption queue take no step after it ends.
     pub tenure: Tenure,
+    /// What the apiserver knows: what the pod status writes leave out.
+    pub schema: Arc<crate::cluster::apiserver::ServerSchema>,
 }
 
 /// How long shutdown waits for queued Events to go out.
@@ -209,6 +211,7 @@ fn context(
         client: deps.client.clone(),
         events: events.clone(),
         records: records.clone(),
+        schema: deps.schema.clone(),
     });
     Arc::new(Context {
         writer,

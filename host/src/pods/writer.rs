@@ -17,6 +17,7 @@ use super::events::{PodEvent, PodEvents};
 use super::record::PodRecords;
 use super::status::{self, status_patch};
 use super::writes::LastWrite;
+use crate::cluster::apiserver::{ServerSchema, Written};
 use crate::policy::{DECISION_ANNOTATION, DecisionRecord};
 use crate::provider::{LaunchProgress, PodKey};
 
@@ -42,6 +43,8 @@ pub struct ApiPodWriter {
     pub events: Arc<PodEvents>,
     /// Where each pod's Event recorder is kept, so its repeated Warnings fold into one.
     pub records: Arc<PodRecords>,
+    /// What the apiserver knows: a field it lacks is left out of the patch.
+    pub schema: Arc<ServerSchema>,
 }
 
 #[async_trait]
@@ -54,7 +57,12 @@ impl PodWriter for ApiPodWriter {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
         // Events wait while pod writes are in flight (`events.rs`).
         let _writing = self.events.pod_write();
-        api.patch_status(&key.name, &PatchParams::default(), &Patch::Strategic(patch))
+        let (api, name) = (&api, key.name.as_str());
+        self.schema
+            .write(Written::Pod, patch.clone(), |patch| async move {
+                api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+                    .await
+            })
             .await
     }
 

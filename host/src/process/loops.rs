@@ -16,6 +16,8 @@ pub enum ProcessLoop {
     Cost,
     /// Refreshing the instance-type catalogue from EC2.
     CatalogueRefresh,
+    /// Reading the apiserver's release and schema again.
+    ServerSchema,
     /// Reading the served pods' usage from CloudWatch.
     PodUsage,
     /// Loading the embedded plugins that failed to load at startup.
@@ -53,6 +55,7 @@ impl std::fmt::Display for ProcessLoop {
             ProcessLoop::Census => f.write_str("the census of the cluster's instances"),
             ProcessLoop::Cost => f.write_str("the cost of the pods' instances"),
             ProcessLoop::CatalogueRefresh => f.write_str("the catalogue refresh"),
+            ProcessLoop::ServerSchema => f.write_str("the apiserver's release and schema"),
             ProcessLoop::PodUsage => f.write_str("the reading of the pods' usage"),
             ProcessLoop::EmbeddedRetry => f.write_str("the embedded plugins' retry"),
             ProcessLoop::OciRefresh => f.write_str("the OCI plugin refresh"),

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::apiserver::ServerSchema;
 use crate::config::{DeclaredNode, PodsConfig};
 use crate::interruption::NodeSinks;
 use crate::metrics::{LeaseMetrics, ReconcileMetrics, ServingMetrics};
-use crate::node::{NodeController, RegistrationError};
+use crate::node::{NodeController, NodeDeps, RegistrationError};
 use crate::pods::events::PodWrites;
 use crate::pods::{self, NodePods, PodControllerDeps};
 use crate::policy::Planner;
@@ -63,6 +64,8 @@ pub struct SharedParts {
     pub spend: Arc<crate::spend::NamespaceSpend>,
     /// What launched instances cost an hour, for their decision records.
     pub prices: Arc<crate::cost::LaunchPrices>,
+    /// What the apiserver knows: what the Node, Lease and pod status writes leave out.
+    pub schema: Arc<ServerSchema>,
 }
 
 impl NodeRuntime {
@@ -82,9 +85,12 @@ impl NodeRuntime {
         NodeController::new(
             shared.client.clone(),
             self.declared.node.clone(),
-            provider.clone(),
-            shared.lease_metrics.clone(),
-            shared.health.clone(),
+            NodeDeps {
+                provider: provider.clone(),
+                lease_metrics: shared.lease_metrics.clone(),
+                health: shared.health.clone(),
+                schema: shared.schema.clone(),
+            },
         )
     }
 
@@ -150,6 +156,7 @@ impl NodeRuntime {
             spend: shared.spend.clone(),
             prices: shared.prices.clone(),
             tenure: tenure.clone(),
+            schema: shared.schema.clone(),
         };
         let mut pods_task = tokio::spawn({
             let turn = turn.clone();

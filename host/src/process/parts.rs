@@ -8,6 +8,7 @@ use super::error::StartError;
 use super::health::Health;
 use super::node::{NodeRuntime, ProviderFactory};
 use super::served_nodes::ServedNodes;
+use crate::cluster::apiserver::ServerSchema;
 use crate::config::{Config, DeclaredNode, ProviderKind, SimulatedConfig};
 use crate::interruption::{NoticeQueue, SqsQueue};
 use crate::metrics::Metrics;
@@ -59,6 +60,8 @@ pub struct Parts {
     pub spend: Arc<NamespaceSpend>,
     /// What launched instances cost an hour (the cost loop keeps the spot pools' prices).
     pub prices: Arc<crate::cost::LaunchPrices>,
+    /// What orca knows of the apiserver's release and schema (learned in `run`).
+    pub schema: Arc<ServerSchema>,
 }
 
 /// The interruption queue and the account whose notices count.
@@ -128,6 +131,7 @@ impl Parts {
         let nodes = node_runtimes(&config, &pipeline, ec2.as_ref(), &cluster_id, &clients);
         let interruptions = interruptions(&config).await?;
         Ok(Parts {
+            schema: Arc::new(ServerSchema::new(client.clone(), metrics.apiserver.clone())),
             spend,
             prices: Arc::new(crate::cost::LaunchPrices::new(catalogue.clone())),
             cluster_id,

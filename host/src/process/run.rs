@@ -45,6 +45,7 @@ pub async fn run(parts: Parts, shutdown: CancellationToken) -> Result<(), StartE
     // Every node's provider and skeleton are checked before anything runs.
     let first_turns = first_turns(&parts, &shared)?;
     serve_metrics(&parts, &mut tasks, &shutdown).await?;
+    learn_the_apiserver(&parts, &mut tasks, &shutdown).await;
     tasks.spawn(
         ProcessLoop::KubeletApi,
         kubelet_api(&parts, shutdown.clone()),
@@ -85,6 +86,7 @@ fn shared_parts(parts: &Parts, policy_ready: watch::Receiver<bool>) -> SharedPar
         pod_writes: Arc::default(),
         spend: parts.spend.clone(),
         prices: parts.prices.clone(),
+        schema: parts.schema.clone(),
     }
 }
 
@@ -101,6 +103,26 @@ fn first_turns(parts: &Parts, shared: &SharedParts) -> Result<Vec<FirstTurn>, St
             Ok((provider, controller))
         })
         .collect()
+}
+
+/// Reads the apiserver's release and schema before any node writes to it (a failure is
+/// logged: the writes then leave out, one at a time, what the server refuses), then keeps
+/// them current in a loop.
+async fn learn_the_apiserver(
+    parts: &Parts,
+    tasks: &mut ProcessTasks,
+    shutdown: &CancellationToken,
+) {
+    if let Err(error) = parts.schema.learn().await {
+        tracing::warn!(
+            error = %crate::support::errors::error_chain(&error),
+            "reading the apiserver's release and schema failed; orca writes every field and leaves out those the server refuses"
+        );
+    }
+    tasks.spawn_loop(
+        ProcessLoop::ServerSchema,
+        parts.schema.clone().run(shutdown.clone()),
+    );
 }
 
 /// `/metrics`, `/healthz` and `/readyz`, listening before anything else runs.
@@ -145,6 +167,7 @@ fn kubelet_api(
         served: parts.served.clone(),
         metrics: parts.metrics.kubelet_api.clone(),
         usages: parts.usages.clone(),
+        schema: parts.schema.clone(),
     };
     let health = parts.health.clone();
     async move {

@@ -35,7 +35,10 @@ write_kubernetes_wrapper() {
     echo "require k8s.io/kubernetes $K8S_VERSION"
     echo
     echo "replace ("
-    sed -nE 's#^[[:space:]]*(k8s\.io/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\t\1 => \1 '"$staging_version"'#p' "$gomod"
+    local module
+    while read -r module; do
+      printf '\t%s => %s %s\n' "$module" "$module" "$(staging_pin "$module" "$staging_version")"
+    done < <(sed -nE 's#^[[:space:]]*(k8s\.io/[^[:space:]]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\1#p' "$gomod")
     echo ")"
   } >"$dir/go.mod"
   grep -q 'k8s.io/client-go => ' "$dir/go.mod" || die "no staging replaces found in $gomod"
@@ -49,6 +52,32 @@ write_kubernetes_wrapper() {
     for c in "${K8S_COMPONENTS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$c\""; done
     echo ")"
   } >"$dir/tools.go"
+}
+
+# staging_pin MODULE WANTED: the version of a Kubernetes staging module the wrapper pins: WANTED
+# (v0.X.Y for v1.X.Y) when the Go module proxy serves it. The proxy this project builds from
+# lacks a few (k8s.io/kube-scheduler, kube-controller-manager, endpointslice and kube-proxy at
+# v0.31.14): then the nearest patch of the same minor that it serves, said on stderr (patches of
+# one minor differ in fixes only, and these four hold configuration types); WANTED still when it
+# serves none of that minor (the sample modules, which no component imports).
+staging_pin() {
+  local module=$1 wanted=$2 candidate
+  if go mod download "$module@$wanted" >/dev/null 2>&1; then
+    echo "$wanted"
+    return
+  fi
+  local minor=${wanted%.*} patch=${wanted##*.}
+  for candidate in $(go list -m -versions "$module" 2>/dev/null | tr ' ' '\n' |
+    awk -F. -v minor="$minor" -v patch="$patch" '
+      $1 "." $2 == minor && $3 ~ /^[0-9]+$/ { d = $3 - patch; if (d < 0) d = -d; print d, $3, $0 }' |
+    sort -k1,1n -k2,2nr | cut -d' ' -f3); do
+    if go mod download "$module@$candidate" >/dev/null 2>&1; then
+      log "  the Go module proxy does not serve $module $wanted: pinned to $candidate, the nearest patch it serves"
+      echo "$candidate"
+      return
+    fi
+  done
+  echo "$wanted"
 }
 
 # Version ldflags so `kubectl version` and /version report the real release, not v0.0.0-master.

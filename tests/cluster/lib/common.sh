@@ -11,7 +11,13 @@ export GOMODCACHE="${GOMODCACHE_ORCA:-$ORCA_CACHE/go/mod}"
 export GOCACHE="${GOCACHE:-$HOME/.cache/go-build}"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
 
-K8S_BIN="$ORCA_CACHE/controlplane/kubernetes-$K8S_VERSION"
+# use_k8s_version RELEASE: the Kubernetes release this script builds or runs (default
+# versions.env's K8S_VERSION; ORCA_K8S_VERSION picks another, as the version matrix does).
+use_k8s_version() {
+  [[ "$1" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "a Kubernetes release is v1.MINOR.PATCH, not ${1@Q}"
+  K8S_VERSION=$1
+  K8S_BIN="$ORCA_CACHE/controlplane/kubernetes-$K8S_VERSION"
+}
 ETCD_BIN="$ORCA_CACHE/controlplane/etcd-$ETCD_VERSION"
 MOTO_VENV="$ORCA_CACHE/venv/moto-$MOTO_VERSION"
 AWSCLI_VENV="$ORCA_CACHE/venv/awscli-$AWSCLI_VERSION"
@@ -42,3 +48,5 @@ go_toolchain() {
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
+
+use_k8s_version "${ORCA_K8S_VERSION:-$K8S_VERSION}"
