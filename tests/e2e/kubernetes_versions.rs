@@ -218,6 +218,20 @@ async fn kubectl_exec_runs_or_says_which_control_plane_it_needs() -> Result<()> 
     let (node, ns) = (scenario.node().to_owned(), scenario.namespace.name.clone());
     pods::create(&scenario.pods, &burst_pod("talker", &node, &[])).await?;
     pods::wait_for_phase(&scenario.pods, "talker", "Running", Duration::from_secs(60)).await?;
+    // Of all orca wrote for the Node, its Lease and the pod's life so far, the one field an
+    // apiserver of the supported range may not know is the Node's declaredFeatures.
+    let page = scrape(scenario.orca.metrics_port)?;
+    let omitted: Vec<_> = series(&page, "orca_apiserver_fields_omitted")?
+        .into_iter()
+        .map(|(labels, _)| (labels["kind"].clone(), labels["field"].clone()))
+        .collect();
+    assert!(
+        omitted
+            .iter()
+            .all(|(kind, field)| (kind.as_str(), field.as_str()) == ("Node", DECLARED)),
+        "{}: {omitted:?}",
+        server.git_version
+    );
 
     let exec = cluster
         .kubectl()
