@@ -94,7 +94,23 @@ kubernetes_ldflags() {
 
 build_kubernetes() {
   if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then return; fi
+  # One build of a release at a time: tests/run builds the version matrix's releases in the
+  # background (tests/cluster/build-releases) while `up` may want one of them; the second waits
+  # for the first and finds it built.
+  mkdir -p "$(dirname "$K8S_BIN")"
+  local lock
+  exec {lock}>"$K8S_BIN.lock"
+  if ! flock -n "$lock"; then
+    log "another build of Kubernetes $K8S_VERSION is under way: waiting for it"
+    flock "$lock"
+  fi
+  if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then
+    exec {lock}>&-
+    return
+  fi
   log "building Kubernetes $K8S_VERSION from the Go module proxy (once; cached in $K8S_BIN)"
+  # What a build that was stopped half way left (it held the lock, so none runs now).
+  rm -rf "$K8S_BIN".tmp.*
   local src="$ORCA_CACHE/src/kubernetes-$K8S_VERSION" out="$K8S_BIN.tmp.$$"
   mkdir -p "$src" "$out"
   write_kubernetes_wrapper "$src"
@@ -105,6 +121,7 @@ build_kubernetes() {
     (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out/$c" "k8s.io/kubernetes/cmd/$c")
   done
   rm -rf "$K8S_BIN" && mv "$out" "$K8S_BIN"
+  exec {lock}>&-
 }
 
 # etcd's server module also uses local replaces, so it gets the same wrapper treatment.
