@@ -242,7 +242,10 @@ fn bench_prints_the_native_baseline_beside_the_plugin() {
 #[test]
 fn check_prints_where_the_compiled_plugin_is_cached() {
     let cache = tempfile::tempdir().unwrap();
-    let hostile = components().join("orca_test_plugin_hostile.wasm");
+    // A copy of its own: another test binary's build of the components may replace the shared
+    // file (with other bytes, when it builds another set of packages) between check and hash.
+    let hostile = cache.path().join("orca_test_plugin_hostile.wasm");
+    std::fs::copy(components().join("orca_test_plugin_hostile.wasm"), &hostile).unwrap();
     let compiled = check_compiled(cache.path(), &hostile);
     assert!(
         compiled.starts_with(cache.path().join("orca/plugins")),

@@ -170,13 +170,22 @@ async fn ended_pods_carry_their_cost_and_the_counters_sum_to_the_records() -> Re
         .and_then(|(dollars, _)| dollars.parse().ok())
         .with_context(|| format!("dollars in {deleted_note:?}"))?;
     for name in ["spot", "on-demand"] {
-        let events = events_about(&client, &namespace.name, name).await?;
-        ensure!(
-            events
-                .iter()
-                .any(|e| e.reason.as_deref() == Some("PodCost")),
-            "{name}: {events:?}"
-        );
+        // orca writes the cost annotation first and publishes the Event right after: wait for
+        // the Event, not only for the annotation.
+        let events = poll_until(
+            "the PodCost Event",
+            Duration::from_secs(30),
+            Duration::from_millis(200),
+            || async {
+                let events = events_about(&client, &namespace.name, name).await?;
+                Ok(events
+                    .iter()
+                    .any(|e| e.reason.as_deref() == Some("PodCost"))
+                    .then_some(events))
+            },
+        )
+        .await
+        .with_context(|| format!("{name}'s PodCost Event"))?;
         // The PolicyDecision Event names the price per hour of what was launched.
         ensure!(
             events

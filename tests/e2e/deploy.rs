@@ -324,7 +324,7 @@ async fn orca_with_only_its_service_accounts_rbac_takes_a_pod_through_its_whole_
 #[tokio::test]
 async fn orca_with_only_the_charts_rbac_takes_a_pod_through_its_whole_life() -> Result<()> {
     let client = TestCluster::shared().kube_client().await?;
-    let namespace = TestNamespace::create(&client, "e2e-chart-rbac").await?;
+    let namespace = TestNamespace::create(&client, "e2e-deploy-chart").await?;
     // Cluster-scoped objects are named after the release: one unique to this test.
     let release = Release::install(&namespace.name, &namespace.name, &[])?;
     let objects = release.manifest()?;

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod metrics_server;
 pub mod model_ec2;
 pub mod model_queue;
+pub mod names;
 pub mod namespace;
 pub mod node_reader;
 pub mod nodes;

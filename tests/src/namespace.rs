@@ -13,7 +13,9 @@ pub struct TestNamespace {
 
 impl TestNamespace {
     /// Creates `<prefix>-<random suffix>`, labelled so leftovers are easy to find.
+    /// The prefix is this test binary's alone ([`crate::names::claim`]).
     pub async fn create(client: &kube::Client, prefix: &str) -> Result<TestNamespace> {
+        crate::names::claim(crate::names::NameKind::Namespace, prefix);
         let name = format!("{prefix}-{:08x}", random_suffix());
         let api: Api<Namespace> = Api::all(client.clone());
         let namespace = Namespace {

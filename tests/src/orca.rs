@@ -416,8 +416,10 @@ impl Drop for OrcaProcess {
     }
 }
 
-/// A unique node name for one test: tests share the cluster, never a node.
+/// A unique node name for one test: tests share the cluster, never a node. The prefix is this
+/// test binary's alone ([`crate::names::claim`]).
 pub fn unique_node_name(test: &str) -> String {
+    crate::names::claim(crate::names::NameKind::Node, test);
     let suffix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
