@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
@@ -140,6 +140,73 @@ async fn moto_answers_describe_instances_through_the_aws_sdk() -> Result<()> {
         .await?;
     let m5 = &types.instance_types()[0];
     assert_eq!(m5.v_cpu_info().and_then(|v| v.default_v_cpus()), Some(2));
+    Ok(())
+}
+
+/// The harness's moto sends a command only to the instances it names, as SSM does: moto alone
+/// sent one to every instance it ever launched (terminated ones too), and the harness ran the
+/// script on each, so `kubectl exec` slowed with every instance a test run had left. And it
+/// reads an instance's tags by its id: a tag filter over thousands of instances stays fast
+/// (tests/cluster/moto-server-with-client-tokens.py, `_tags_of`, `_instances_targeted`).
+#[tokio::test]
+async fn moto_sends_a_command_to_the_instances_it_names_only() -> Result<()> {
+    let cluster = TestCluster::shared();
+    let ec2 = cluster.ec2_client().await;
+    let ssm = cluster.ssm_client().await;
+    let image = ec2.describe_images().send().await?;
+    let image = image.images()[0].image_id().context("an image")?.to_owned();
+    let tag = aws_sdk_ec2::types::Tag::builder()
+        .key("orca-e2e-foundation")
+        .value("ssm")
+        .build();
+    let launched = ec2
+        .run_instances()
+        .image_id(&image)
+        .min_count(3)
+        .max_count(3)
+        .tag_specifications(
+            aws_sdk_ec2::types::TagSpecification::builder()
+                .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+                .tags(tag)
+                .build(),
+        )
+        .send()
+        .await?;
+    let ids: Vec<String> = launched
+        .instances()
+        .iter()
+        .filter_map(|i| i.instance_id().map(str::to_owned))
+        .collect();
+    assert_eq!(ids.len(), 3, "{launched:?}");
+    let sent = ssm
+        .send_command()
+        .instance_ids(&ids[0])
+        .document_name("AWS-RunShellScript")
+        .parameters("commands", vec!["true".to_owned()])
+        .send()
+        .await?;
+    let command = sent.command().context("the command")?;
+    assert_eq!(command.instance_ids(), &ids[..1], "{command:?}");
+    assert_eq!(command.target_count(), 1, "{command:?}");
+    // Each instance's tags, read by a filter, are its own.
+    let tagged = ec2
+        .describe_instances()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("tag:orca-e2e-foundation")
+                .values("ssm")
+                .build(),
+        )
+        .instance_ids(&ids[1])
+        .send()
+        .await?;
+    let instance = &tagged.reservations()[0].instances()[0];
+    assert_eq!(instance.instance_id(), Some(ids[1].as_str()));
+    assert_eq!(instance.tags().len(), 1, "{instance:?}");
+    ec2.terminate_instances()
+        .set_instance_ids(Some(ids))
+        .send()
+        .await?;
     Ok(())
 }
 

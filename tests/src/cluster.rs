@@ -92,6 +92,11 @@ impl TestCluster {
         aws_sdk_sqs::Client::new(&self.aws_config().await)
     }
 
+    /// A Systems Manager client for moto's (the same endpoint as its EC2).
+    pub async fn ssm_client(&self) -> aws_sdk_ssm::Client {
+        aws_sdk_ssm::Client::new(&self.aws_config().await)
+    }
+
     /// The SDK configuration of moto's endpoint, region and dummy credentials.
     pub async fn aws_config(&self) -> aws_config::SdkConfig {
         aws_config::defaults(BehaviorVersion::latest())
