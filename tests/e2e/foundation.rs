@@ -155,10 +155,6 @@ async fn moto_sends_a_command_to_the_instances_it_names_only() -> Result<()> {
     let ssm = cluster.ssm_client().await;
     let image = ec2.describe_images().send().await?;
     let image = image.images()[0].image_id().context("an image")?.to_owned();
-    let tag = aws_sdk_ec2::types::Tag::builder()
-        .key("orca-e2e-foundation")
-        .value("ssm")
-        .build();
     let launched = ec2
         .run_instances()
         .image_id(&image)
@@ -167,7 +163,7 @@ async fn moto_sends_a_command_to_the_instances_it_names_only() -> Result<()> {
         .tag_specifications(
             aws_sdk_ec2::types::TagSpecification::builder()
                 .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
-                .tags(tag)
+                .tags(orca_e2e::ec2::tag("orca-e2e-foundation", "ssm"))
                 .build(),
         )
         .send()

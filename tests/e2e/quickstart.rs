@@ -16,8 +16,9 @@ use aws_sdk_ec2::types::InstanceStateName;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{Api, Client};
 use orca_e2e::cluster::repo_root;
+use orca_e2e::orca::as_from_a_shell;
 use orca_e2e::wait::poll_until;
-use orca_e2e::{TestCluster, TestNamespace, unique_node_name};
+use orca_e2e::{TestCluster, TestNamespace, ec2, unique_node_name};
 
 fn quickstart(args: &[&str], node: &str, namespace: &str) -> Result<String> {
     let cluster = TestCluster::shared();
@@ -28,16 +29,8 @@ fn quickstart(args: &[&str], node: &str, namespace: &str) -> Result<String> {
         .envs(cluster.env_vars())
         .env("ORCA_QUICKSTART_NODE", node)
         .env("ORCA_QUICKSTART_NAMESPACE", namespace);
-    // Run as from a shell: cargo gives this test its package's CARGO_* variables, and build
-    // scripts that watch the environment would rebuild half the tree for the quickstart's
-    // `cargo build` (and again for the next `cargo test`), as tests/src/orca.rs says.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR" {
-            command.env_remove(name.as_ref());
-        }
-    }
-    let output = command.output()?;
+    // The quickstart runs `cargo build`: as from a shell.
+    let output = as_from_a_shell(&mut command).output()?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -108,18 +101,8 @@ async fn check_stopped(client: Client, namespace: &str, node: &str, instance: &s
         Duration::from_secs(30),
         Duration::from_millis(200),
         || async {
-            let described = ec2
-                .describe_instances()
-                .instance_ids(instance)
-                .send()
-                .await?;
-            let state = described
-                .reservations()
-                .iter()
-                .flat_map(|r| r.instances())
-                .find_map(|i| i.state().and_then(|s| s.name()).cloned());
-            ensure!(state.is_some(), "EC2 does not know instance {instance}");
-            Ok((state == Some(InstanceStateName::Terminated)).then_some(()))
+            let described = ec2::instance(&ec2, instance).await?;
+            Ok((ec2::state_of(&described) == InstanceStateName::Terminated).then_some(()))
         },
     )
     .await?;

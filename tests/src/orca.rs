@@ -31,15 +31,7 @@ pub fn orca_binary() -> &'static Path {
         }
         let mut build = Command::new(cargo);
         build.args(&args).current_dir(crate::cluster::repo_root());
-        // Cargo gives a test process its package's CARGO_* variables; build scripts that
-        // watch the environment would see a change and rebuild half the tree, twice (here,
-        // and again for the next `cargo test`). The build gets the environment a shell has.
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            if name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR" {
-                build.env_remove(name.as_ref());
-            }
-        }
+        as_from_a_shell(&mut build);
         let status = build
             .status()
             .expect("running cargo build for the orca binary");
@@ -52,6 +44,20 @@ pub fn orca_binary() -> &'static Path {
             .filter(|path| path.exists())
             .expect("orca binary in the target directory")
     })
+}
+
+/// `command` with the environment a shell has, for a `cargo build` a test starts (directly or
+/// through a script). Cargo gives a test process its package's CARGO_* variables; build scripts
+/// that watch the environment would see a change and rebuild half the tree, twice (there, and
+/// again for the next `cargo test`).
+pub fn as_from_a_shell(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR" {
+            command.env_remove(name.as_ref());
+        }
+    }
+    command
 }
 
 /// One orca process and the files it uses.
