@@ -9,6 +9,21 @@ set -euo pipefail
 
 K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
+# one_build_at_a_time PATH WHAT: takes the lock beside PATH (PATH.lock) on a new descriptor,
+# whose number it leaves in BUILD_LOCK (not printed: a $(…) subshell would take the lock with it
+# as it ends); the caller closes it (exec {fd}>&-) when PATH is in place, or exits. A build
+# another process has under way (tests/quickstart and tests/run start them in the background,
+# `up` may want the same) is waited for, and then found built, rather than done twice.
+one_build_at_a_time() {
+  local path=$1 what=$2
+  mkdir -p "$(dirname "$path")"
+  exec {BUILD_LOCK}>"$path.lock"
+  if ! flock -n "$BUILD_LOCK"; then
+    log "another build of $what is under way: waiting for it"
+    flock "$BUILD_LOCK"
+  fi
+}
+
 # check_go_floor GO_MOD: versions.env's GO_MIN_VERSION is what tests/setup and the docs promise;
 # a module that needs a newer Go makes it a lie, so a version bump that forgets it stops here.
 check_go_floor() {
@@ -97,13 +112,9 @@ build_kubernetes() {
   # One build of a release at a time: tests/run builds the version matrix's releases in the
   # background (tests/cluster/build-releases) while `up` may want one of them; the second waits
   # for the first and finds it built.
-  mkdir -p "$(dirname "$K8S_BIN")"
   local lock
-  exec {lock}>"$K8S_BIN.lock"
-  if ! flock -n "$lock"; then
-    log "another build of Kubernetes $K8S_VERSION is under way: waiting for it"
-    flock "$lock"
-  fi
+  one_build_at_a_time "$K8S_BIN" "Kubernetes $K8S_VERSION"
+  lock=$BUILD_LOCK
   if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then
     exec {lock}>&-
     return
@@ -127,6 +138,13 @@ build_kubernetes() {
 # etcd's server module also uses local replaces, so it gets the same wrapper treatment.
 build_etcd() {
   if [[ -x "$ETCD_BIN/etcd" ]]; then return; fi
+  local lock
+  one_build_at_a_time "$ETCD_BIN" "etcd $ETCD_VERSION"
+  lock=$BUILD_LOCK
+  if [[ -x "$ETCD_BIN/etcd" ]]; then
+    exec {lock}>&-
+    return
+  fi
   log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_BIN)"
   local src="$ORCA_CACHE/src/etcd-$ETCD_VERSION" out="$ETCD_BIN.tmp.$$"
   mkdir -p "$src" "$out"
@@ -149,6 +167,7 @@ build_etcd() {
   local pkg=go.etcd.io/etcd/api/v3/version
   (cd "$src" && go build -trimpath -ldflags "-s -w -X $pkg.GitSHA=release-$ETCD_VERSION" -o "$out/etcd" go.etcd.io/etcd/server/v3)
   rm -rf "$ETCD_BIN" && mv "$out" "$ETCD_BIN"
+  exec {lock}>&-
 }
 
 # metrics-server's module has no local replaces: `go install` builds it at its version as is.
@@ -169,13 +188,20 @@ build_metrics_server() {
 # in a venv of its own, installed once. The stamp is written last: a venv without it is a half
 # install and is rebuilt.
 install_venv() {
-  local venv=$1 constraints=$2 requirement=$3
+  local venv=$1 constraints=$2 requirement=$3 lock
   if [[ -f "$venv/.complete" ]]; then return; fi
+  one_build_at_a_time "$venv" "$requirement"
+  lock=$BUILD_LOCK
+  if [[ -f "$venv/.complete" ]]; then
+    exec {lock}>&-
+    return
+  fi
   log "installing $requirement into $venv (once)"
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -c "$constraints" "$requirement"
   touch "$venv/.complete"
+  exec {lock}>&-
 }
 
 install_moto() {
