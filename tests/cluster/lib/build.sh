@@ -173,6 +173,13 @@ build_etcd() {
 # metrics-server's module has no local replaces: `go install` builds it at its version as is.
 build_metrics_server() {
   if [[ -x "$METRICS_SERVER_BIN/metrics-server" ]]; then return; fi
+  local lock
+  one_build_at_a_time "$METRICS_SERVER_BIN" "metrics-server $METRICS_SERVER_VERSION"
+  lock=$BUILD_LOCK
+  if [[ -x "$METRICS_SERVER_BIN/metrics-server" ]]; then
+    exec {lock}>&-
+    return
+  fi
   log "building metrics-server $METRICS_SERVER_VERSION from the Go module proxy (once; cached in $METRICS_SERVER_BIN)"
   local out="$METRICS_SERVER_BIN.tmp.$$" gomod
   gomod=$(go mod download -json "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
@@ -182,6 +189,7 @@ build_metrics_server() {
     -ldflags "-s -w -X sigs.k8s.io/metrics-server/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
     "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
   rm -rf "$METRICS_SERVER_BIN" && mv "$out" "$METRICS_SERVER_BIN"
+  exec {lock}>&-
 }
 
 # install_venv VENV CONSTRAINTS REQUIREMENT: a pinned Python package with its pinned dependencies
