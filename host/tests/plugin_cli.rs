@@ -193,8 +193,11 @@ fn eval_with_a_config_applies_its_guardrails_and_shows_a_violation() {
 
     let (status, evaluation, stderr) = eval("dear-only");
     assert_eq!(status, Some(1), "{evaluation}");
-    assert_eq!(evaluation["decided"], false);
-    assert_eq!(evaluation["error"]["reason"], "GuardrailViolation");
+    assert_eq!(evaluation["decided"], false, "{evaluation} {stderr}");
+    assert_eq!(
+        evaluation["error"]["reason"], "GuardrailViolation",
+        "{evaluation} {stderr}"
+    );
     let message = evaluation["error"]["message"].as_str().unwrap();
     assert!(
         message.contains(
