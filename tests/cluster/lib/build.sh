@@ -9,18 +9,24 @@ set -euo pipefail
 
 K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
-# one_build_at_a_time PATH WHAT: takes the lock beside PATH (PATH.lock) on a new descriptor,
-# whose number it leaves in BUILD_LOCK (not printed: a $(…) subshell would take the lock with it
-# as it ends); the caller closes it (exec {fd}>&-) when PATH is in place, or exits. A build
-# another process has under way (tests/quickstart and tests/run start them in the background,
-# `up` may want the same) is waited for, and then found built, rather than done twice.
-one_build_at_a_time() {
-  local path=$1 what=$2
+# must_build PATH WHAT FILE: whether FILE (what PATH holds once built) is still to be built, and
+# if so with the lock beside PATH (PATH.lock) held, on a descriptor whose number is left in
+# BUILD_LOCK (not printed: a $(…) subshell would take the lock with it as it ends); the caller
+# closes it (exec {fd}>&-) once PATH is in place, or exits. A build another process has under
+# way (tests/quickstart and tests/run start them in the background, `up` may want the same) is
+# waited for, and then found built, rather than done twice.
+must_build() {
+  local path=$1 what=$2 file=$3
+  [[ -e "$file" ]] && return 1
   mkdir -p "$(dirname "$path")"
   exec {BUILD_LOCK}>"$path.lock"
   if ! flock -n "$BUILD_LOCK"; then
     log "another build of $what is under way: waiting for it"
-    flock "$BUILD_LOCK"
+    flock "$BUILD_LOCK" || die "waiting for the lock of $path failed"
+  fi
+  if [[ -e "$file" ]]; then
+    exec {BUILD_LOCK}>&-
+    return 1
   fi
 }
 
@@ -108,17 +114,12 @@ kubernetes_ldflags() {
 }
 
 build_kubernetes() {
-  if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then return; fi
   # One build of a release at a time: tests/run builds the version matrix's releases in the
   # background (tests/cluster/build-releases) while `up` may want one of them; the second waits
-  # for the first and finds it built.
-  local lock
-  one_build_at_a_time "$K8S_BIN" "Kubernetes $K8S_VERSION"
-  lock=$BUILD_LOCK
-  if [[ -x "$K8S_BIN/kube-apiserver" && -x "$K8S_BIN/kubectl" ]]; then
-    exec {lock}>&-
-    return
-  fi
+  # for the first and finds it built. The directory is renamed into place whole: its last
+  # component there means all are.
+  must_build "$K8S_BIN" "Kubernetes $K8S_VERSION" "$K8S_BIN/${K8S_COMPONENTS[-1]}" || return 0
+  local lock=$BUILD_LOCK
   log "building Kubernetes $K8S_VERSION from the Go module proxy (once; cached in $K8S_BIN)"
   # What a build that was stopped half way left (it held the lock, so none runs now).
   rm -rf "$K8S_BIN".tmp.*
@@ -137,14 +138,8 @@ build_kubernetes() {
 
 # etcd's server module also uses local replaces, so it gets the same wrapper treatment.
 build_etcd() {
-  if [[ -x "$ETCD_BIN/etcd" ]]; then return; fi
-  local lock
-  one_build_at_a_time "$ETCD_BIN" "etcd $ETCD_VERSION"
-  lock=$BUILD_LOCK
-  if [[ -x "$ETCD_BIN/etcd" ]]; then
-    exec {lock}>&-
-    return
-  fi
+  must_build "$ETCD_BIN" "etcd $ETCD_VERSION" "$ETCD_BIN/etcd" || return 0
+  local lock=$BUILD_LOCK
   log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_BIN)"
   local src="$ORCA_CACHE/src/etcd-$ETCD_VERSION" out="$ETCD_BIN.tmp.$$"
   mkdir -p "$src" "$out"
@@ -172,14 +167,8 @@ build_etcd() {
 
 # metrics-server's module has no local replaces: `go install` builds it at its version as is.
 build_metrics_server() {
-  if [[ -x "$METRICS_SERVER_BIN/metrics-server" ]]; then return; fi
-  local lock
-  one_build_at_a_time "$METRICS_SERVER_BIN" "metrics-server $METRICS_SERVER_VERSION"
-  lock=$BUILD_LOCK
-  if [[ -x "$METRICS_SERVER_BIN/metrics-server" ]]; then
-    exec {lock}>&-
-    return
-  fi
+  must_build "$METRICS_SERVER_BIN" "metrics-server $METRICS_SERVER_VERSION" "$METRICS_SERVER_BIN/metrics-server" || return 0
+  local lock=$BUILD_LOCK
   log "building metrics-server $METRICS_SERVER_VERSION from the Go module proxy (once; cached in $METRICS_SERVER_BIN)"
   local out="$METRICS_SERVER_BIN.tmp.$$" gomod
   gomod=$(go mod download -json "sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
@@ -196,14 +185,9 @@ build_metrics_server() {
 # in a venv of its own, installed once. The stamp is written last: a venv without it is a half
 # install and is rebuilt.
 install_venv() {
-  local venv=$1 constraints=$2 requirement=$3 lock
-  if [[ -f "$venv/.complete" ]]; then return; fi
-  one_build_at_a_time "$venv" "$requirement"
-  lock=$BUILD_LOCK
-  if [[ -f "$venv/.complete" ]]; then
-    exec {lock}>&-
-    return
-  fi
+  local venv=$1 constraints=$2 requirement=$3
+  must_build "$venv" "$requirement" "$venv/.complete" || return 0
+  local lock=$BUILD_LOCK
   log "installing $requirement into $venv (once)"
   rm -rf "$venv"
   python3 -m venv "$venv"
