@@ -9,27 +9,6 @@ set -euo pipefail
 
 K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
-# must_build PATH WHAT FILE: whether FILE (what PATH holds once built) is still to be built, and
-# if so with the lock beside PATH (PATH.lock) held, on a descriptor whose number is left in
-# BUILD_LOCK (not printed: a $(…) subshell would take the lock with it as it ends); the caller
-# closes it (exec {fd}>&-) once PATH is in place, or exits. A build another process has under
-# way (tests/quickstart and tests/run start them in the background, `up` may want the same) is
-# waited for, and then found built, rather than done twice.
-must_build() {
-  local path=$1 what=$2 file=$3
-  [[ -e "$file" ]] && return 1
-  mkdir -p "$(dirname "$path")"
-  exec {BUILD_LOCK}>"$path.lock"
-  if ! flock -n "$BUILD_LOCK"; then
-    log "another build of $what is under way: waiting for it"
-    flock "$BUILD_LOCK" || die "waiting for the lock of $path failed"
-  fi
-  if [[ -e "$file" ]]; then
-    exec {BUILD_LOCK}>&-
-    return 1
-  fi
-}
-
 # check_go_floor GO_MOD: versions.env's GO_MIN_VERSION is what tests/setup and the docs promise;
 # a module that needs a newer Go makes it a lie, so a version bump that forgets it stops here.
 check_go_floor() {
