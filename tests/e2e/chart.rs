@@ -17,7 +17,6 @@ use orca_e2e::wait::poll_until;
 use orca_e2e::{TestCluster, TestNamespace};
 use serde_json::{Value, json};
 
-#[path = "chart/metrics.rs"]
 mod metrics;
 
 /// Labels helm's conventions add to every pod (and `instance` to every selector), which the

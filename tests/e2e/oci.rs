@@ -25,7 +25,6 @@ use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, TestCluster, TestNamespace, test_config, unique_node_name};
 use sha2::{Digest, Sha256};
 
-#[path = "oci/hostile_registry.rs"]
 mod hostile_registry;
 
 const DECIDED: Duration = Duration::from_secs(60);

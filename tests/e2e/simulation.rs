@@ -126,7 +126,7 @@ async fn one_instance_per_pod_none_leaked_and_honest_outcomes_over_random_runs()
             Err(error) => {
                 eprintln!(
                     "seed {seed} broke invariants; replay with \
-                     `ORCA_SIM_SEEDS={seed} cargo test -p orca-e2e --test simulation`:\n{error:#}\n"
+                     `ORCA_SIM_SEEDS={seed} cargo test -p orca-e2e --test e2e simulation::`:\n{error:#}\n"
                 );
                 failed.push(*seed);
             }

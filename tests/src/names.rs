@@ -46,10 +46,19 @@ pub fn claim(kind: NameKind, prefix: &str) {
     let Some(dir) = Path::new(&env_file).parent() else {
         return;
     };
-    let binary = binary_name(&std::env::current_exe().unwrap_or_default());
+    let binary = claimant();
     if let Err(error) = claim_in(&dir.join("claimed-names"), kind, prefix, &binary) {
         panic!("{error:#}");
     }
+}
+
+/// Who claims: the process's unit as tests/lib/test-binaries names it in `ORCA_TEST_UNIT`
+/// (`e2e/aws.rs`: the e2e binary runs one process per module), else the test binary's name.
+fn claimant() -> String {
+    std::env::var("ORCA_TEST_UNIT")
+        .ok()
+        .filter(|unit| !unit.is_empty())
+        .unwrap_or_else(|| binary_name(&std::env::current_exe().unwrap_or_default()))
 }
 
 /// A test binary's name: `aws` for `…/deps/aws-5f433c1e08eefec2`.
