@@ -46,8 +46,8 @@ pub fn claim(kind: NameKind, prefix: &str) {
     let Some(dir) = Path::new(&env_file).parent() else {
         return;
     };
-    let binary = claimant();
-    if let Err(error) = claim_in(&dir.join("claimed-names"), kind, prefix, &binary) {
+    let claimant = claimant();
+    if let Err(error) = claim_in(&dir.join("claimed-names"), kind, prefix, &claimant) {
         panic!("{error:#}");
     }
 }
