@@ -211,6 +211,31 @@ fn an_endless_loop_is_stopped_at_the_deadline() {
 }
 
 #[test]
+fn the_time_limit_counts_cpu_time_and_wall_time_only_past_its_ceiling() {
+    let limits = SandboxLimits {
+        timeout: Duration::from_millis(50),
+        ..SandboxLimits::default()
+    };
+    let (engine, catalogue, hostile) = hostile(limits);
+    // 150 ms asleep is three times the limit in wall time but almost no CPU: the thread of a
+    // call on a busy machine waits the same way, and the call is not the plugin's to lose.
+    let answer = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "nap:15")
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer[0].reason, "after its naps");
+    // Past the ceiling (ten times the limit) in wall time, the call is stopped all the same.
+    let error = hostile
+        .select_instance(&engine, &catalogue, &pod(&[]), "nap:1000")
+        .unwrap_err();
+    assert!(
+        matches!(error, CallError::Stalled { wall, .. } if wall == Duration::from_millis(500)),
+        "{error}"
+    );
+    assert!(error.to_string().contains("50ms of CPU"), "{error}");
+}
+
+#[test]
 fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
     let limits = SandboxLimits {
         max_memory_bytes: 16 << 20,
@@ -387,7 +412,7 @@ fn a_panic_is_a_plugin_error_not_a_crash() {
     };
     assert!(
         message.starts_with("panic: hostile plugin panics on purpose (")
-            && message.ends_with("src/lib.rs:45)"),
+            && message.ends_with("src/lib.rs:46)"),
         "{message}"
     );
     assert!(!message.contains("wasm backtrace"), "{message}");

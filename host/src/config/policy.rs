@@ -84,7 +84,9 @@ pub struct PluginStep {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct SandboxLimitsConfig {
-    /// Wall time per call.
+    /// CPU time per call: what the call's thread spends, so a busy machine's waits do not count.
+    /// Its wall time may reach ten times this (at most 10s more); past that the call is
+    /// stopped too.
     pub timeout: Seconds,
     /// Linear memory per call, all its memories together (a Kubernetes quantity).
     #[schemars(with = "QuantityString")]

@@ -98,9 +98,9 @@ impl StepFailure {
             StepFailure::NotImplemented | StepFailure::Policy(PolicyError::Unsupported) => {
                 FailureKind::Unsupported
             }
-            StepFailure::Call(CallError::Timeout { .. } | CallError::Busy { .. }) => {
-                FailureKind::TimedOut
-            }
+            StepFailure::Call(
+                CallError::Timeout { .. } | CallError::Stalled { .. } | CallError::Busy { .. },
+            ) => FailureKind::TimedOut,
             StepFailure::Call(CallError::Trapped { .. }) => FailureKind::Crashed,
             StepFailure::Policy(PolicyError::Declined(_)) => FailureKind::Declined,
             StepFailure::Policy(PolicyError::NoMatch(_)) => FailureKind::NoMatch,

@@ -22,7 +22,8 @@ pub const REUSED_CALLS: u32 = 10_000;
 /// Sandbox limits applied to a plugin's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxLimits {
-    /// Wall time a call may run before it is interrupted (epoch deadline).
+    /// CPU time a call's thread may spend before it is interrupted; its wall time may reach
+    /// [`super::clock::wall_ceiling`] of it.
     pub timeout: Duration,
     /// Linear memory one call may hold, in bytes, all its memories together.
     pub max_memory_bytes: usize,
@@ -64,7 +65,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// (loads run one at a time, on the reload thread or at startup).
 pub const LOAD_CALLS: usize = 1;
 
-/// Wall time a plugin's `info` call may take when it is loaded. Loads run on the reload thread
+/// CPU time a plugin's `info` call may take when it is loaded. Loads run on the reload thread
 /// (or at startup), not in a pod's path, and on a machine whose cores are busy (a build, a
 /// burst) instantiating a plugin the first time can take far longer than a decision's limit.
 pub const LOAD_TIMEOUT: Duration = Duration::from_secs(10);

@@ -4,6 +4,7 @@
 pub(crate) mod bindings;
 mod budget;
 pub(crate) mod cache;
+mod clock;
 mod engine;
 mod exception;
 mod footprint;

@@ -15,6 +15,7 @@ use super::bindings::{
     v0_2, v0_3,
 };
 use super::budget::CallBudget;
+use super::clock::{self, OutOfTime, TimeLimit};
 use super::engine::PluginEngine;
 use super::exception::{CallLeftovers, GuestException};
 use super::footprint::{LimitTooSmall, StartFootprint};
@@ -57,7 +58,9 @@ impl LoadError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            LoadError::InfoFailed(CallError::Timeout { .. } | CallError::Busy { .. })
+            LoadError::InfoFailed(
+                CallError::Timeout { .. } | CallError::Stalled { .. } | CallError::Busy { .. }
+            )
         )
     }
 }
@@ -92,8 +95,19 @@ fn info_field(field: &'static str, value: String) -> Result<String, LoadError> {
 /// Why a call into a plugin did not return an answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
+    /// Its thread spent the call's CPU time limit (`policy.limits.timeout`).
     #[error("plugin {plugin} ran past its {timeout:?} time limit and was stopped")]
     Timeout { plugin: String, timeout: Duration },
+    /// The call's wall time passed its ceiling first: its thread got little CPU (a machine
+    /// whose cores are busy) or it waited (a sleep).
+    #[error(
+        "plugin {plugin} had not finished after {wall:?} of wall time (its time limit is {timeout:?} of CPU) and was stopped"
+    )]
+    Stalled {
+        plugin: String,
+        timeout: Duration,
+        wall: Duration,
+    },
     #[error("plugin {plugin} failed: {message}")]
     Trapped { plugin: String, message: String },
     #[error("plugin {plugin} could not run: every sandbox slot was taken by other calls")]
@@ -314,7 +328,7 @@ impl LoadedPlugin {
             None => self.instantiate(limits, engine, catalogue)?,
         };
         // Each call has its own deadline and log budget, in a new store or a reused one.
-        instance.store.set_epoch_deadline(limits.deadline_ticks());
+        clock::arm(&mut instance.store, &limits);
         let state = instance.store.data_mut();
         state.log = CallLog::new(limits.max_output_bytes);
         state.error_logged = None;
@@ -364,7 +378,7 @@ impl LoadedPlugin {
         let mut store = Store::new(&engine.engine, state);
         store.limiter(|state| &mut state.budget);
         // Start functions run within the call's time limit too.
-        store.set_epoch_deadline(limits.deadline_ticks());
+        clock::arm(&mut store, &limits);
         match self.pre.instantiate(&mut store) {
             Ok(exports) => Ok(CallInstance {
                 store,
@@ -411,13 +425,21 @@ impl LoadedPlugin {
         error_logged: Option<&str>,
     ) -> CallError {
         let plugin = self.name.clone();
-        match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => CallError::Timeout {
+        let timeout = limits.timeout;
+        match (
+            error.downcast_ref::<OutOfTime>(),
+            error.downcast_ref::<Trap>(),
+        ) {
+            (Some(OutOfTime(TimeLimit::Wall(wall))), _) => CallError::Stalled {
                 plugin,
-                timeout: limits.timeout,
+                timeout,
+                wall: *wall,
             },
+            (Some(OutOfTime(TimeLimit::Cpu)), _) | (None, Some(Trap::Interrupt)) => {
+                CallError::Timeout { plugin, timeout }
+            }
             _ if error.is::<PoolConcurrencyLimitError>() => CallError::Busy { plugin },
-            trap => {
+            (None, trap) => {
                 let exception = trap
                     .is_some_and(|trap| GuestException::may_explain(*trap))
                     .then(|| {

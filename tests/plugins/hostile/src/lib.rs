@@ -8,7 +8,8 @@
 //! `no-match` refuses it, `unsupported` answers that from a hook it lists (well-behaved
 //! answers, for the chain's `onError`), `count` answers how many calls its instance has served
 //! and `hoard` keeps 8 MiB more per call (both show whether an instance is reused), and
-//! `tag-context` tags the instance type and market the host tells its taggers. Anything else
+//! `tag-context` tags the instance type and market the host tells its taggers, and `nap:N`
+//! sleeps N times 10 ms (wall time that is not CPU time) before answering. Anything else
 //! answers normally. The pod's `hostile.orca.research/mode` annotation, else the settings,
 //! picks the behaviour. Settings may be the bare word or a JSON string (`"loop"`), as config.yaml
 //! passes them.
@@ -43,6 +44,16 @@ impl Plugin for Hostile {
                 }
             }
             "trap" => panic!("hostile plugin panics on purpose"),
+            nap if nap.starts_with("nap:") => {
+                let naps: u32 = nap["nap:".len()..].parse().unwrap_or(0);
+                for _ in 0..naps {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Ok(vec![Candidate {
+                    instance_type: "m7i.large".into(),
+                    reason: "after its naps".into(),
+                }])
+            }
             "output" => {
                 let line = "x".repeat(1024);
                 for _ in 0..100_000 {
