@@ -8,7 +8,9 @@
 //!   never from this process's memory: after a restart the same record comes out.
 //! - The counters count what accrued since this process started (from the later of the
 //!   instance's launch and the start), each dollar once: an instance launched while the
-//!   process runs counts exactly its record, once ended.
+//!   process runs counts exactly its record, once ended. They never run ahead of the record:
+//!   a live instance is counted up to the whole second before the listing that shows it (EC2
+//!   gives end times in whole seconds, cut down), and an ended one up to its end.
 //!
 //! # Caveats
 //! A price change EC2 publishes late (after a turn accrued past it at the old price) is not
@@ -102,7 +104,7 @@ impl CostLedger {
     /// an instance launched in the second the process started counts from its launch.
     pub fn new(started: Timestamp) -> CostLedger {
         CostLedger {
-            started: Timestamp::from_second(started.as_second()).unwrap_or(started),
+            started: whole_second(started),
             counted: HashMap::new(),
             first_seen_ended: HashMap::new(),
             recorded: HashSet::new(),
@@ -114,7 +116,7 @@ impl CostLedger {
         self.recorded.contains(instance_id)
     }
 
-    /// One turn over `listing` at `now`, each instance priced by `price`.
+    /// One turn over `listing`, asked for at `now`, each instance priced by `price`.
     pub fn turn(
         &mut self,
         listing: &[Seen],
@@ -148,7 +150,9 @@ impl CostLedger {
                         .or_insert(now)
                 }))
             };
-            let until = end.map_or(now, |end| end.min(now));
+            // An end EC2 gives is when it ended even if the listing is older than that; a live
+            // instance is known live only until the listing.
+            let until = end.unwrap_or_else(|| whole_second(now));
             self.accrue(seen, &priced, until, &mut turn);
             if seen.live {
                 if let Some(now_price) = price_at(&priced.pricing.points, now) {
@@ -189,6 +193,11 @@ impl CostLedger {
         self.recorded.insert(instance_id.to_owned());
         self.counted.remove(instance_id);
     }
+}
+
+/// `at`, cut down to its second.
+fn whole_second(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(at)
 }
 
 /// The instance's cost from launch to `end`.

@@ -121,6 +121,7 @@ impl CostLoop {
             .await
             .map_err(CostError::ListingFailed)?;
         let listing: Vec<Seen> = listed
+            .instances
             .iter()
             .filter(|instance| {
                 (instance.tags.get(TAG_NODE)).is_some_and(|node| self.served.serves(node))
@@ -129,9 +130,13 @@ impl CostLoop {
             .collect();
         refresh_prices(self.api.as_ref(), self.ttl, books, &listing, now).await;
         self.launch_prices.set_pools(books.history.prices_at(now));
-        let turn = books
-            .ledger
-            .turn(&listing, |seen| self.priced(&books.history, seen), now);
+        // The ledger counts what the listing shows as of when it was asked (it may be older
+        // than this turn, shared with the census, or slow to come back).
+        let turn = books.ledger.turn(
+            &listing,
+            |seen| self.priced(&books.history, seen),
+            listed.at,
+        );
         if !turn.unpriced.is_empty() {
             tracing::warn!(types = ?turn.unpriced, "instances of types the catalogue has no price for count no cost");
         }

@@ -148,3 +148,43 @@ fn an_instance_with_no_price_is_named_and_counts_nothing() {
     assert_eq!(turn.unpriced, ["m5.large"]);
     assert!(turn.accrued.is_empty() && turn.live.is_empty());
 }
+
+#[test]
+fn the_counters_never_run_ahead_of_the_record_whatever_the_listings_timing() {
+    let millis = |minutes: i64, ms: i64| t(minutes) + jiff::SignedDuration::from_millis(ms);
+    let on_demand = seen("i-5", Market::OnDemand, 0);
+    // (listings: (asked at, ended at EC2's whole second or live), what the counters hold)
+    let cases = [
+        // Listed live 400 ms into the second EC2 then gives as its end (it ended at 20:00.7,
+        // EC2 says 20:00): live time counts to the second before the listing only.
+        vec![(millis(20, 400), None), (millis(21, 0), Some(t(20)))],
+        // A listing shared with the census, asked before the end and read after it.
+        vec![(millis(19, 999), None), (millis(20, 500), Some(t(20)))],
+        // A slow listing: asked at 30:00.2, the instance ended at 30:00.9 while it was asked.
+        vec![(millis(29, 100), None), (millis(30, 200), Some(t(30)))],
+        // Turns with no listing between: the last live one is long before the end.
+        vec![(millis(5, 0), None), (millis(45, 700), Some(t(45)))],
+    ];
+    for listings in cases {
+        let mut ledger = CostLedger::new(t(-100));
+        let mut turns = Vec::new();
+        for (at, end) in &listings {
+            let shown = match end {
+                Some(end) => Seen {
+                    live: false,
+                    ended_at: Some(*end),
+                    ..on_demand.clone()
+                },
+                None => on_demand.clone(),
+            };
+            turns.push(ledger.turn(std::slice::from_ref(&shown), priced, *at));
+        }
+        let record = &turns.last().unwrap().ended[0].1;
+        let (dollars, _) = total(&turns);
+        assert!(
+            (dollars - record.dollars).abs() < 1e-12,
+            "{listings:?}: counted {dollars}, recorded {}",
+            record.dollars
+        );
+    }
+}

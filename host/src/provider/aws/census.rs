@@ -23,7 +23,11 @@ pub struct Ec2Census {
 impl Census for Ec2Census {
     async fn instances(&self) -> Result<Vec<CensusInstance>, ProviderError> {
         let listed = self.listing.instances().await.map_err(provider_error)?;
-        Ok(listed.iter().filter_map(census_instance).collect())
+        Ok(listed
+            .instances
+            .iter()
+            .filter_map(census_instance)
+            .collect())
     }
 }
 

@@ -11,7 +11,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use jiff::Timestamp;
+
 use super::api::{ApiError, Ec2Api, Ec2Instance, Filter};
+
+/// The cluster's instances as one `DescribeInstances` showed them.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// When the listing was asked for: every instance it shows live was live then or later.
+    pub at: Timestamp,
+    pub instances: Arc<Vec<Ec2Instance>>,
+}
 
 /// The shared listing.
 pub struct ClusterListing {
@@ -19,8 +29,9 @@ pub struct ClusterListing {
     /// The UID of the cluster's `kube-system` namespace: whose instances are listed.
     cluster_id: String,
     max_age: Duration,
-    /// The last listing and when it was asked for; held across a listing in flight.
-    last: tokio::sync::Mutex<Option<(Instant, Arc<Vec<Ec2Instance>>)>>,
+    /// The last listing and when it was asked for (by the monotonic clock, for its age);
+    /// held across a listing in flight.
+    last: tokio::sync::Mutex<Option<(Instant, Listed)>>,
 }
 
 impl ClusterListing {
@@ -39,7 +50,7 @@ impl ClusterListing {
     ///
     /// # Errors
     /// The listing failed.
-    pub async fn instances(&self) -> Result<Arc<Vec<Ec2Instance>>, ApiError> {
+    pub async fn instances(&self) -> Result<Listed, ApiError> {
         let mut last = self.last.lock().await;
         if let Some((asked, listed)) = last.as_ref()
             && asked.elapsed() < self.max_age
@@ -47,11 +58,15 @@ impl ClusterListing {
             return Ok(listed.clone());
         }
         let asked = Instant::now();
-        let listed = Arc::new(
-            self.api
-                .describe_instances(&Filter::cluster_instances(&self.cluster_id))
-                .await?,
-        );
+        let at = Timestamp::now();
+        let instances = self
+            .api
+            .describe_instances(&Filter::cluster_instances(&self.cluster_id))
+            .await?;
+        let listed = Listed {
+            at,
+            instances: Arc::new(instances),
+        };
         *last = Some((asked, listed.clone()));
         Ok(listed)
     }
@@ -67,7 +82,8 @@ mod tests {
         let fake = Arc::new(FakeEc2::default());
         let shared = ClusterListing::new(fake.clone(), "c".to_owned(), Duration::from_secs(3600));
         let (a, b) = tokio::join!(shared.instances(), shared.instances());
-        assert!(a.is_ok() && b.is_ok());
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a.at, b.at, "one listing, one time");
         shared.instances().await.unwrap();
         assert_eq!(fake.count("DescribeInstances"), 1, "{:?}", fake.calls());
         // Past half the period (here: a period of nothing), every ask lists again.
