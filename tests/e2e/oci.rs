@@ -154,10 +154,14 @@ fn start_with(
         .join(", ");
     let ca = registry.ca.display().to_string();
     let docker_config = docker_config.display().to_string();
+    // A compile cache of its own, so a store of pulled plugins of its own (kept beside it): the
+    // shared one keeps what earlier runs pulled under the same reference (a registry's port is
+    // reused), and orca rightly serves that at startup until its pull of today's version ends.
     OrcaProcess::start(node, |dir| {
         format!(
-            "{}policy:\n  plugins: [{references}]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n{registry_extra}  selectInstance:\n    - plugin: hostile\n",
+            "{}policy:\n  compileCacheDir: {}\n  plugins: [{references}]\n  registry:\n    refreshInterval: 1s\n    dockerConfig: {docker_config}\n    caFile: {ca}\n{registry_extra}  selectInstance:\n    - plugin: hostile\n",
             test_config(node, dir, ""),
+            dir.join("compile-cache").display(),
         )
     })
 }
