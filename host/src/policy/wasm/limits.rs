@@ -85,15 +85,4 @@ impl SandboxLimits {
         (self.concurrent_calls + self.shadow_calls + LOAD_CALLS)
             .saturating_mul(self.max_memory_bytes)
     }
-
-    /// The call's epoch deadline. A zero timeout (never configured: `policy.limits.timeout`
-    /// must be above 0) stops the call at its first instruction, which is how tests make a
-    /// load run out of time deterministically.
-    pub fn deadline_ticks(&self) -> u64 {
-        if self.timeout.is_zero() {
-            return 0;
-        }
-        let ticks = self.timeout.as_nanos() / EPOCH_TICK.as_nanos();
-        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
-    }
 }

@@ -435,9 +435,9 @@ impl LoadedPlugin {
                 timeout,
                 wall: *wall,
             },
-            (Some(OutOfTime(TimeLimit::Cpu)), _) | (None, Some(Trap::Interrupt)) => {
-                CallError::Timeout { plugin, timeout }
-            }
+            // Every store is armed (clock::arm): its deadlines end in OutOfTime, never in
+            // wasmtime's own Trap::Interrupt.
+            (Some(OutOfTime(TimeLimit::Cpu)), _) => CallError::Timeout { plugin, timeout },
             _ if error.is::<PoolConcurrencyLimitError>() => CallError::Busy { plugin },
             (None, trap) => {
                 let exception = trap
