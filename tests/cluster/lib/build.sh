@@ -106,11 +106,12 @@ build_kubernetes() {
   mkdir -p "$src" "$out"
   write_kubernetes_wrapper "$src"
   (cd "$src" && go mod tidy >/dev/null)
-  local ldflags c; ldflags=$(kubernetes_ldflags)
-  for c in "${K8S_COMPONENTS[@]}"; do
-    log "  go build $c"
-    (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out/$c" "k8s.io/kubernetes/cmd/$c")
-  done
+  local ldflags c packages=(); ldflags=$(kubernetes_ldflags)
+  for c in "${K8S_COMPONENTS[@]}"; do packages+=("k8s.io/kubernetes/cmd/$c"); done
+  # One go build for all of them: it loads and hashes the packages they share (most of
+  # Kubernetes) once, and links them side by side; each binary is named after its command.
+  log "  go build ${K8S_COMPONENTS[*]}"
+  (cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}")
   rm -rf "$K8S_BIN" && mv "$out" "$K8S_BIN"
   exec {lock}>&-
 }
