@@ -5,15 +5,16 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{EnvVar, Node};
 use kube::Api;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use orca_e2e::journal::launches_by_pod;
 use orca_e2e::nodes::ready_condition;
 use orca_e2e::pods::{self, burst_pod, condition, instance_id, phase};
 use orca_e2e::wait::poll_until;
-use orca_e2e::{OrcaProcess, Scenario, TestCluster, test_config, unique_node_name};
+use orca_e2e::{OrcaProcess, Scenario, TestCluster, TestNamespace, test_config, unique_node_name};
 
 const TICK: Duration = Duration::from_millis(250);
 
@@ -617,4 +618,105 @@ async fn instance_whose_pod_is_gone_is_terminated_after_the_grace_period() -> Re
     })
     .await?;
     scenario.finish().await
+}
+
+/// A DaemonSet that would place a pod on orca's node (one that tolerates every taint, as EKS's
+/// add-ons do) is named in a warning when orca starts, since orca would launch an instance for
+/// its pod; one that a required node affinity keeps off is not. The real DaemonSet controller
+/// agrees: it creates a pod on the node for the first and none for the second. Both select this
+/// test's node alone (by hostname), so no other test's node gets their pods.
+#[tokio::test]
+async fn daemonsets_that_would_place_a_pod_on_the_node_are_named_at_startup() -> Result<()> {
+    let cluster = TestCluster::shared();
+    let client = cluster.kube_client().await?;
+    let name = unique_node_name("daemonsets");
+    let namespace = TestNamespace::create(&client, "daemonsets").await?;
+    let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), &namespace.name);
+    let daemonset = |ds: &str, affinity: serde_json::Value| -> Result<DaemonSet> {
+        let mut spec = serde_json::json!({
+            "nodeSelector": {"kubernetes.io/hostname": name},
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "agent", "image": "busybox:1.36", "command": ["sleep", "3600"]}],
+        });
+        if !affinity.is_null() {
+            spec["affinity"] = affinity;
+        }
+        Ok(serde_json::from_value(serde_json::json!({
+            "metadata": {"name": ds},
+            "spec": {
+                "selector": {"matchLabels": {"app": ds}},
+                "template": {"metadata": {"labels": {"app": ds}}, "spec": spec},
+            },
+        }))?)
+    };
+    let kept_off = serde_json::json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [name]}]}]}}});
+    for (ds, affinity) in [("agent", serde_json::Value::Null), ("kept-off", kept_off)] {
+        daemonsets
+            .create(&PostParams::default(), &daemonset(ds, affinity)?)
+            .await?;
+    }
+    let orca = OrcaProcess::start(&name, |dir| test_config(&name, dir, ""))?;
+    let named = |ds: &str| {
+        format!(
+            "DaemonSet {}/{ds} places a pod on node {name}",
+            namespace.name
+        )
+    };
+    poll_until(
+        "the warning naming the DaemonSet",
+        Duration::from_secs(20),
+        TICK,
+        || async { Ok(orca.log().contains(&named("agent")).then_some(())) },
+    )
+    .await?;
+    assert!(!orca.log().contains(&named("kept-off")), "{}", orca.log());
+    // The DaemonSet controller places them as orca said: a pod of the first on the node, none
+    // of the second.
+    let daemon_pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(client.clone(), &namespace.name);
+    poll_until(
+        "the DaemonSet's pod on the node",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            let listed = daemon_pods
+                .list(&ListParams::default().labels("app=agent"))
+                .await?;
+            Ok(listed
+                .items
+                .iter()
+                .any(|pod| {
+                    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str())
+                })
+                .then_some(()))
+        },
+    )
+    .await?;
+    let kept_off_pods = daemon_pods
+        .list(&ListParams::default().labels("app=kept-off"))
+        .await?;
+    assert!(kept_off_pods.items.is_empty(), "{:?}", kept_off_pods.items);
+    // The DaemonSets go while orca runs, so it sees their pods through.
+    let foreground = DeleteParams::foreground();
+    for ds in ["agent", "kept-off"] {
+        daemonsets.delete(ds, &foreground).await?;
+    }
+    poll_until(
+        "the DaemonSets' pods gone",
+        Duration::from_secs(60),
+        TICK,
+        || async {
+            Ok(daemon_pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .is_empty()
+                .then_some(()))
+        },
+    )
+    .await?;
+    drop(orca);
+    namespace.delete().await
 }

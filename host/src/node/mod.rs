@@ -2,6 +2,7 @@
 //! health, and re-creation if someone deletes the Node. It knows nothing of pods.
 
 mod conditions;
+pub mod daemonsets;
 mod lease;
 mod object;
 pub mod plugin_events;
@@ -30,6 +31,15 @@ use crate::config::NodeConfig;
 use crate::provider::Provider;
 use crate::support::Backoff;
 use crate::support::errors::error_chain;
+
+/// The Node as orca registers it from `config`: its skeleton (when one is set and reads) under
+/// the config's labels, annotations and taints. What is decided on a node's labels and taints
+/// before it registers (which DaemonSets land on it) reads this.
+pub fn as_registered(config: &NodeConfig) -> Node {
+    let skeleton =
+        (config.skeleton.as_deref()).and_then(|path| registration::load_skeleton(path).ok());
+    object::desired_node(config, skeleton)
+}
 
 /// The waits between tries to register the Node.
 const REGISTRATION_BACKOFF: Backoff =

@@ -46,6 +46,7 @@ pub async fn run(parts: Parts, shutdown: CancellationToken) -> Result<(), StartE
     let first_turns = first_turns(&parts, &shared)?;
     serve_metrics(&parts, &mut tasks, &shutdown).await?;
     learn_the_apiserver(&parts, &mut tasks, &shutdown).await;
+    name_the_daemonsets(&parts).await;
     tasks.spawn(
         ProcessLoop::KubeletApi,
         kubelet_api(&parts, shutdown.clone()),
@@ -123,6 +124,15 @@ async fn learn_the_apiserver(
         ProcessLoop::ServerSchema,
         parts.schema.clone().run(shutdown.clone()),
     );
+}
+
+/// Names, as warnings, the DaemonSets that place a pod on one of the nodes: orca would launch
+/// an instance for each (`node::daemonsets`).
+async fn name_the_daemonsets(parts: &Parts) {
+    let nodes: Vec<_> = (parts.nodes.iter())
+        .map(|node| crate::node::as_registered(&node.declared.node))
+        .collect();
+    crate::node::daemonsets::name_those_placing_pods(&parts.client, &nodes).await;
 }
 
 /// `/metrics`, `/healthz` and `/readyz`, listening before anything else runs.
