@@ -38,7 +38,8 @@ pub use kube_source::KubeEnvSource;
 pub use request::{AMI_ANNOTATION, RequestError, launch_request};
 pub use source::{EnvSource, EnvSourceError, NoObjects, ObjectData, ObjectKind};
 pub use spec::{
-    ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, workload_spec,
+    ContainerSpec, PullPolicy, RestartPolicy, WorkloadError, WorkloadSpec, WorkloadWarning,
+    workload_spec,
 };
 pub use value::{EnvPart, EnvValue, InstanceFact};
 pub use volumes::{EbsVolume, EfsVolume, FsType, Mount, VolumeError, VolumeFile, VolumeSpec};

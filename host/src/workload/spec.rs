@@ -29,8 +29,50 @@ pub struct WorkloadSpec {
     /// Whether any container asks for `nvidia.com/gpu` (the instance then needs GPUs its
     /// containers can use).
     pub gpu: bool,
-    /// Things the kubelet would report as warning Events, e.g. skipped `envFrom` keys.
-    pub warnings: Vec<String>,
+    /// What the kubelet would report as Warning Events; orca reports them on the pod when it
+    /// launches it (the pod launches all the same).
+    pub warnings: Vec<WorkloadWarning>,
+}
+
+/// Something of the pod's spec that its instance does not do as a node would, told as a
+/// Warning Event on the pod; the pod launches all the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WorkloadWarning {
+    /// `imagePullSecrets` are set: instances pull with their own credentials.
+    PullSecretsUnused,
+    /// `envFrom` keys that are not valid environment variable names, skipped as the kubelet
+    /// skips them.
+    InvalidEnvNames {
+        container: String,
+        keys: Vec<String>,
+    },
+}
+
+impl WorkloadWarning {
+    /// The Event's reason: the kubelet's own where it has one.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            WorkloadWarning::PullSecretsUnused => "ImagePullSecretsUnused",
+            WorkloadWarning::InvalidEnvNames { .. } => "InvalidEnvironmentVariableNames",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkloadWarning::PullSecretsUnused => f.write_str(
+                "imagePullSecrets are not used on orca nodes; instances pull images with their \
+                 own credentials (the instance profile, for ECR)",
+            ),
+            WorkloadWarning::InvalidEnvNames { container, keys } => write!(
+                f,
+                "container {container:?}: envFrom keys [{}] were skipped since they are not \
+                 valid environment variable names",
+                keys.join(", ")
+            ),
+        }
+    }
 }
 
 /// The pod's `restartPolicy` (Kubernetes' default is `Always`).
@@ -186,11 +228,7 @@ pub async fn workload_spec(pod: &Pod, env: &dyn EnvSource) -> Result<WorkloadSpe
         .as_ref()
         .is_some_and(|s| !s.is_empty())
     {
-        warnings.push(
-            "imagePullSecrets are not used on orca nodes; instances pull images with their \
-             own credentials (the instance profile, for ECR)"
-                .to_owned(),
-        );
+        warnings.push(WorkloadWarning::PullSecretsUnused);
     }
     let mut init_containers = Vec::new();
     let mut containers = Vec::new();
@@ -199,12 +237,10 @@ pub async fn workload_spec(pod: &Pod, env: &dyn EnvSource) -> Result<WorkloadSpe
     for (container, init) in all {
         let resolved = resolve_env(pod, container, &mut objects).await?;
         if !resolved.skipped_keys.is_empty() {
-            warnings.push(format!(
-                "container {:?}: envFrom keys [{}] were skipped since they are not valid \
-                 environment variable names",
-                container.name,
-                resolved.skipped_keys.join(", ")
-            ));
+            warnings.push(WorkloadWarning::InvalidEnvNames {
+                container: container.name.clone(),
+                keys: resolved.skipped_keys.clone(),
+            });
         }
         let built = container_spec(spec, container, init, resolved, &volumes)?;
         if init {

@@ -14,8 +14,10 @@
 //! | launch: refused | Failed `InstanceCreationFailed` (`InvalidAnnotation` for a bad annotation) |
 //!
 //! Every launch answer records the decision with what the provider made of it, and one
-//! `OfferingUnavailable` Warning per offering passed over. The reservation against the
-//! namespace's cap is released once no instance can exist.
+//! `OfferingUnavailable` Warning per offering passed over. A launch whose request was built
+//! also tells, as Warnings before the rest, what of the pod's spec the instance does not do as
+//! a node would ([`WorkloadWarning`]: `imagePullSecrets`, skipped `envFrom` keys). The
+//! reservation against the namespace's cap is released once no instance can exist.
 
 use std::time::Duration;
 
@@ -34,6 +36,7 @@ use crate::provider::plan::LaunchPlan;
 use crate::provider::zones::ZoneConstraint;
 use crate::provider::{ErrorClass, LaunchFailed, LaunchProgress, Launched};
 use crate::spend::SpendError;
+use crate::workload::WorkloadWarning;
 
 /// What the step knows besides the answer: the pod's record as it stands, and the time.
 #[derive(Debug, Clone, Copy)]
@@ -291,6 +294,17 @@ pub fn launched(
     effects.events.splice(0..0, offerings_passed_over);
     effects.decision = Some(decision_with_launch(decision, outcome, zones));
     effects
+}
+
+/// The Warning Events of a launch's `warnings`, in their order, ahead of the launch's own.
+pub fn warn(effects: &mut Effects, warnings: &[WorkloadWarning]) {
+    let told = warnings.iter().map(|warning| PodEvent {
+        warning: true,
+        reason: warning.reason(),
+        action: "Launch",
+        note: warning.to_string(),
+    });
+    effects.events.splice(0..0, told);
 }
 
 /// What a failed launch means for the pod.

@@ -82,8 +82,12 @@ impl Launcher<'_> {
             .update(&key.uid, |record| record.waits_for_room = None);
         // The pod's zones, computed once: the request carries them, the decision shows them.
         let zones = ZoneConstraint::of(pod).on_node(self.node_zone);
+        let mut warnings = Vec::new();
         let outcome = match launch_request(pod, &decision.plan, zones.clone(), self.objects).await {
-            Ok(request) => self.provider.create(&request).await,
+            Ok(request) => {
+                warnings.clone_from(&request.workload.warnings);
+                self.provider.create(&request).await
+            }
             // Refused before any provider call, as the provider would have refused it.
             Err(error) => Err(LaunchFailed::new(error.into())),
         };
@@ -100,6 +104,7 @@ impl Launcher<'_> {
             &zones,
             &facts.as_facts(),
         );
+        effects::warn(&mut effects, &warnings);
         if let Ok(launched) = &outcome
             && let Some(decision) = effects.decision.as_mut()
         {

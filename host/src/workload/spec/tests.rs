@@ -146,13 +146,27 @@ async fn the_trainer_gets_its_args_env_limits_user_and_mounts() {
 #[tokio::test]
 async fn unused_pull_secrets_and_skipped_env_keys_are_warnings() {
     let spec = training_pod().await;
-    assert_eq!(spec.warnings.len(), 2, "{:?}", spec.warnings);
-    assert!(spec.warnings[0].starts_with("imagePullSecrets are not used"));
     assert_eq!(
-        spec.warnings[1],
+        spec.warnings,
+        [
+            WorkloadWarning::PullSecretsUnused,
+            WorkloadWarning::InvalidEnvNames {
+                container: "trainer".into(),
+                keys: vec!["bad key".into()],
+            },
+        ]
+    );
+    assert!(
+        spec.warnings[0]
+            .to_string()
+            .starts_with("imagePullSecrets are not used")
+    );
+    assert_eq!(
+        spec.warnings[1].to_string(),
         "container \"trainer\": envFrom keys [bad key] were skipped since they are not valid \
          environment variable names"
     );
+    assert_eq!(spec.warnings[1].reason(), "InvalidEnvironmentVariableNames");
 }
 
 #[tokio::test]

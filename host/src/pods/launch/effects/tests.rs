@@ -608,3 +608,67 @@ fn the_decision_says_where_each_volume_of_the_launched_instance_goes() {
             .is_none()
     );
 }
+
+#[test]
+fn what_the_instance_does_not_do_of_the_spec_is_told_first_as_warnings() {
+    let record = PodRecord::default();
+    let warnings = [
+        WorkloadWarning::PullSecretsUnused,
+        WorkloadWarning::InvalidEnvNames {
+            container: "trainer".into(),
+            keys: vec!["bad key".into()],
+        },
+    ];
+    for (name, outcome) in [
+        ("launched", Ok(an_instance(false, 1))),
+        (
+            "retried",
+            Err(failed(
+                ProviderError::transient("RequestLimitExceeded", "slow down"),
+                false,
+                1,
+            )),
+        ),
+    ] {
+        let mut effects = launched(
+            &outcome,
+            decision(),
+            &LaunchPlan::on_demand("m5.large"),
+            &unconstrained(),
+            &facts(&record, 100),
+        );
+        let before = effects.events.clone();
+        warn(&mut effects, &warnings);
+        let reasons: Vec<_> = effects.events.iter().map(|event| event.reason).collect();
+        assert_eq!(
+            reasons[..2],
+            ["ImagePullSecretsUnused", "InvalidEnvironmentVariableNames"],
+            "{name}"
+        );
+        assert!(
+            effects.events[..2].iter().all(|event| event.warning),
+            "{name}"
+        );
+        assert!(
+            effects.events[..2]
+                .iter()
+                .all(|event| event.action == "Launch"),
+            "{name}"
+        );
+        assert_eq!(
+            effects.events[1].note,
+            "container \"trainer\": envFrom keys [bad key] were skipped since they are not \
+             valid environment variable names",
+            "{name}"
+        );
+        assert_eq!(
+            effects.events[2..],
+            before[..],
+            "{name}: the launch's own follow"
+        );
+    }
+    // No warnings, no Events added.
+    let mut effects = Effects::default();
+    warn(&mut effects, &[]);
+    assert!(effects.events.is_empty());
+}
