@@ -204,6 +204,14 @@ fn the_chart_lints_and_refuses_values_orca_could_not_run() -> Result<()> {
     refused("settings.shareNodes=false,replicas=1")
         .err()
         .context("one replica without sharing is fine")?;
+    let host = refused("hostNetwork=true")?;
+    ensure!(
+        host.contains("hostNetwork is true but orca's kubelet API would listen on 10250"),
+        "{host}"
+    );
+    refused("hostNetwork=true,config.node.daemonPort=10260")
+        .err()
+        .context("the host's network with a port of orca's own is fine")?;
     for (set, field) in [
         ("logFormat=xml", "logFormat"),
         ("plugins.oci[0]=https://registry.example/p:v1", "oci"),
@@ -330,6 +338,39 @@ fn settings_and_plugins_land_in_orcas_config() -> Result<()> {
             .any(|v| v["secret"]["secretName"] == "registry"),
         "{volumes:?}"
     );
+    assert_eq!(
+        pod["hostNetwork"],
+        Value::Null,
+        "the pod network by default"
+    );
+    // On the host's network (an overlay CNI): the host's DNS policy for the cluster's names,
+    // and orca's kubelet API on its own port, which the Node advertises.
+    let objects = template(
+        "team",
+        "platform",
+        &[
+            "--set",
+            "hostNetwork=true,config.node.daemonPort=10260,config.metrics.port=10265",
+        ],
+    )?;
+    let deployment = find_object(&objects, "Deployment", "team-orca")?;
+    let host = &deployment["spec"]["template"]["spec"];
+    assert_eq!(host["hostNetwork"], true);
+    assert_eq!(host["dnsPolicy"], "ClusterFirstWithHostNet");
+    assert_eq!(
+        host["containers"][0]["ports"],
+        json!([
+            {"name": "kubelet-api", "containerPort": 10260},
+            {"name": "metrics", "containerPort": 10265},
+        ])
+    );
+    let config_map = find_object(&objects, "ConfigMap", "team-orca-config")?;
+    let config: Value = serde_saphyr::from_str(
+        config_map["data"]["config.yaml"]
+            .as_str()
+            .context("config.yaml")?,
+    )?;
+    assert_eq!(config["node"]["daemonPort"], 10260);
     // The roles bind the release's own ServiceAccount, in its namespace.
     let binding = find("RoleBinding", "team-orca-node-lease")?;
     assert_eq!(

@@ -437,6 +437,8 @@ mod tests {
             "orca.json",
             "workload.json",
             "workload-trust.json",
+            "orca-trust.json",
+            "orca-pod-identity-trust.json",
             "interruption-queue.json",
         ] {
             let text = deployed_policy(name, &placeholders())?.to_string();

@@ -25,7 +25,8 @@ struct Cli {
     /// Pushes the image there: REGISTRY/REPOSITORY:TAG.
     #[arg(long)]
     push: Option<String>,
-    /// Registry credentials, Docker's config.json format.
+    /// Registry credentials, Docker's config.json format (its credential helpers included);
+    /// default: Docker's own, `$DOCKER_CONFIG/config.json` or `~/.docker/config.json`.
     #[arg(long, requires = "push")]
     docker_config: Option<PathBuf>,
     /// PEM certificates trusted besides the system's, for a registry with a private CA.
@@ -65,7 +66,7 @@ async fn main() -> Result<()> {
     if let Some(reference) = cli.push {
         let registry = Registry {
             ca_file: cli.ca_file,
-            docker_config: cli.docker_config,
+            docker_config: cli.docker_config.or_else(docker_own_config),
         };
         let pinned = push(&image, &reference, &registry)
             .await
@@ -73,6 +74,16 @@ async fn main() -> Result<()> {
         println!("{pinned}");
     }
     Ok(())
+}
+
+/// Docker's own config, as `docker push` reads it: `$DOCKER_CONFIG/config.json`, else
+/// `~/.docker/config.json`, when it exists (its `credHelpers` and `credsStore` included, which
+/// `docker login` to ECR leaves).
+fn docker_own_config() -> Option<PathBuf> {
+    let dir = std::env::var_os("DOCKER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker")))?;
+    Some(dir.join("config.json")).filter(|path| path.is_file())
 }
 
 fn mib(bytes: u64) -> f64 {

@@ -65,10 +65,7 @@ pub struct OutOfTime(pub TimeLimit);
 /// at the limit in wall time, and each check sets the next.
 pub fn arm<T>(store: &mut Store<T>, limits: &SandboxLimits) {
     let limit = limits.timeout;
-    // A zero limit (never configured: `policy.limits.timeout` must be above 0) is checked, and
-    // stops the call, at its first instruction: how tests make a load run out of time
-    // deterministically.
-    store.set_epoch_deadline(if limit.is_zero() { 0 } else { ticks(limit) });
+    store.set_epoch_deadline(first_deadline(limit));
     let start = Spent::now();
     store.epoch_deadline_callback(move |_| {
         let (cpu, wall) = start.since();
@@ -77,6 +74,13 @@ pub fn arm<T>(store: &mut Store<T>, limits: &SandboxLimits) {
             TimeCheck::Stop(over) => Err(OutOfTime(over).into()),
         }
     });
+}
+
+/// The ticks to a call's first check: its whole limit, since CPU time cannot pass wall time. A
+/// zero limit (never configured: `policy.limits.timeout` must be above 0) is checked, and stops
+/// the call, at its first instruction: how tests make a load run out of time deterministically.
+fn first_deadline(limit: Duration) -> u64 {
+    if limit.is_zero() { 0 } else { ticks(limit) }
 }
 
 /// Epoch ticks in `wait`, at least one.
@@ -190,6 +194,22 @@ mod tests {
         assert_eq!(ticks(Duration::ZERO), 1);
         assert_eq!(ticks(Duration::from_micros(1500)), 2);
         assert_eq!(ticks(90 * MS), 90);
+    }
+
+    #[test]
+    fn the_first_check_is_at_the_whole_limit_rounded_up_and_a_zero_limit_checks_at_once() {
+        let cases = [
+            // (limit, ticks to the first check)
+            (Duration::ZERO, 0),
+            (Duration::from_nanos(1), 1),
+            (Duration::from_micros(1500), 2),
+            (100 * MS, 100),
+            (Duration::from_secs(10), 10_000),
+            (Duration::MAX, u64::MAX),
+        ];
+        for (limit, expected) in cases {
+            assert_eq!(first_deadline(limit), expected, "limit {limit:?}");
+        }
     }
 
     #[test]

@@ -688,6 +688,26 @@ fn the_policies_name_what_the_shipped_base_deploys() {
 }
 
 #[test]
+fn with_eks_pod_identity_orcas_role_trusts_the_pods_service_of_its_own_cluster_only() {
+    let trust = policy("deploy/iam/orca-pod-identity-trust.json");
+    assert_eq!(
+        trust["Statement"],
+        json!([{
+            "Sid": "TheOrcaServiceAccountThroughEksPodIdentity",
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            // EKS Pod Identity tags the session (cluster, namespace, service account).
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            // The confused deputy: only the agent acting for this account's cluster.
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": "ACCOUNT"},
+                "ArnEquals": {"aws:SourceArn": "arn:aws:eks:REGION:ACCOUNT:cluster/CLUSTER"},
+            },
+        }])
+    );
+}
+
+#[test]
 fn the_workload_may_publish_metrics_only_to_the_namespace_orca_reads_by_default() {
     let workload = policy("deploy/iam/workload.json");
     let statement = workload["Statement"]
