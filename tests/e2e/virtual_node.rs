@@ -129,6 +129,11 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
         value: Some("hello from the launch request".to_owned()),
         ..EnvVar::default()
     }]);
+    // Its instance pulls with its own credentials: the pod launches, and a Warning says so.
+    forever.spec.as_mut().expect("spec").image_pull_secrets =
+        Some(vec![k8s_openapi::api::core::v1::LocalObjectReference {
+            name: "regcred".to_owned(),
+        }]);
     pods::create(&api, &finishing).await?;
     pods::create(&api, &forever).await?;
 
@@ -236,6 +241,29 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
             "missing event {reason} in {reasons}"
         );
     }
+    let client = TestCluster::shared().kube_client().await?;
+    let warning = poll_until(
+        "the Warning that imagePullSecrets are not used",
+        Duration::from_secs(30),
+        TICK,
+        || async {
+            Ok(
+                pods::events_about(&client, &scenario.namespace.name, "runs-forever")
+                    .await?
+                    .into_iter()
+                    .find(|event| event.reason.as_deref() == Some("ImagePullSecretsUnused")),
+            )
+        },
+    )
+    .await?;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert!(
+        warning
+            .note
+            .as_deref()
+            .is_some_and(|note| note.starts_with("imagePullSecrets are not used on orca nodes")),
+        "{warning:?}"
+    );
     scenario.finish().await
 }
 
