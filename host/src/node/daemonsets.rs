@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Taint, Toleration,
+    Node, NodeSelector, NodeSelectorTerm, PodSpec, Taint, Toleration,
 };
 use kube::api::{Api, ListParams};
+
+use super::selector::holds;
 
 /// How long startup waits for the list of DaemonSets before going on without it.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -98,29 +100,6 @@ fn term_selects(term: &NodeSelectorTerm, name: &str, labels: &BTreeMap<String, S
             && matches!(requirement.operator.as_str(), "In" | "NotIn")
             && holds(requirement, Some(name))
     })
-}
-
-/// Whether `requirement` holds for a node whose value under its key is `value`.
-fn holds(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let listed = |value: &str| values.iter().any(|listed| listed == value);
-    let number = |text: &str| text.parse::<i64>().ok();
-    let compared = |ordering: std::cmp::Ordering| match (value.and_then(number), values) {
-        (Some(value), [bound]) => {
-            number(bound.as_str()).is_some_and(|bound| value.cmp(&bound) == ordering)
-        }
-        _ => false,
-    };
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(listed),
-        "NotIn" => !value.is_some_and(listed),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" => compared(std::cmp::Ordering::Greater),
-        "Lt" => compared(std::cmp::Ordering::Less),
-        // An operator the API would refuse selects nothing.
-        _ => false,
-    }
 }
 
 /// Whether a daemon pod of `spec` tolerates every `NoSchedule` and `NoExecute` taint of

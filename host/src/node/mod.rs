@@ -7,6 +7,7 @@ mod lease;
 mod object;
 pub mod plugin_events;
 mod registration;
+pub mod selector;
 
 pub use object::node_address;
 

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod};
 
+use crate::node::selector;
+
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 /// The zone key of the EBS CSI driver's topology: the PersistentVolumes it provisions require
 /// it of their nodes, so a node bound to a zone carries it too.
@@ -118,11 +120,13 @@ impl ZoneConstraint {
         {
             return false;
         }
+        // An instance always has a zone: `DoesNotExist` admits none, and `Gt`/`Lt`, which
+        // compare integers, admit no zone name.
         self.terms.is_empty()
-            || self
-                .terms
-                .iter()
-                .any(|term| term.iter().all(|requirement| holds(requirement, zone)))
+            || self.terms.iter().any(|term| {
+                term.iter()
+                    .all(|requirement| selector::holds(requirement, Some(zone)))
+            })
     }
 
     /// The zones the pod names by value (its selector, its `In` lists), in order.
@@ -176,21 +180,6 @@ impl ZoneConstraint {
             });
         }
         parts.into_iter().collect::<Vec<_>>().join("; ")
-    }
-}
-
-/// An instance always has a zone, so `DoesNotExist` admits none; `Gt`/`Lt` do not apply to
-/// zone names and admit none.
-fn holds(requirement: &NodeSelectorRequirement, zone: &str) -> bool {
-    let listed = requirement
-        .values
-        .as_ref()
-        .is_some_and(|values| values.iter().any(|v| v == zone));
-    match requirement.operator.as_str() {
-        "In" => listed,
-        "NotIn" => !listed,
-        "Exists" => true,
-        _ => false,
     }
 }
 

@@ -205,37 +205,6 @@ fn the_controllers_own_tolerations_count_and_prefer_no_schedule_does_not() {
 }
 
 #[test]
-fn numbers_compare_as_numbers_and_not_in_takes_an_absent_label() {
-    let node = node(json!({"gpus": "8", "zone": "a"}), json!([]));
-    let requirement = |key: &str, operator: &str, values: &[&str]| NodeSelectorRequirement {
-        key: key.to_owned(),
-        operator: operator.to_owned(),
-        values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
-    };
-    let labels = node.metadata.labels.clone().unwrap();
-    let value = |key: &str| labels.get(key).map(String::as_str);
-    let cases = [
-        (requirement("gpus", "Gt", &["4"]), true),
-        (requirement("gpus", "Gt", &["10"]), false),
-        (requirement("gpus", "Lt", &["10"]), true),
-        (requirement("gpus", "Gt", &["four"]), false),
-        (requirement("gpus", "Gt", &["1", "2"]), false),
-        (requirement("zone", "Gt", &["1"]), false),
-        (requirement("missing", "NotIn", &["x"]), true),
-        (requirement("zone", "NotIn", &["a"]), false),
-        (requirement("missing", "DoesNotExist", &[]), true),
-        (requirement("zone", "Sometimes", &["a"]), false),
-    ];
-    for (requirement, expected) in cases {
-        assert_eq!(
-            holds(&requirement, value(&requirement.key)),
-            expected,
-            "{requirement:?}"
-        );
-    }
-}
-
-#[test]
 fn the_daemonsets_named_are_those_placing_a_pod_on_one_of_the_nodes() {
     let daemonset = |namespace: &str, name: &str, spec: Value| -> DaemonSet {
         let mut spec = spec;
