@@ -22,6 +22,8 @@ pub enum ProcessLoop {
     PodUsage,
     /// Loading the embedded plugins that failed to load at startup.
     EmbeddedRetry,
+    /// Naming, once, the DaemonSets that place a pod on the nodes.
+    DaemonSetCheck,
     /// Pulling the plugins named by OCI reference.
     OciRefresh,
     /// Watching the plugins directory.
@@ -40,9 +42,13 @@ pub enum ProcessLoop {
 
 impl ProcessLoop {
     /// Whether the loop may finish by itself before shutdown with nothing wrong: the embedded
-    /// plugins' retry ends once every one has loaded. Every other loop runs until shutdown.
+    /// plugins' retry ends once every one has loaded, the DaemonSet check once it has named
+    /// them. Every other loop runs until shutdown.
     pub fn may_finish(&self) -> bool {
-        matches!(self, ProcessLoop::EmbeddedRetry)
+        matches!(
+            self,
+            ProcessLoop::EmbeddedRetry | ProcessLoop::DaemonSetCheck
+        )
     }
 }
 
@@ -58,6 +64,7 @@ impl std::fmt::Display for ProcessLoop {
             ProcessLoop::ServerSchema => f.write_str("the apiserver's release and schema"),
             ProcessLoop::PodUsage => f.write_str("the reading of the pods' usage"),
             ProcessLoop::EmbeddedRetry => f.write_str("the embedded plugins' retry"),
+            ProcessLoop::DaemonSetCheck => f.write_str("the check of the nodes' DaemonSets"),
             ProcessLoop::OciRefresh => f.write_str("the OCI plugin refresh"),
             ProcessLoop::PluginWatch => f.write_str("the plugins directory watch"),
             ProcessLoop::InterruptionQueue => f.write_str("the interruption queue consumer"),

@@ -46,7 +46,7 @@ pub async fn run(parts: Parts, shutdown: CancellationToken) -> Result<(), StartE
     let first_turns = first_turns(&parts, &shared)?;
     serve_metrics(&parts, &mut tasks, &shutdown).await?;
     learn_the_apiserver(&parts, &mut tasks, &shutdown).await;
-    name_the_daemonsets(&parts).await;
+    name_the_daemonsets(&parts, &mut tasks);
     tasks.spawn(
         ProcessLoop::KubeletApi,
         kubelet_api(&parts, shutdown.clone()),
@@ -127,12 +127,16 @@ async fn learn_the_apiserver(
 }
 
 /// Names, as warnings, the DaemonSets that place a pod on one of the nodes: orca would launch
-/// an instance for each (`node::daemonsets`).
-async fn name_the_daemonsets(parts: &Parts) {
+/// an instance for each (`node::daemonsets`). Beside startup, not in its way: it informs, and
+/// a slow list must not hold the nodes back.
+fn name_the_daemonsets(parts: &Parts, tasks: &mut ProcessTasks) {
     let nodes: Vec<_> = (parts.nodes.iter())
         .map(|node| crate::node::as_registered(&node.declared.node))
         .collect();
-    crate::node::daemonsets::name_those_placing_pods(&parts.client, &nodes).await;
+    let client = parts.client.clone();
+    tasks.spawn_loop(ProcessLoop::DaemonSetCheck, async move {
+        crate::node::daemonsets::name_those_placing_pods(&client, &nodes).await;
+    });
 }
 
 /// `/metrics`, `/healthz` and `/readyz`, listening before anything else runs.

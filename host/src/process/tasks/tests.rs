@@ -119,6 +119,7 @@ async fn a_loop_that_returns_before_shutdown_ends_the_process_and_one_that_may_f
     let shutdown = CancellationToken::new();
     let mut tasks = ProcessTasks::new(shutdown.clone());
     tasks.spawn_loop(ProcessLoop::EmbeddedRetry, async {});
+    tasks.spawn_loop(ProcessLoop::DaemonSetCheck, async {});
     tasks.spawn_loop(ProcessLoop::PodWatch("gpu".to_owned()), async {
         tokio::task::yield_now().await;
     });
