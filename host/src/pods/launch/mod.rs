@@ -85,8 +85,9 @@ impl Launcher<'_> {
         let mut warnings = Vec::new();
         let outcome = match launch_request(pod, &decision.plan, zones.clone(), self.objects).await {
             Ok(request) => {
-                warnings.clone_from(&request.workload.warnings);
-                self.provider.create(&request).await
+                let created = self.provider.create(&request).await;
+                warnings = request.workload.warnings;
+                created
             }
             // Refused before any provider call, as the provider would have refused it.
             Err(error) => Err(LaunchFailed::new(error.into())),
