@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use orca_e2e::metrics::{scrape, series};
 use orca_e2e::nodes::ready_condition;
-use orca_e2e::pods::{self, burst_pod, events_about};
+use orca_e2e::pods::{self, burst_pod, wait_for_event};
 use orca_e2e::proxy::{Fault, Proxy};
 use orca_e2e::wait::poll_until;
 use orca_e2e::{OrcaProcess, Scenario, TestCluster, test_config, unique_node_name};
@@ -257,20 +257,12 @@ mod on_every_release {
                 stderr.contains(needs) && stderr.contains(&server.git_version),
                 "{stderr}"
             );
-            let warning = poll_until(
-                "the ExecRefused Warning",
+            let warning = wait_for_event(
+                &scenario.client,
+                &ns,
+                "talker",
+                "ExecRefused",
                 Duration::from_secs(10),
-                TICK,
-                || {
-                    let client = scenario.client.clone();
-                    let ns = ns.clone();
-                    async move {
-                        Ok(events_about(&client, &ns, "talker")
-                            .await?
-                            .into_iter()
-                            .find(|event| event.reason.as_deref() == Some("ExecRefused")))
-                    }
-                },
             )
             .await?;
             assert_eq!(warning.type_.as_deref(), Some("Warning"));

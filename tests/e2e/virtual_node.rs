@@ -242,18 +242,12 @@ async fn scheduled_pod_runs_then_succeeds_and_a_deleted_pod_loses_its_instance()
         );
     }
     let client = TestCluster::shared().kube_client().await?;
-    let warning = poll_until(
-        "the Warning that imagePullSecrets are not used",
+    let warning = pods::wait_for_event(
+        &client,
+        &scenario.namespace.name,
+        "runs-forever",
+        "ImagePullSecretsUnused",
         Duration::from_secs(30),
-        TICK,
-        || async {
-            Ok(
-                pods::events_about(&client, &scenario.namespace.name, "runs-forever")
-                    .await?
-                    .into_iter()
-                    .find(|event| event.reason.as_deref() == Some("ImagePullSecretsUnused")),
-            )
-        },
     )
     .await?;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));

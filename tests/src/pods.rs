@@ -110,6 +110,29 @@ pub async fn events_about(
         .collect())
 }
 
+/// Waits until an Event with `reason` is recorded about the object `name` in `namespace`,
+/// returning it.
+pub async fn wait_for_event(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Result<k8s_openapi::api::events::v1::Event> {
+    crate::wait::poll_until(
+        &format!("the {reason} event about {name} in {namespace}"),
+        timeout,
+        Duration::from_millis(200),
+        || async move {
+            let events = events_about(client, namespace, name).await?;
+            Ok(events
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some(reason)))
+        },
+    )
+    .await
+}
+
 /// Waits until an Event with `reason` is recorded about the Node `node` (cluster-scoped
 /// objects' Events land in `default`), returning it.
 pub async fn wait_for_node_event(
@@ -118,18 +141,7 @@ pub async fn wait_for_node_event(
     reason: &str,
     timeout: Duration,
 ) -> Result<k8s_openapi::api::events::v1::Event> {
-    crate::wait::poll_until(
-        &format!("the {reason} event on node {node}"),
-        timeout,
-        Duration::from_millis(200),
-        || async move {
-            let events = events_about(client, "default", node).await?;
-            Ok(events
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason)))
-        },
-    )
-    .await
+    wait_for_event(client, "default", node, reason, timeout).await
 }
 
 /// Waits until the pod is in `wanted` phase, returning it.
